@@ -1,0 +1,29 @@
+import { createDb, type DbHandle } from "./client";
+import { createAuthRepo } from "./repos/auth";
+import { createNodesRepo } from "./repos/nodes";
+import { createTemplatesRepo } from "./repos/templates";
+import { createDeploymentsRepo } from "./repos/deployments";
+import { createLedgerRepo } from "./repos/ledger";
+
+export * from "./types";
+export { createDb, type DbHandle, type Dialect } from "./client";
+export { uptimePercent, type NodeFilter } from "./repos/nodes";
+export { toBalance, type BalanceMicro, type LedgerType } from "./repos/ledger";
+export type { OccupyRefusal, DesiredState } from "./repos/deployments";
+
+/** Every repository over one database handle: what the rest of the system sees of storage. */
+export function createRepos(h: DbHandle) {
+  return {
+    handle: h,
+    auth: createAuthRepo(h),
+    nodes: createNodesRepo(h),
+    templates: createTemplatesRepo(h),
+    deployments: createDeploymentsRepo(h),
+    ledger: createLedgerRepo(h),
+  };
+}
+export type Repos = ReturnType<typeof createRepos>;
+
+export async function openRepos(url: string): Promise<Repos> {
+  return createRepos(await createDb(url));
+}

@@ -1,0 +1,136 @@
+import { and, count, desc, eq, inArray, isNull, lt, sql } from "drizzle-orm";
+import { isLive, type DeploymentStatus } from "@cm/protocol";
+import type { Db, DbHandle } from "../client";
+import type { DeploymentRow } from "../types";
+import { ledgerOps } from "./ledger";
+
+export type DesiredState = "running" | "stopped" | "removed";
+export type OccupyRefusal = "NODE_OFFLINE" | "NODE_AT_CAPACITY" | "INSUFFICIENT_CREDITS";
+export type NewDeployment = Omit<DeploymentRow, "totalCostMicro" | "reservedMicro" | "billedUntil" | "runSeq" | "startedAt" | "stoppedAt" | "deletedAt" | "statusReason" | "exitCode" | "endpoints" | "desiredState" | "status" | "updatedAt">;
+export type TransitionPatch = Partial<Pick<DeploymentRow, "statusReason" | "exitCode" | "startedAt" | "stoppedAt" | "endpoints" | "billedUntil" | "desiredState" | "deletedAt">>;
+
+/** Thrown inside a transaction to roll it back; turned into a result outside it. */
+class Refused extends Error {
+  constructor(readonly reason: OccupyRefusal) { super(reason); }
+}
+
+export function createDeploymentsRepo(h: DbHandle) {
+  const { deployments, nodes } = h.t;
+  const ledger = ledgerOps(h);
+  const notDeleted = isNull(deployments.deletedAt);
+
+  /** Takes a slot on the node and holds an hour of credits, or refuses (and the caller's transaction rolls back). */
+  async function occupy(db: Db, nodeId: string, userId: string, reserveMicro: number) {
+    const slot = await db
+      .update(nodes)
+      .set({ activeDeployments: sql`${nodes.activeDeployments} + 1` })
+      .where(and(eq(nodes.id, nodeId), eq(nodes.status, "online"), isNull(nodes.retiredAt), lt(nodes.activeDeployments, nodes.maxDeployments)))
+      .returning({ id: nodes.id });
+    if (slot.length === 0) {
+      const [n] = await db.select({ status: nodes.status, retiredAt: nodes.retiredAt }).from(nodes).where(eq(nodes.id, nodeId));
+      throw new Refused(!n || n.status !== "online" || n.retiredAt !== null ? "NODE_OFFLINE" : "NODE_AT_CAPACITY");
+    }
+    if (!(await ledger.reserve(db, userId, reserveMicro))) throw new Refused("INSUFFICIENT_CREDITS");
+  }
+
+  /**
+   * Moves a deployment from exactly the status it was read in to another, with the
+   * bookkeeping that crossing out of the live states needs: the node's slot and the
+   * credits held for it are given back. Null when someone else moved it first.
+   */
+  async function transition(db: Db, dep: DeploymentRow, to: DeploymentStatus, patch: TransitionPatch, nowMs: number) {
+    const leaving = isLive(dep.status as DeploymentStatus) && !isLive(to);
+    const [row] = await db
+      .update(deployments)
+      .set({
+        ...patch,
+        status: to,
+        updatedAt: nowMs,
+        ...(leaving ? { reservedMicro: 0, stoppedAt: patch.stoppedAt ?? nowMs } : {}),
+      })
+      .where(and(eq(deployments.id, dep.id), eq(deployments.status, dep.status), eq(deployments.updatedAt, dep.updatedAt)))
+      .returning();
+    if (!row) return null;
+    if (leaving) {
+      await db.update(nodes).set({ activeDeployments: sql`case when ${nodes.activeDeployments} > 0 then ${nodes.activeDeployments} - 1 else 0 end` }).where(eq(nodes.id, dep.nodeId));
+      await ledger.release(db, dep.userId, dep.reservedMicro);
+    }
+    return row;
+  }
+
+  async function withRefusals<T>(fn: () => Promise<T>): Promise<T | { refused: OccupyRefusal }> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (err instanceof Refused) return { refused: err.reason };
+      throw err;
+    }
+  }
+
+  return {
+    transition,
+
+    async create(d: NewDeployment, reserveMicro: number, nowMs: number): Promise<DeploymentRow | { refused: OccupyRefusal }> {
+      return withRefusals(() =>
+        h.transaction(async (db) => {
+          await occupy(db, d.nodeId, d.userId, reserveMicro);
+          const [row] = await db
+            .insert(deployments)
+            .values({ ...d, status: "pending", desiredState: "running", endpoints: [], reservedMicro: reserveMicro, updatedAt: nowMs })
+            .returning();
+          return row!;
+        }),
+      );
+    },
+
+    async get(id: string, userId?: string): Promise<DeploymentRow | undefined> {
+      return h.run(async (db) => {
+        const [row] = await db
+          .select()
+          .from(deployments)
+          .where(and(eq(deployments.id, id), notDeleted, userId ? eq(deployments.userId, userId) : undefined));
+        return row;
+      });
+    },
+
+    async list(userId: string, status: string | undefined, page: number, limit: number) {
+      return h.run(async (db) => {
+        const w = and(eq(deployments.userId, userId), notDeleted, status ? eq(deployments.status, status) : undefined);
+        const rows = await db.select().from(deployments).where(w).orderBy(desc(deployments.createdAt), desc(deployments.id)).limit(limit).offset((page - 1) * limit);
+        const [c] = await db.select({ n: count() }).from(deployments).where(w);
+        return { rows, total: Number(c?.n ?? 0) };
+      });
+    },
+
+    /** Deployments the node should be told about: everything not yet removed from it. */
+    async forNode(nodeId: string): Promise<DeploymentRow[]> {
+      return h.run((db) => db.select().from(deployments).where(and(eq(deployments.nodeId, nodeId), inArray(deployments.desiredState, ["running", "stopped", "removed"]))));
+    },
+
+    /** Starts a stopped deployment again: a slot and an hour of credits, as at creation. */
+    async start(dep: DeploymentRow, reserveMicro: number, nowMs: number) {
+      return withRefusals(() =>
+        h.transaction(async (db) => {
+          await occupy(db, dep.nodeId, dep.userId, reserveMicro);
+          const row = await transition(db, dep, "starting", { desiredState: "running", statusReason: null, exitCode: null, stoppedAt: null }, nowMs);
+          if (!row) throw new Error("deployment changed while starting");
+          const [held] = await db.update(deployments).set({ reservedMicro: reserveMicro, runSeq: sql`${deployments.runSeq} + 1` }).where(eq(deployments.id, dep.id)).returning();
+          return held!;
+        }),
+      );
+    },
+
+    /** Applies a transition in its own transaction. */
+    async move(dep: DeploymentRow, to: DeploymentStatus, patch: TransitionPatch, nowMs: number) {
+      return h.transaction((db) => transition(db, dep, to, patch, nowMs));
+    },
+
+    async markDeleted(dep: DeploymentRow, nowMs: number) {
+      return h.transaction(async (db) => {
+        const to = isLive(dep.status as DeploymentStatus) ? "stopped" : (dep.status as DeploymentStatus);
+        return transition(db, dep, to, { desiredState: "removed", deletedAt: nowMs, statusReason: dep.statusReason ?? "deleted by the tenant" }, nowMs);
+      });
+    },
+  };
+}
+export type DeploymentsRepo = ReturnType<typeof createDeploymentsRepo>;

@@ -1,0 +1,136 @@
+import { and, asc, count, desc, eq, gte, isNull, lte, gt, sql, type SQL } from "drizzle-orm";
+import type { DbHandle } from "../client";
+import type { Gpu, NodeRow, NodeSpecs } from "../types";
+
+export type NodeFilter = {
+  status?: string;
+  hasGpu?: boolean;
+  minGpuVram?: number;
+  minCpuCores?: number;
+  minRamMb?: number;
+  region?: string;
+  maxHourlyRate?: number;
+};
+
+export const EMPTY_SPECS: NodeSpecs = {
+  cpuModel: "", cpuCores: 0, cpuThreads: 0, ramMb: 0, diskGb: 0, diskType: "", networkSpeedMbps: 0, os: "", containerVersion: "",
+};
+
+export function createNodesRepo(h: DbHandle) {
+  const { nodes } = h.t;
+  const visible = isNull(nodes.retiredAt);
+
+  function where(f: NodeFilter): SQL | undefined {
+    const c: Array<SQL | undefined> = [visible];
+    if (f.status) c.push(eq(nodes.status, f.status));
+    if (f.hasGpu === true) c.push(gt(nodes.gpuCount, 0));
+    if (f.hasGpu === false) c.push(eq(nodes.gpuCount, 0));
+    if (f.minGpuVram !== undefined) c.push(gte(nodes.maxGpuVramMb, f.minGpuVram));
+    if (f.minCpuCores !== undefined) c.push(gte(nodes.cpuCores, f.minCpuCores));
+    if (f.minRamMb !== undefined) c.push(gte(nodes.ramMb, f.minRamMb));
+    if (f.region) c.push(eq(nodes.region, f.region));
+    if (f.maxHourlyRate !== undefined) c.push(lte(nodes.hourlyRateCents, f.maxHourlyRate));
+    return and(...c);
+  }
+
+  return {
+    async create(row: {
+      id: string; operatorId: string; name: string; region: string; country: string;
+      hourlyRateCents: number; maxDeployments: number; agentTokenHash: string; createdAt: number;
+    }): Promise<NodeRow> {
+      return h.run(async (db) => {
+        const [created] = await db
+          .insert(nodes)
+          .values({ ...row, status: "offline", specs: EMPTY_SPECS, gpus: [] })
+          .returning();
+        return created!;
+      });
+    },
+
+    /** Newest first: a new operator's node is found without paging to the end. */
+    async list(f: NodeFilter, page: number, limit: number): Promise<{ rows: NodeRow[]; total: number }> {
+      return h.run(async (db) => {
+        const w = where(f);
+        const rows = await db.select().from(nodes).where(w).orderBy(desc(nodes.createdAt), asc(nodes.id)).limit(limit).offset((page - 1) * limit);
+        const [c] = await db.select({ n: count() }).from(nodes).where(w);
+        return { rows, total: Number(c?.n ?? 0) };
+      });
+    },
+
+    async get(id: string, opts: { includeRetired?: boolean } = {}): Promise<NodeRow | undefined> {
+      return h.run(async (db) => {
+        const [row] = await db.select().from(nodes).where(opts.includeRetired ? eq(nodes.id, id) : and(eq(nodes.id, id), visible));
+        return row;
+      });
+    },
+
+    async byAgentTokenHash(hash: string): Promise<NodeRow | undefined> {
+      return h.run(async (db) => (await db.select().from(nodes).where(and(eq(nodes.agentTokenHash, hash), visible)))[0]);
+    },
+
+    async listByOperator(operatorId: string): Promise<NodeRow[]> {
+      return h.run((db) => db.select().from(nodes).where(and(eq(nodes.operatorId, operatorId), visible)).orderBy(desc(nodes.createdAt)));
+    },
+
+    async retire(id: string, operatorId: string, nowMs: number): Promise<boolean> {
+      return h.run(async (db) => {
+        const done = await db
+          .update(nodes)
+          .set({ retiredAt: nowMs, status: "offline", onlineSince: null })
+          .where(and(eq(nodes.id, id), eq(nodes.operatorId, operatorId), visible))
+          .returning({ id: nodes.id });
+        return done.length === 1;
+      });
+    },
+
+    async updateInventory(id: string, specs: NodeSpecs, gpus: Gpu[]) {
+      await h.run((db) =>
+        db
+          .update(nodes)
+          .set({
+            specs, gpus,
+            gpuCount: gpus.length,
+            maxGpuVramMb: gpus.reduce((m, g) => Math.max(m, g.vramMb), 0),
+            cpuCores: specs.cpuCores,
+            ramMb: specs.ramMb,
+          })
+          .where(eq(nodes.id, id)),
+      );
+    },
+
+    /** Online from the first heartbeat; the online time feeds uptimePercent. */
+    async markOnline(id: string, nowMs: number) {
+      await h.run((db) =>
+        db.update(nodes)
+          .set({ status: "online", lastHeartbeat: nowMs, onlineSince: sql`coalesce(${nodes.onlineSince}, ${nowMs})` })
+          .where(and(eq(nodes.id, id), visible)),
+      );
+    },
+
+    async markOffline(id: string, nowMs: number) {
+      await h.run((db) =>
+        db.update(nodes)
+          .set({
+            status: sql`case when ${nodes.status} = 'maintenance' then 'maintenance' else 'offline' end`,
+            onlineMsTotal: sql`${nodes.onlineMsTotal} + coalesce(${nowMs} - ${nodes.onlineSince}, 0)`,
+            onlineSince: null,
+          })
+          .where(eq(nodes.id, id)),
+      );
+    },
+
+    /** Nodes whose last heartbeat is older than the cutoff but still count as online. */
+    async staleOnline(cutoffMs: number): Promise<NodeRow[]> {
+      return h.run((db) => db.select().from(nodes).where(and(eq(nodes.status, "online"), lte(nodes.lastHeartbeat, cutoffMs))));
+    },
+  };
+}
+export type NodesRepo = ReturnType<typeof createNodesRepo>;
+
+/** Share of the node's life it has been online, in percent with one decimal. */
+export function uptimePercent(n: Pick<NodeRow, "createdAt" | "onlineMsTotal" | "onlineSince">, nowMs: number): number {
+  const life = nowMs - n.createdAt;
+  if (life <= 0) return 0;
+  const online = n.onlineMsTotal + (n.onlineSince !== null ? nowMs - n.onlineSince : 0);
+  return Math.round(Math.min(100, (online / life) * 100) * 10) / 10;
+}

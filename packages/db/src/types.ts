@@ -1,0 +1,21 @@
+import type { NodeSpecs, Gpu } from "@cm/protocol";
+import type * as pg from "./schema/pg";
+
+export type { NodeSpecs, Gpu };
+export type TemplatePort = { internal: number; protocol: string; description: string };
+/** An endpoint as stored: the URL is derived at read time from the label and the gateway domain. */
+export type StoredEndpoint = { label: string; internalPort: number; ready: boolean };
+
+export type UserRow = typeof pg.users.$inferSelect;
+export type NodeRow = typeof pg.nodes.$inferSelect;
+export type TemplateRow = typeof pg.templates.$inferSelect;
+export type DeploymentRow = typeof pg.deployments.$inferSelect;
+export type CreditTransactionRow = typeof pg.creditTransactions.$inferSelect;
+export type CreditPackageRow = typeof pg.creditPackages.$inferSelect;
+export type DepositRow = typeof pg.deposits.$inferSelect;
+export type LogRow = typeof pg.deploymentLogs.$inferSelect;
+
+/** 1 credit = 1 US cent = 1,000,000 micro-credits: fine enough to charge per second. */
+export const MICRO_PER_CREDIT = 1_000_000;
+export const creditsToMicro = (credits: number) => Math.round(credits * MICRO_PER_CREDIT);
+export const microToCredits = (micro: number) => micro / MICRO_PER_CREDIT;

@@ -1,0 +1,43 @@
+import { z } from "zod";
+import { ERROR_CODES, type ErrorCode } from "../errors";
+
+export const ErrorBody = z
+  .object({
+    error: z.object({
+      code: z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]),
+      message: z.string(),
+      requestId: z.string(),
+      details: z.unknown().optional(),
+    }),
+  })
+  .meta({ id: "Error" });
+export type ErrorBody = z.infer<typeof ErrorBody>;
+
+export const Pagination = z
+  .object({ page: z.number().int(), limit: z.number().int(), total: z.number().int(), totalPages: z.number().int() })
+  .meta({ id: "Pagination" });
+export type Pagination = z.infer<typeof Pagination>;
+
+/** Query numbers arrive as strings; coerce, but refuse anything that is not a whole number in range. */
+export const pageQuery = (maxLimit: number) => ({
+  page: z.coerce.number().int().min(1).default(1),
+  limit: z.coerce.number().int().min(1).max(maxLimit).default(20),
+});
+
+/** "true"/"false" in a query string; z.coerce.boolean would take "false" as true. */
+export const queryBoolean = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
+
+export const Timestamp = z.string().meta({ format: "date-time", description: "ISO 8601, UTC" });
+
+/** Environment variables: bounded so a body cannot smuggle megabytes into a container. */
+export const EnvMap = z
+  .record(
+    z.string().min(1).max(256).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a valid environment variable name"),
+    z.string().max(32_768),
+  )
+  .refine((env) => Object.keys(env).length <= 100, "at most 100 variables")
+  .meta({ description: "Environment variables, name to value (at most 100, values up to 32 KiB)" });
+
+export function paginate(page: number, limit: number, total: number): Pagination {
+  return { page, limit, total, totalPages: Math.ceil(total / limit) };
+}

@@ -1,0 +1,59 @@
+import { z } from "zod";
+import { Pagination, Timestamp, pageQuery } from "./common";
+
+export const Balance = z
+  .object({
+    available: z.number().meta({ description: "credits you can spend (1 credit = 1 US cent)" }),
+    reserved: z.number().meta({ description: "credits held for running deployments" }),
+    totalUsed: z.number().meta({ description: "credits spent on usage, all time" }),
+  })
+  .meta({ id: "Balance" });
+export type Balance = z.infer<typeof Balance>;
+
+export const CreditPackage = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    credits: z.number(),
+    priceUsd: z.number(),
+    priceStable: z.number(),
+    bonusPercent: z.number(),
+    creditsToReceive: z.number(),
+  })
+  .meta({ id: "CreditPackage" });
+
+export const Deposit = z
+  .object({
+    depositId: z.string(),
+    amountStable: z.number(),
+    creditsToReceive: z.number(),
+    treasuryWallet: z.string(),
+    stableMint: z.string(),
+    expiresAt: Timestamp,
+  })
+  .meta({ id: "Deposit" });
+
+export const TRANSACTION_TYPES = ["deposit", "usage", "refund"] as const;
+export const CreditTransaction = z
+  .object({
+    id: z.string(),
+    type: z.enum(TRANSACTION_TYPES),
+    amount: z.number(),
+    description: z.string(),
+    txSignature: z.string().optional(),
+    deploymentId: z.string().optional(),
+    createdAt: Timestamp,
+  })
+  .meta({ id: "CreditTransaction" });
+
+export const BalanceResponse = z.object({ balance: Balance });
+export const PackagesResponse = z.object({ packages: z.array(CreditPackage) });
+export const InitiateDepositRequest = z.strictObject({ packageId: z.string().min(1).max(64), walletAddress: z.string().max(64) });
+export const InitiateDepositResponse = z.object({ deposit: Deposit });
+export const ConfirmDepositRequest = z.strictObject({
+  depositId: z.string().min(1).max(64),
+  txSignature: z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{64,90}$/, "must be a base58 transaction signature"),
+});
+export const ConfirmDepositResponse = z.object({ transaction: CreditTransaction, newBalance: Balance });
+export const TransactionListQuery = z.strictObject({ type: z.enum(TRANSACTION_TYPES).optional(), ...pageQuery(100) });
+export const TransactionListResponse = z.object({ transactions: z.array(CreditTransaction), pagination: Pagination });

@@ -1,0 +1,79 @@
+import { z } from "zod";
+import { EnvMap, Pagination, Timestamp, pageQuery } from "./common";
+
+/**
+ * Every status a deployment can have. The spec names pending, starting, running,
+ * stopping and "a stopped state"; the rest are ours (see deployment-states.ts).
+ */
+export const DEPLOYMENT_STATUSES = ["pending", "pulling", "starting", "running", "stopping", "stopped", "exited", "failed"] as const;
+export const DeploymentStatus = z.enum(DEPLOYMENT_STATUSES);
+export type DeploymentStatus = z.infer<typeof DeploymentStatus>;
+
+export const Endpoint = z
+  .object({
+    type: z.literal("https"),
+    url: z.string(),
+    internalPort: z.number().int(),
+    ready: z.boolean().meta({ description: "false while the container's port does not answer yet" }),
+  })
+  .meta({ id: "Endpoint" });
+
+export const Deployment = z
+  .object({
+    id: z.string(),
+    userId: z.string(),
+    nodeId: z.string(),
+    templateId: z.string().optional(),
+    name: z.string().optional(),
+    image: z.string().meta({ description: "the container image that runs" }),
+    status: DeploymentStatus,
+    statusReason: z.string().nullable().meta({ description: "why it is in this status, readable; null when nothing to say" }),
+    exitCode: z.number().int().nullable(),
+    endpoints: z.array(Endpoint),
+    env: z.record(z.string(), z.string()),
+    ports: z.array(z.number().int()),
+    hourlyRateCents: z.number().meta({ description: "credits per hour charged while running (1 credit = 1 US cent)" }),
+    totalCost: z.number().meta({ description: "credits charged so far (1 credit = 1 US cent)" }),
+    createdAt: Timestamp,
+    startedAt: Timestamp.optional(),
+    stoppedAt: Timestamp.optional(),
+  })
+  .meta({ id: "Deployment" });
+export type Deployment = z.infer<typeof Deployment>;
+
+const Port = z.number().int().min(1).max(65535);
+
+export const CreateDeploymentRequest = z.strictObject({
+  nodeId: z.string().min(1).max(64),
+  templateId: z.string().min(1).max(64).optional(),
+  customImage: z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^[a-z0-9][a-z0-9._\-/:@]*$/i, "must be an image reference such as ubuntu:22.04 or ghcr.io/org/app:tag")
+    .nullable()
+    .optional(),
+  name: z.string().trim().min(1).max(100).optional(),
+  env: EnvMap.optional(),
+  ports: z.array(Port).max(16).optional().meta({ description: "container ports to expose as endpoints; defaults to the template's or the image's" }),
+});
+export type CreateDeploymentRequest = z.infer<typeof CreateDeploymentRequest>;
+
+export const CreateDeploymentResponse = z.object({
+  deployment: Deployment,
+  estimatedHourlyCost: z.number().meta({ description: "credits per hour (1 credit = 1 US cent)" }),
+});
+export const DeploymentListQuery = z.strictObject({ status: DeploymentStatus.optional(), ...pageQuery(100) });
+export const DeploymentListResponse = z.object({ deployments: z.array(Deployment), pagination: Pagination });
+export const DeploymentResponse = z.object({ deployment: Deployment });
+export const DeploymentActionResponse = z.object({ deployment: Deployment });
+export const DeleteDeploymentResponse = z.object({ success: z.boolean(), message: z.string() });
+
+export const LogEntry = z
+  .object({ timestamp: Timestamp, stream: z.enum(["stdout", "stderr"]), message: z.string() })
+  .meta({ id: "LogEntry" });
+export const LogsQuery = z.strictObject({
+  tail: z.coerce.number().int().min(1).max(10_000).default(100),
+  since: z.iso.datetime({ offset: true }).optional(),
+});
+export const LogsResponse = z.object({ logs: z.array(LogEntry) });

@@ -1,0 +1,58 @@
+/**
+ * Every error the public API can answer, with its HTTP status. One table so the
+ * server, the OpenAPI document and any client agree on what a code means.
+ */
+export const ERROR_CODES = {
+  // Authentication (the spec's own codes first).
+  INVALID_WALLET_ADDRESS: { status: 400, description: "The wallet address is not a base58 32-byte ed25519 public key." },
+  NONCE_EXPIRED: { status: 400, description: "The sign-in message is past its expiry; ask for a new nonce." },
+  NONCE_NOT_FOUND: { status: 400, description: "The message was never issued to this wallet, or was already used." },
+  INVALID_SIGNATURE: { status: 401, description: "The signature does not verify over the message with the wallet's key." },
+  TOKEN_EXPIRED: { status: 401, description: "The access token is past its expiry; refresh it." },
+  INVALID_REFRESH_TOKEN: { status: 401, description: "The refresh token is unknown, expired, revoked or already used." },
+  UNAUTHORIZED: { status: 401, description: "The Authorization header is missing, malformed, or names an unknown token." },
+  // Request shape.
+  VALIDATION_ERROR: { status: 400, description: "The request does not match its schema; details lists each field." },
+  INVALID_JSON: { status: 400, description: "The body is not valid JSON." },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, description: "The body must be sent as application/json." },
+  PAYLOAD_TOO_LARGE: { status: 413, description: "The body is larger than the limit." },
+  TEMPLATE_OR_IMAGE_REQUIRED: { status: 400, description: "Give exactly one of templateId and customImage; neither was given." },
+  TEMPLATE_AND_IMAGE_CONFLICT: { status: 400, description: "Give exactly one of templateId and customImage; both were given." },
+  // Resources.
+  NOT_FOUND: { status: 404, description: "No route answers this method and path." },
+  NODE_NOT_FOUND: { status: 404, description: "No node has this id." },
+  TEMPLATE_NOT_FOUND: { status: 404, description: "No template has this id or slug." },
+  DEPLOYMENT_NOT_FOUND: { status: 404, description: "No deployment of yours has this id." },
+  PACKAGE_NOT_FOUND: { status: 404, description: "No credit package has this id." },
+  DEPOSIT_NOT_FOUND: { status: 404, description: "No deposit of yours has this id." },
+  // Deployments.
+  INVALID_STATE_TRANSITION: { status: 409, description: "The deployment's current status does not allow this action; details.currentStatus says which it is." },
+  NODE_OFFLINE: { status: 409, description: "The node is not online." },
+  NODE_AT_CAPACITY: { status: 409, description: "The node already runs its maxDeployments." },
+  NODE_NO_GPU: { status: 422, description: "The template needs a GPU and the node has none." },
+  NODE_INSUFFICIENT_GPU_VRAM: { status: 422, description: "The node's largest GPU has less VRAM than the template needs." },
+  NODE_INSUFFICIENT_CPU: { status: 422, description: "The node has fewer CPU cores than the template needs." },
+  NODE_INSUFFICIENT_RAM: { status: 422, description: "The node has less RAM than the template needs." },
+  INSUFFICIENT_CREDITS: { status: 402, description: "Available credits do not cover one hour on this node." },
+  // Credits.
+  DEPOSIT_EXPIRED: { status: 410, description: "The deposit is past its expiresAt; start a new one." },
+  DEPOSIT_WALLET_MISMATCH: { status: 400, description: "walletAddress is not the wallet you signed in with." },
+  TX_NOT_FOUND: { status: 404, description: "The transaction is not (yet) visible on chain at the required commitment; retry shortly." },
+  TX_FAILED: { status: 422, description: "The transaction failed on chain." },
+  MINT_MISMATCH: { status: 422, description: "The payment was not made in the expected token." },
+  RECIPIENT_MISMATCH: { status: 422, description: "The payment did not go to the treasury wallet." },
+  AMOUNT_TOO_LOW: { status: 422, description: "The treasury received less than amountStable." },
+  PAYER_MISMATCH: { status: 422, description: "The payment was not made by the deposit's walletAddress." },
+  PAYMENT_AFTER_EXPIRY: { status: 422, description: "The payment landed after the deposit expired." },
+  SIGNATURE_ALREADY_USED: { status: 409, description: "This transaction signature already credited a deposit." },
+  CHAIN_UNAVAILABLE: { status: 503, description: "The Solana RPC node did not answer; nothing changed, retry later." },
+  // Operational.
+  RATE_LIMITED: { status: 429, description: "Too many requests; wait Retry-After seconds." },
+  INTERNAL_ERROR: { status: 500, description: "Something failed on our side; the request id helps us find it." },
+} as const satisfies Record<string, { status: number; description: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export function statusOf(code: ErrorCode): number {
+  return ERROR_CODES[code].status;
+}
