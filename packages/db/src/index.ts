@@ -4,12 +4,14 @@ import { createNodesRepo } from "./repos/nodes";
 import { createTemplatesRepo } from "./repos/templates";
 import { createDeploymentsRepo } from "./repos/deployments";
 import { createLedgerRepo } from "./repos/ledger";
+import { createLogsRepo } from "./repos/logs";
 
 export * from "./types";
 export { createDb, type DbHandle, type Dialect } from "./client";
 export { uptimePercent, type NodeFilter } from "./repos/nodes";
 export { toBalance, type BalanceMicro, type LedgerType } from "./repos/ledger";
-export type { OccupyRefusal, DesiredState } from "./repos/deployments";
+export type { OccupyRefusal, DesiredState, TransitionPatch } from "./repos/deployments";
+export type { NewLogLine } from "./repos/logs";
 
 /** Every repository over one database handle: what the rest of the system sees of storage. */
 export function createRepos(h: DbHandle) {
@@ -20,6 +22,7 @@ export function createRepos(h: DbHandle) {
     templates: createTemplatesRepo(h),
     deployments: createDeploymentsRepo(h),
     ledger: createLedgerRepo(h),
+    logs: createLogsRepo(h),
   };
 }
 export type Repos = ReturnType<typeof createRepos>;

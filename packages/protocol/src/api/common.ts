@@ -21,7 +21,8 @@ export type Pagination = z.infer<typeof Pagination>;
 /** Query numbers arrive as strings; coerce, but refuse anything that is not a whole number in range. */
 export const pageQuery = (maxLimit: number) => ({
   page: z.coerce.number().int().min(1).default(1),
-  limit: z.coerce.number().int().min(1).max(maxLimit).default(20),
+  // Past the maximum we answer the maximum (as GitHub's per_page does) rather than fail a page.
+  limit: z.coerce.number().int().min(1).default(20).transform((n) => Math.min(n, maxLimit)).meta({ description: `default 20, at most ${maxLimit}` }),
 });
 
 /** "true"/"false" in a query string; z.coerce.boolean would take "false" as true. */

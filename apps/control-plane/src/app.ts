@@ -1,0 +1,41 @@
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import type { Deps } from "./deps";
+import { ApiError, errorResponse, onError } from "./errors";
+import { createApiRouter } from "./http/api-router";
+import type { AppEnv } from "./http/env";
+import { createOpenApiRegistry } from "./http/openapi";
+import { requireUser } from "./middleware/auth";
+import { rateLimit } from "./middleware/rate-limit";
+import { requestId } from "./middleware/request-id";
+import { authRoutes } from "./routes/auth";
+import { deploymentRoutes } from "./routes/deployments";
+import { docsRoutes } from "./routes/docs";
+import { nodeRoutes } from "./routes/nodes";
+import { templateRoutes } from "./routes/templates";
+
+export function createApp(deps: Deps) {
+  const app = new Hono<AppEnv>();
+  const registry = createOpenApiRegistry({
+    title: "Compute marketplace API",
+    version: "1.0.0",
+    description: "Rent GPU nodes and run containers on them. Credits: 1 credit = 1 US cent. Errors share one shape: { error: { code, message, requestId, details? } }.",
+  });
+
+  app.use("*", requestId(deps.log));
+  app.use("*", bodyLimit({ maxSize: deps.config.MAX_BODY_BYTES, onError: () => { throw new ApiError("PAYLOAD_TOO_LARGE", `the body is larger than ${deps.config.MAX_BODY_BYTES} bytes`); } }));
+  app.use("/auth/*", rateLimit({ limit: deps.config.AUTH_RATE_LIMIT_PER_MIN, windowMs: 60_000, clock: deps.clock }));
+
+  app.get("/health", (c) => c.json({ status: "ok" }));
+
+  const api = createApiRouter(app, registry, requireUser(deps.auth));
+  authRoutes(api, deps);
+  nodeRoutes(api, deps);
+  templateRoutes(api, deps);
+  deploymentRoutes(api, deps);
+  docsRoutes(app, registry);
+
+  app.notFound((c) => errorResponse(c, new ApiError("NOT_FOUND", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
+  app.onError(onError);
+  return { app, registry };
+}

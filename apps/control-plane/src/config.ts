@@ -1,0 +1,44 @@
+import { z } from "zod";
+
+
+/**
+ * Everything the control plane reads from its environment, parsed once. Nothing
+ * else in the app reads process.env: tests build a Config by hand.
+ */
+export const ConfigSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().default("127.0.0.1"),
+  DATABASE_URL: z.string().default("file:./data/marketplace.db"),
+  /** The domain a wallet binds the sign-in message to; defaults to HOST:PORT. */
+  PUBLIC_DOMAIN: z.string().optional(),
+  SOLANA_RPC_URL: z.string().url().default("https://api.mainnet-beta.solana.com"),
+  SOLANA_COMMITMENT: z.enum(["confirmed", "finalized"]).default("confirmed"),
+  TREASURY_WALLET: z.string().default(""),
+  STABLE_MINT: z.string().default("EPjFWt5v3qTqAqKdNZ9Ab1rfbSBUBXMuTbnMhFS4CWb7"),
+  STABLE_DECIMALS: z.coerce.number().int().min(0).max(12).default(6),
+  GATEWAY_DOMAIN: z.string().default("localhost"),
+  ACCESS_TOKEN_TTL_S: z.coerce.number().int().min(10).default(15 * 60),
+  REFRESH_TOKEN_TTL_S: z.coerce.number().int().min(60).default(30 * 24 * 3600),
+  NONCE_TTL_S: z.coerce.number().int().min(10).default(5 * 60),
+  DEPOSIT_TTL_S: z.coerce.number().int().min(60).default(30 * 60),
+  AUTH_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).default(60),
+  MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  HEARTBEAT_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
+  LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+});
+
+export type Config = z.infer<typeof ConfigSchema>;
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = ConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `  ${i.path.join(".")}: ${i.message}`);
+    throw new Error(`invalid configuration:\n${lines.join("\n")}`);
+  }
+  return parsed.data;
+}
+
+/** A config for tests and tools: the defaults with overrides, never the process environment. */
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return { ...ConfigSchema.parse({}), PORT: 0, DATABASE_URL: "file::memory:", ...overrides };
+}

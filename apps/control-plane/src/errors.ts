@@ -1,0 +1,35 @@
+import { HTTPException } from "hono/http-exception";
+import type { Context } from "hono";
+import { ERROR_CODES, type ErrorCode } from "@cm/protocol";
+import type { AppEnv } from "./http/env";
+
+/** The one way a route fails: a stable code, a human message, optional details. */
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message?: string,
+    readonly details?: unknown,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message ?? ERROR_CODES[code].description);
+    this.status = ERROR_CODES[code].status;
+  }
+}
+
+export function errorResponse(c: Context<AppEnv>, err: ApiError) {
+  for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
+  const body = { error: { code: err.code, message: err.message, requestId: c.get("requestId") ?? "unknown", ...(err.details !== undefined ? { details: err.details } : {}) } };
+  return c.json(body, err.status as 400);
+}
+
+/** app.onError: every throw becomes the one error shape; unknown throws are logged and hidden. */
+export function onError(err: Error, c: Context<AppEnv>) {
+  if (err instanceof ApiError) return errorResponse(c, err);
+  if (err instanceof HTTPException) {
+    const code: ErrorCode = err.status === 413 ? "PAYLOAD_TOO_LARGE" : err.status === 401 ? "UNAUTHORIZED" : err.status === 404 ? "NOT_FOUND" : "VALIDATION_ERROR";
+    return errorResponse(c, new ApiError(code, err.message || undefined));
+  }
+  c.get("log")?.error("unhandled error", { requestId: c.get("requestId"), err: String(err?.stack ?? err) });
+  return errorResponse(c, new ApiError("INTERNAL_ERROR"));
+}

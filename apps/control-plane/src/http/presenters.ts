@@ -1,0 +1,97 @@
+import { microToCredits, uptimePercent, type BalanceMicro, type CreditTransactionRow, type DeploymentRow, type NodeRow, type TemplateRow, type UserRow } from "@cm/db";
+import type { Balance, Deployment, NodeDetail, NodeSummary, TemplateDetail, User } from "@cm/protocol";
+
+/** Rows to API shapes: the only place that knows both. Pure, so the tests can call them. */
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export const presentUser = (u: UserRow): User => ({ id: u.id, walletAddress: u.walletAddress, isOperator: u.isOperator, createdAt: iso(u.createdAt) });
+
+export function presentNodeSummary(n: NodeRow, nowMs: number): NodeSummary {
+  const s = n.specs;
+  return {
+    id: n.id,
+    name: n.name,
+    status: n.status as NodeSummary["status"],
+    specs: { cpuModel: s.cpuModel, cpuCores: s.cpuCores, cpuThreads: s.cpuThreads, ramMb: s.ramMb, diskGb: s.diskGb, diskType: s.diskType },
+    gpus: n.gpus.map((g) => ({ name: g.name, vramMb: g.vramMb, computeVersion: g.computeVersion })),
+    region: n.region as NodeSummary["region"],
+    country: n.country,
+    hourlyRateCents: n.hourlyRateCents,
+    activeDeployments: n.activeDeployments,
+    maxDeployments: n.maxDeployments,
+    uptimePercent: uptimePercent(n, nowMs),
+  };
+}
+
+export function presentNodeDetail(n: NodeRow, nowMs: number): NodeDetail {
+  return {
+    ...presentNodeSummary(n, nowMs),
+    operatorId: n.operatorId,
+    specs: n.specs,
+    gpus: n.gpus.map((g) => ({ name: g.name, vramMb: g.vramMb, computeVersion: g.computeVersion, brand: g.brand, computeCores: g.computeCores, tensorCores: g.tensorCores, driverVersion: g.driverVersion })),
+    lastHeartbeat: n.lastHeartbeat === null ? null : iso(n.lastHeartbeat),
+  };
+}
+
+export const presentTemplateSummary = (t: TemplateRow) => ({
+  id: t.id, slug: t.slug, name: t.name, description: t.description,
+  category: t.category as TemplateDetail["category"], requiresGpu: t.requiresGpu, minGpuVram: t.minGpuVramMb,
+});
+
+export const presentTemplateDetail = (t: TemplateRow): TemplateDetail => ({
+  ...presentTemplateSummary(t),
+  containerImage: t.containerImage,
+  defaultEnv: t.defaultEnv,
+  ports: t.ports,
+  minCpuCores: t.minCpuCores,
+  minRamMb: t.minRamMb,
+  minDiskGb: t.minDiskGb,
+  estimatedPullTime: t.estimatedPullTimeS,
+});
+
+/** Public endpoint URL of a label: https in production, plain http on a local gateway domain. */
+export function endpointUrl(label: string, gateway: { domain: string; localPort?: number }) {
+  if (gateway.domain === "localhost" || gateway.domain.endsWith(".localhost")) {
+    return `http://${label}.${gateway.domain}${gateway.localPort ? `:${gateway.localPort}` : ""}`;
+  }
+  return `https://${label}.${gateway.domain}`;
+}
+
+export function presentDeployment(d: DeploymentRow, gateway: { domain: string; localPort?: number }): Deployment {
+  return {
+    id: d.id,
+    userId: d.userId,
+    nodeId: d.nodeId,
+    ...(d.templateId ? { templateId: d.templateId } : {}),
+    ...(d.name ? { name: d.name } : {}),
+    image: d.image,
+    status: d.status as Deployment["status"],
+    statusReason: d.statusReason,
+    exitCode: d.exitCode,
+    endpoints: d.endpoints.map((e) => ({ type: "https" as const, url: endpointUrl(e.label, gateway), internalPort: e.internalPort, ready: e.ready })),
+    env: d.env,
+    ports: d.ports,
+    hourlyRateCents: d.hourlyRateCents,
+    totalCost: microToCredits(d.totalCostMicro),
+    createdAt: iso(d.createdAt),
+    ...(d.startedAt !== null ? { startedAt: iso(d.startedAt) } : {}),
+    ...(d.stoppedAt !== null ? { stoppedAt: iso(d.stoppedAt) } : {}),
+  };
+}
+
+export const presentBalance = (b: BalanceMicro): Balance => ({
+  available: microToCredits(b.availableMicro),
+  reserved: microToCredits(b.reservedMicro),
+  totalUsed: microToCredits(b.totalUsedMicro),
+});
+
+export const presentTransaction = (t: CreditTransactionRow) => ({
+  id: t.id,
+  type: t.type as "deposit" | "usage" | "refund",
+  amount: microToCredits(t.amountMicro),
+  description: t.description,
+  ...(t.txSignature ? { txSignature: t.txSignature } : {}),
+  ...(t.deploymentId ? { deploymentId: t.deploymentId } : {}),
+  createdAt: iso(t.createdAt),
+});

@@ -1,0 +1,52 @@
+import { CreateNodeRequest, CreateNodeResponse, NodeListQuery, NodeListResponse, NodeResponse, OperatorNodeListResponse, paginate } from "@cm/protocol";
+import { z } from "zod";
+import { ApiError } from "../errors";
+import { param, type ApiRouter } from "../http/api-router";
+import { presentNodeDetail, presentNodeSummary } from "../http/presenters";
+import { hashSecret, newSecret } from "../services/ids";
+import type { Deps } from "../deps";
+
+export function nodeRoutes(api: ApiRouter, deps: Deps) {
+  const { repos, clock } = deps;
+
+  api.get("/nodes", { tag: "nodes", summary: "Browse nodes", description: "Public. Newest first.", query: NodeListQuery, response: NodeListResponse }, async (c, { query }) => {
+    const { page, limit, ...filter } = query;
+    const { rows, total } = await repos.nodes.list(filter, page, limit);
+    const now = clock.now();
+    return c.json({ nodes: rows.map((n) => presentNodeSummary(n, now)), pagination: paginate(page, limit, total) });
+  });
+
+  api.get("/nodes/:id", { tag: "nodes", summary: "A node's details", response: NodeResponse, errors: ["NODE_NOT_FOUND"] }, async (c) => {
+    const node = await repos.nodes.get(param(c, "id"));
+    if (!node) throw new ApiError("NODE_NOT_FOUND");
+    return c.json({ node: presentNodeDetail(node, clock.now()) });
+  });
+
+  api.post(
+    "/operator/nodes",
+    { tag: "operator", summary: "Register a node you operate", description: "Answers the agent token once; it is stored hashed. Marks you an operator.", auth: true, body: CreateNodeRequest, response: CreateNodeResponse, status: 201 },
+    async (c, { body }) => {
+      const user = c.get("user");
+      const agentToken = newSecret("cmn");
+      const node = await repos.nodes.create({ id: deps.ids("node"), operatorId: user.id, ...body, agentTokenHash: hashSecret(agentToken), createdAt: clock.now() });
+      if (!user.isOperator) await repos.auth.setOperator(user.id);
+      return c.json({ node: presentNodeDetail(node, clock.now()), agentToken }, 201);
+    },
+  );
+
+  api.get("/operator/nodes", { tag: "operator", summary: "Nodes you operate", auth: true, response: OperatorNodeListResponse }, async (c) => {
+    const now = clock.now();
+    return c.json({ nodes: (await repos.nodes.listByOperator(c.get("user").id)).map((n) => presentNodeDetail(n, now)) });
+  });
+
+  api.delete(
+    "/operator/nodes/:id",
+    { tag: "operator", summary: "Retire a node", description: "The node disappears from the catalogue and its agent token stops working.", auth: true, response: z.object({ success: z.boolean(), message: z.string() }), errors: ["NODE_NOT_FOUND"] },
+    async (c) => {
+      const id = param(c, "id");
+      if (!(await repos.nodes.retire(id, c.get("user").id, clock.now()))) throw new ApiError("NODE_NOT_FOUND");
+      deps.events.emit("node-retired", id);
+      return c.json({ success: true, message: `node ${id} retired` });
+    },
+  );
+}

@@ -1,0 +1,104 @@
+import { randomBytes } from "node:crypto";
+import bs58 from "bs58";
+import nacl from "tweetnacl";
+import type { Repos, UserRow } from "@cm/db";
+import { ApiError } from "../errors";
+import { hashSecret, newSecret, type Clock, type IdGenerator } from "./ids";
+
+export type AuthSettings = { domain: string; nonceTtlS: number; accessTtlS: number; refreshTtlS: number };
+
+export function decodeWallet(walletAddress: string): Uint8Array {
+  let key: Uint8Array;
+  try {
+    key = bs58.decode(walletAddress);
+  } catch {
+    throw new ApiError("INVALID_WALLET_ADDRESS", "walletAddress is not valid base58");
+  }
+  if (key.length !== 32) throw new ApiError("INVALID_WALLET_ADDRESS", `walletAddress decodes to ${key.length} bytes; a Solana public key has 32`);
+  return key;
+}
+
+/** "7xKXtg2C…osgAsU": enough for a person to recognise their wallet in the message. */
+export const abbreviate = (w: string) => (w.length > 12 ? `${w.slice(0, 4)}…${w.slice(-4)}` : w);
+
+export function signInMessage(domain: string, walletAddress: string, nonce: string, issuedAt: Date) {
+  // The domain opens the message (as in Sign-In With Solana) so a wallet can check
+  // it against the site asking; each field on its own line, as the spec asks.
+  return [
+    `${domain} wants you to sign in with your Solana account:`,
+    abbreviate(walletAddress),
+    "Sign in to the compute marketplace. This request costs nothing and sends no transaction.",
+    `Nonce: ${nonce}`,
+    `Issued At: ${issuedAt.toISOString()}`,
+  ].join("\n");
+}
+
+export function decodeSignature(signature: string): Uint8Array {
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(signature)) throw new ApiError("INVALID_SIGNATURE", "signature is not base64");
+  const bytes = Buffer.from(signature, "base64");
+  if (bytes.length !== 64) throw new ApiError("INVALID_SIGNATURE", `signature decodes to ${bytes.length} bytes; an ed25519 signature has 64`);
+  return new Uint8Array(bytes);
+}
+
+export function createAuthService(repos: Repos, clock: Clock, ids: IdGenerator, s: AuthSettings) {
+  async function issuePair(userId: string, familyId: string) {
+    const now = clock.now();
+    const accessToken = newSecret("cma");
+    const refreshToken = newSecret("cmr");
+    const expiresAt = now + s.accessTtlS * 1000;
+    await repos.auth.insertSessions([
+      { tokenHash: hashSecret(accessToken), kind: "access", userId, familyId, expiresAt, createdAt: now },
+      { tokenHash: hashSecret(refreshToken), kind: "refresh", userId, familyId, expiresAt: now + s.refreshTtlS * 1000, createdAt: now },
+    ]);
+    return { accessToken, refreshToken, expiresAt };
+  }
+
+  return {
+    async nonce(walletAddress: string) {
+      decodeWallet(walletAddress);
+      const now = clock.now();
+      const nonce = randomBytes(16).toString("hex");
+      const message = signInMessage(s.domain, walletAddress, nonce, new Date(now));
+      const expiresAt = now + s.nonceTtlS * 1000;
+      await repos.auth.insertNonce({ nonce, walletAddress, message, expiresAt });
+      return { nonce, message, expiresAt };
+    },
+
+    async verify(walletAddress: string, signature: string, message: string) {
+      const key = decodeWallet(walletAddress);
+      const sig = decodeSignature(signature);
+      if (!nacl.sign.detached.verify(new TextEncoder().encode(message), sig, key)) {
+        throw new ApiError("INVALID_SIGNATURE", "the signature does not verify over the message with this wallet's key");
+      }
+      // Only a verified signature may spend the nonce: otherwise anyone could burn
+      // another wallet's pending sign-in by posting garbage with its message.
+      const spent = await repos.auth.consumeNonce(walletAddress, message, clock.now());
+      if (!spent.ok) {
+        throw spent.reason === "expired"
+          ? new ApiError("NONCE_EXPIRED", "this sign-in message has expired; request a new nonce")
+          : new ApiError("NONCE_NOT_FOUND", "this message was not issued to this wallet, or was already used");
+      }
+      const user = await repos.auth.upsertUser(ids("usr"), walletAddress, clock.now());
+      return { user, ...(await issuePair(user.id, ids("fam"))) };
+    },
+
+    async refresh(refreshToken: string) {
+      const spent = await repos.auth.spendRefreshToken(hashSecret(refreshToken), clock.now());
+      if (!spent.ok) throw new ApiError("INVALID_REFRESH_TOKEN", "this refresh token is unknown, expired, revoked or already used; sign in again");
+      return issuePair(spent.session.userId, spent.session.familyId);
+    },
+
+    /** The user behind an access token, or the reason there is none. */
+    async authenticate(header: string | undefined): Promise<UserRow> {
+      const m = header?.match(/^Bearer\s+(\S+)\s*$/i);
+      if (!m) throw new ApiError("UNAUTHORIZED", header ? "the Authorization header must be 'Bearer <accessToken>'" : "this route needs 'Authorization: Bearer <accessToken>'");
+      const session = await repos.auth.findSession(hashSecret(m[1]!));
+      if (!session || session.kind !== "access" || session.revokedAt !== null) throw new ApiError("UNAUTHORIZED", "unknown access token");
+      if (session.expiresAt <= clock.now()) throw new ApiError("TOKEN_EXPIRED", "the access token has expired; call POST /auth/refresh");
+      const user = await repos.auth.getUser(session.userId);
+      if (!user) throw new ApiError("UNAUTHORIZED", "unknown access token");
+      return user;
+    },
+  };
+}
+export type AuthService = ReturnType<typeof createAuthService>;

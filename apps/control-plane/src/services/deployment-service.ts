@@ -1,0 +1,113 @@
+import { creditsToMicro, type DeploymentRow, type NodeRow, type OccupyRefusal, type Repos, type TemplateRow } from "@cm/db";
+import { canDo, type CreateDeploymentRequest, type DeploymentStatus, type TenantAction } from "@cm/protocol";
+import { ApiError } from "../errors";
+import type { Clock, IdGenerator } from "./ids";
+import type { EventBus } from "./events";
+
+/** What the deployment rules need to know about the agents: is anyone there to act? */
+export interface NodeLink {
+  isConnected(nodeId: string): boolean;
+}
+
+const refusalMessage: Record<OccupyRefusal, string> = {
+  NODE_OFFLINE: "the node is not online",
+  NODE_AT_CAPACITY: "the node already runs its maxDeployments",
+  INSUFFICIENT_CREDITS: "your available credits do not cover one hour on this node",
+};
+
+/** The node meets the template's minimums, or the first reason it does not. */
+export function checkRequirements(node: NodeRow, t: TemplateRow | undefined): ApiError | undefined {
+  if (!t) return undefined;
+  if (t.requiresGpu && node.gpuCount === 0) return new ApiError("NODE_NO_GPU", `template ${t.slug} needs a GPU and node ${node.id} has none`);
+  if (t.minGpuVramMb > 0 && node.maxGpuVramMb < t.minGpuVramMb) {
+    return new ApiError("NODE_INSUFFICIENT_GPU_VRAM", `template ${t.slug} needs ${t.minGpuVramMb} MB of GPU memory; the node's largest GPU has ${node.maxGpuVramMb} MB`);
+  }
+  if (node.cpuCores < t.minCpuCores) return new ApiError("NODE_INSUFFICIENT_CPU", `template ${t.slug} needs ${t.minCpuCores} CPU cores; the node has ${node.cpuCores}`);
+  if (node.ramMb < t.minRamMb) return new ApiError("NODE_INSUFFICIENT_RAM", `template ${t.slug} needs ${t.minRamMb} MB of RAM; the node has ${node.ramMb}`);
+  return undefined;
+}
+
+/** One hour on the node, held while the deployment is live. */
+export const hourOfCreditsMicro = (hourlyRateCents: number) => creditsToMicro(hourlyRateCents);
+
+export function createDeploymentService(repos: Repos, clock: Clock, ids: IdGenerator, events: EventBus, link: NodeLink) {
+  function invalid(dep: DeploymentRow, action: TenantAction | "delete"): ApiError {
+    return new ApiError("INVALID_STATE_TRANSITION", `cannot ${action} a deployment that is ${dep.status}`, { currentStatus: dep.status, action });
+  }
+
+  async function mine(id: string, userId: string) {
+    const dep = await repos.deployments.get(id, userId);
+    if (!dep) throw new ApiError("DEPLOYMENT_NOT_FOUND", `no deployment ${id}`);
+    return dep;
+  }
+
+  return {
+    mine,
+
+    async create(userId: string, body: CreateDeploymentRequest) {
+      const hasTemplate = body.templateId !== undefined;
+      const hasImage = body.customImage !== undefined && body.customImage !== null;
+      if (hasTemplate && hasImage) throw new ApiError("TEMPLATE_AND_IMAGE_CONFLICT", "give templateId or customImage, not both");
+      if (!hasTemplate && !hasImage) throw new ApiError("TEMPLATE_OR_IMAGE_REQUIRED", "give templateId (from GET /templates) or customImage (an image reference)");
+
+      const template = hasTemplate ? await repos.templates.getByIdOrSlug(body.templateId!) : undefined;
+      if (hasTemplate && !template) throw new ApiError("TEMPLATE_NOT_FOUND", `no template ${body.templateId}`);
+      const node = await repos.nodes.get(body.nodeId);
+      if (!node) throw new ApiError("NODE_NOT_FOUND", `no node ${body.nodeId}`);
+      if (node.status !== "online") throw new ApiError("NODE_OFFLINE", `node ${node.id} is ${node.status}`);
+      const unmet = checkRequirements(node, template);
+      if (unmet) throw unmet;
+
+      const now = clock.now();
+      const created = await repos.deployments.create(
+        {
+          id: ids("dep"),
+          userId,
+          nodeId: node.id,
+          templateId: template?.id ?? null,
+          name: body.name ?? null,
+          image: template ? template.containerImage : body.customImage!,
+          env: { ...(template?.defaultEnv ?? {}), ...(body.env ?? {}) },
+          ports: body.ports ?? template?.ports.map((p) => p.internal) ?? [],
+          hourlyRateCents: node.hourlyRateCents,
+          createdAt: now,
+        },
+        hourOfCreditsMicro(node.hourlyRateCents),
+        now,
+      );
+      if ("refused" in created) throw new ApiError(created.refused, refusalMessage[created.refused]);
+      events.emit("deployment-changed", created);
+      return { deployment: created, estimatedHourlyCost: node.hourlyRateCents };
+    },
+
+    async start(id: string, userId: string) {
+      const dep = await mine(id, userId);
+      if (!canDo("start", dep.status as DeploymentStatus)) throw invalid(dep, "start");
+      const started = await repos.deployments.start(dep, hourOfCreditsMicro(dep.hourlyRateCents), clock.now());
+      if ("refused" in started) throw new ApiError(started.refused, refusalMessage[started.refused]);
+      events.emit("deployment-changed", started);
+      return started;
+    },
+
+    async stop(id: string, userId: string) {
+      const dep = await mine(id, userId);
+      if (!canDo("stop", dep.status as DeploymentStatus)) throw invalid(dep, "stop");
+      // With no agent to carry the stop out, nothing runs there to wait for: the
+      // deployment is stopped now, and a returning agent converges to it.
+      const to: DeploymentStatus = link.isConnected(dep.nodeId) ? "stopping" : "stopped";
+      const moved = await repos.deployments.move(dep, to, { desiredState: "stopped", statusReason: "stopped by the tenant" }, clock.now());
+      if (!moved) throw invalid((await mine(id, userId)), "stop");
+      events.emit("deployment-changed", moved);
+      return moved;
+    },
+
+    async remove(id: string, userId: string) {
+      const dep = await mine(id, userId);
+      const removed = await repos.deployments.markDeleted(dep, clock.now());
+      if (!removed) throw invalid(await mine(id, userId), "delete");
+      events.emit("deployment-changed", removed);
+      return removed;
+    },
+  };
+}
+export type DeploymentService = ReturnType<typeof createDeploymentService>;
