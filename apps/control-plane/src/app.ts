@@ -23,7 +23,16 @@ export function createApp(deps: Deps) {
   });
 
   app.use("*", requestId(deps.log));
-  app.use("*", bodyLimit({ maxSize: deps.config.MAX_BODY_BYTES, onError: () => { throw new ApiError("PAYLOAD_TOO_LARGE", `the body is larger than ${deps.config.MAX_BODY_BYTES} bytes`); } }));
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: deps.config.MAX_BODY_BYTES,
+      // The rest of the body is never read, so the connection cannot be reused.
+      onError: () => {
+        throw new ApiError("PAYLOAD_TOO_LARGE", `the body is larger than ${deps.config.MAX_BODY_BYTES} bytes`, undefined, { Connection: "close" });
+      },
+    }),
+  );
   app.use("/auth/*", rateLimit({ limit: deps.config.AUTH_RATE_LIMIT_PER_MIN, windowMs: 60_000, clock: deps.clock }));
 
   app.get("/health", (c) => c.json({ status: "ok" }));

@@ -1,0 +1,100 @@
+import bs58 from "bs58";
+import nacl from "tweetnacl";
+import { testDatabases, type TestDatabase } from "@cm/db/testing";
+import { creditsToMicro } from "@cm/db";
+import { testConfig, type Config } from "../../src/config";
+import { createDeps, type Deps, type DepsOverrides } from "../../src/deps";
+import { startServer } from "../../src/server";
+import { createLogger } from "../../src/services/logger";
+
+/** A clock the test moves by hand: token expiry and metering without sleeping. */
+export class TestClock {
+  constructor(public ms = Date.UTC(2026, 10, 1, 12, 0, 0)) {}
+  now = () => this.ms;
+  advance(ms: number) {
+    this.ms += ms;
+  }
+}
+
+export type Wallet = { address: string; secretKey: Uint8Array; sign(message: string): string };
+
+export function newWallet(): Wallet {
+  const kp = nacl.sign.keyPair();
+  return {
+    address: bs58.encode(kp.publicKey),
+    secretKey: kp.secretKey,
+    sign: (message) => Buffer.from(nacl.sign.detached(new TextEncoder().encode(message), kp.secretKey)).toString("base64"),
+  };
+}
+
+export type Harness = Awaited<ReturnType<typeof startHarness>>;
+
+/** The real server on a real socket (port 0) over the given database. */
+export async function startHarness(db: TestDatabase, opts: { config?: Partial<Config>; overrides?: DepsOverrides } = {}) {
+  const created = await db.create();
+  const clock = new TestClock();
+  const config = testConfig({ DATABASE_URL: created.url, LOG_LEVEL: "silent", AUTH_RATE_LIMIT_PER_MIN: 10_000, ...opts.config });
+  const deps: Deps = await createDeps(config, { clock, log: createLogger("silent"), ...opts.overrides });
+  const server = await startServer(deps, { port: 0, host: "127.0.0.1" });
+
+  async function call(method: string, path: string, init: { body?: unknown; token?: string; headers?: Record<string, string>; raw?: string } = {}) {
+    const headers: Record<string, string> = { ...init.headers };
+    if (init.token) headers.authorization = `Bearer ${init.token}`;
+    let body: string | undefined = init.raw;
+    if (init.body !== undefined) {
+      body = JSON.stringify(init.body);
+      headers["content-type"] ??= "application/json";
+    }
+    const res = await fetch(server.url + path, { method, headers, body });
+    const text = await res.text();
+    let json: any;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, json, text };
+  }
+
+  async function signIn(wallet = newWallet()) {
+    const n = await call("POST", "/auth/nonce", { body: { walletAddress: wallet.address } });
+    const v = await call("POST", "/auth/verify", { body: { walletAddress: wallet.address, message: n.json.message, signature: wallet.sign(n.json.message) } });
+    if (v.status !== 200) throw new Error(`sign-in failed: ${v.status} ${v.text}`);
+    return { wallet, token: v.json.accessToken as string, refreshToken: v.json.refreshToken as string, user: v.json.user as { id: string; walletAddress: string; isOperator: boolean } };
+  }
+
+  /** Credits a user through the ledger, as the admin command does. */
+  async function grantCredits(userId: string, credits: number) {
+    await deps.repos.handle.transaction((tx) =>
+      deps.repos.ledger.post(tx, { id: deps.ids("txn"), userId, type: "deposit", amountMicro: creditsToMicro(credits), description: "test grant", createdAt: clock.now() }),
+    );
+  }
+
+  /** An operator's node, brought online with the given inventory as an agent would report it. */
+  async function onlineNode(operatorToken: string, o: { gpus?: Array<{ name: string; vramMb: number }>; cpuCores?: number; ramMb?: number; hourlyRateCents?: number; maxDeployments?: number; region?: string } = {}) {
+    const r = await call("POST", "/operator/nodes", {
+      token: operatorToken,
+      body: { name: "node", region: o.region ?? "eu-west", country: "DE", hourlyRateCents: o.hourlyRateCents ?? 50, maxDeployments: o.maxDeployments ?? 4 },
+    });
+    if (r.status !== 201) throw new Error(`node create failed: ${r.text}`);
+    const id = r.json.node.id as string;
+    await deps.repos.nodes.updateInventory(
+      id,
+      { cpuModel: "AMD EPYC 7763", cpuCores: o.cpuCores ?? 32, cpuThreads: (o.cpuCores ?? 32) * 2, ramMb: o.ramMb ?? 128_000, diskGb: 2000, diskType: "NVMe", networkSpeedMbps: 10_000, os: "Ubuntu 22.04", containerVersion: "27.0.3" },
+      (o.gpus ?? []).map((g) => ({ ...g, computeVersion: "9.0", brand: "NVIDIA", computeCores: 16896, tensorCores: 528, driverVersion: "550.54.15" })),
+    );
+    await deps.repos.nodes.markOnline(id, clock.now());
+    return { id, agentToken: r.json.agentToken as string };
+  }
+
+  return {
+    url: server.url, deps, clock, call, signIn, grantCredits, onlineNode,
+    close: async () => {
+      await server.close();
+      await deps.close();
+      await created.drop();
+    },
+  };
+}
+
+export { testDatabases };
