@@ -6,6 +6,7 @@ import { createDeploymentService, type DeploymentService, type NodeLink } from "
 import { EventBus } from "./services/events";
 import { randomId, systemClock, type Clock, type IdGenerator } from "./services/ids";
 import { createLogger, type Logger } from "./services/logger";
+import { ResponseCache } from "./services/response-cache";
 
 export type Deps = {
   config: Config;
@@ -17,6 +18,7 @@ export type Deps = {
   auth: AuthService;
   deployments: DeploymentService;
   link: NodeLink;
+  nodeCatalogCache: ResponseCache;
   /** Where endpoint URLs point; the port is learned once the listener is bound. */
   gateway(): { domain: string; localPort?: number };
   setListenPort(port: number): void;
@@ -35,9 +37,11 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   const events = new EventBus();
   const link: NodeLink = o.link ?? { isConnected: () => false };
   let listenPort: number | undefined;
+  const nodeCatalogCache = new ResponseCache({ ttlMs: 1000, maxEntries: 1000, now: () => clock.now() });
+  for (const e of ["node-changed", "node-retired", "deployment-changed"] as const) events.on(e, () => nodeCatalogCache.clear());
   const domain = config.PUBLIC_DOMAIN ?? `${config.HOST}:${config.PORT}`;
   return {
-    config, repos, clock, ids, log, events, link,
+    config, repos, clock, ids, log, events, link, nodeCatalogCache,
     auth: createAuthService(repos, clock, ids, { domain, nonceTtlS: config.NONCE_TTL_S, accessTtlS: config.ACCESS_TOKEN_TTL_S, refreshTtlS: config.REFRESH_TOKEN_TTL_S }),
     deployments: createDeploymentService(repos, clock, ids, events, { isConnected: (id) => link.isConnected(id) }),
     gateway: () => ({ domain: config.GATEWAY_DOMAIN, ...(listenPort !== undefined ? { localPort: listenPort } : {}) }),

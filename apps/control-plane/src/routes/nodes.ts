@@ -9,12 +9,22 @@ import type { Deps } from "../deps";
 export function nodeRoutes(api: ApiRouter, deps: Deps) {
   const { repos, clock } = deps;
 
-  api.get("/nodes", { tag: "nodes", summary: "Browse nodes", description: "Public. Newest first.", query: NodeListQuery, response: NodeListResponse }, async (c, { query }) => {
-    const { page, limit, ...filter } = query;
-    const { rows, total } = await repos.nodes.list(filter, page, limit);
-    const now = clock.now();
-    return c.json({ nodes: rows.map((n) => presentNodeSummary(n, now)), pagination: paginate(page, limit, total) });
-  });
+  api.get(
+    "/nodes",
+    { tag: "nodes", summary: "Browse nodes", description: "Public. Newest first. Answers may be up to 1 s old (a cache this replica clears whenever it changes a node).", query: NodeListQuery, response: NodeListResponse },
+    async (c, { query }) => {
+      const key = JSON.stringify(query);
+      let body = deps.nodeCatalogCache.get(key);
+      if (body === undefined) {
+        const { page, limit, ...filter } = query;
+        const { rows, total } = await repos.nodes.list(filter, page, limit);
+        const now = clock.now();
+        body = JSON.stringify({ nodes: rows.map((n) => presentNodeSummary(n, now)), pagination: paginate(page, limit, total) });
+        deps.nodeCatalogCache.set(key, body);
+      }
+      return c.body(body, 200, { "content-type": "application/json" });
+    },
+  );
 
   api.get("/nodes/:id", { tag: "nodes", summary: "A node's details", response: NodeResponse, errors: ["NODE_NOT_FOUND"] }, async (c) => {
     const node = await repos.nodes.get(param(c, "id"));
@@ -30,6 +40,7 @@ export function nodeRoutes(api: ApiRouter, deps: Deps) {
       const agentToken = newSecret("cmn");
       const node = await repos.nodes.create({ id: deps.ids("node"), operatorId: user.id, ...body, agentTokenHash: hashSecret(agentToken), createdAt: clock.now() });
       if (!user.isOperator) await repos.auth.setOperator(user.id);
+      deps.events.emit("node-changed", node.id);
       return c.json({ node: presentNodeDetail(node, clock.now()), agentToken }, 201);
     },
   );

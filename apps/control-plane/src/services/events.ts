@@ -5,6 +5,8 @@ import type { DeploymentRow } from "@cm/db";
 type Events = {
   "deployment-changed": [DeploymentRow];
   "node-retired": [string];
+  /** Anything a catalogue summary shows changed: status, inventory, slots. */
+  "node-changed": [string];
 };
 
 export class EventBus extends EventEmitter<Events> {}

@@ -129,7 +129,7 @@ describe.each(dbs)("auth on $name", (db) => {
       ["GET", "/deployments/dep_x/logs"], ["GET", "/operator/nodes"], ["POST", "/operator/nodes"], ["DELETE", "/operator/nodes/node_x"],
     ];
     for (const [method, path] of routes) {
-      for (const headers of [{}, { authorization: "Basic abc" }, { authorization: "Bearer" }, { authorization: "Bearer cma_unknown" }]) {
+      for (const headers of [{}, { authorization: "Basic abc" }, { authorization: "Bearer" }, { authorization: "Bearer cma_unknown" }] as Array<Record<string, string>>) {
         const r = await h.call(method, path, { headers });
         expect(r.status, `${method} ${path} ${JSON.stringify(headers)}`).toBe(401);
         expect(r.json.error.code).toBe("UNAUTHORIZED");

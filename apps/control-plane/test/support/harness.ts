@@ -84,6 +84,7 @@ export async function startHarness(db: TestDatabase, opts: { config?: Partial<Co
       (o.gpus ?? []).map((g) => ({ ...g, computeVersion: "9.0", brand: "NVIDIA", computeCores: 16896, tensorCores: 528, driverVersion: "550.54.15" })),
     );
     await deps.repos.nodes.markOnline(id, clock.now());
+    deps.events.emit("node-changed", id);
     return { id, agentToken: r.json.agentToken as string };
   }
 

@@ -165,6 +165,7 @@ CREATE INDEX "deployment_logs_ts_idx" ON "deployment_logs" USING btree ("deploym
 CREATE INDEX "deployments_user_idx" ON "deployments" USING btree ("user_id","created_at");--> statement-breakpoint
 CREATE INDEX "deployments_node_idx" ON "deployments" USING btree ("node_id","status");--> statement-breakpoint
 CREATE INDEX "deposits_user_idx" ON "deposits" USING btree ("user_id");--> statement-breakpoint
+CREATE INDEX "nodes_created_idx" ON "nodes" USING btree ("created_at","id");--> statement-breakpoint
 CREATE INDEX "nodes_status_idx" ON "nodes" USING btree ("status","created_at");--> statement-breakpoint
 CREATE INDEX "nodes_operator_idx" ON "nodes" USING btree ("operator_id");--> statement-breakpoint
 CREATE INDEX "nodes_region_idx" ON "nodes" USING btree ("region");--> statement-breakpoint

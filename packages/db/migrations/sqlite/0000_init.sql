@@ -118,6 +118,7 @@ CREATE TABLE `nodes` (
 );
 --> statement-breakpoint
 CREATE UNIQUE INDEX `nodes_agent_token_hash_unique` ON `nodes` (`agent_token_hash`);--> statement-breakpoint
+CREATE INDEX `nodes_created_idx` ON `nodes` (`created_at`,`id`);--> statement-breakpoint
 CREATE INDEX `nodes_status_idx` ON `nodes` (`status`,`created_at`);--> statement-breakpoint
 CREATE INDEX `nodes_operator_idx` ON `nodes` (`operator_id`);--> statement-breakpoint
 CREATE INDEX `nodes_region_idx` ON `nodes` (`region`);--> statement-breakpoint

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gte, isNull, lte, gt, sql, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, gte, isNull, lte, gt, sql, type SQL } from "drizzle-orm";
 import type { DbHandle } from "../client";
 import type { Gpu, NodeRow, NodeSpecs } from "../types";
 
@@ -51,7 +51,7 @@ export function createNodesRepo(h: DbHandle) {
     async list(f: NodeFilter, page: number, limit: number): Promise<{ rows: NodeRow[]; total: number }> {
       return h.run(async (db) => {
         const w = where(f);
-        const rows = await db.select().from(nodes).where(w).orderBy(desc(nodes.createdAt), asc(nodes.id)).limit(limit).offset((page - 1) * limit);
+        const rows = await db.select().from(nodes).where(w).orderBy(desc(nodes.createdAt), desc(nodes.id)).limit(limit).offset((page - 1) * limit);
         const [c] = await db.select({ n: count() }).from(nodes).where(w);
         return { rows, total: Number(c?.n ?? 0) };
       });

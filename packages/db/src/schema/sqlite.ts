@@ -58,6 +58,8 @@ export const nodes = sqliteTable("nodes", {
   createdAt: integer("created_at").notNull(),
   retiredAt: integer("retired_at"),
 }, (t) => [
+  // The catalogue is listed newest first: this index lets a page stop after `limit` rows.
+  index("nodes_created_idx").on(t.createdAt, t.id),
   index("nodes_status_idx").on(t.status, t.createdAt),
   index("nodes_operator_idx").on(t.operatorId),
   index("nodes_region_idx").on(t.region),

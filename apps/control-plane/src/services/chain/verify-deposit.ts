@@ -33,8 +33,8 @@ export type DepositVerdict =
  * independent proofs: the treasury's balance grew (what the runtime did) and a
  * transfer signed by the payer went to the treasury (who did it).
  *
- * A null blockTimeMs passes the expiry check: nodes omit it only for very old
- * slots, and a deposit's own age bounds how old a payment can be.
+ * A null blockTimeMs passes the expiry check: it means "unknown", and refusing a
+ * real payment over a missing timestamp would strand the tenant's money.
  */
 export function verifyDeposit(facts: TransferFacts, expected: ExpectedDeposit): DepositVerdict {
   if (facts.failed) return refuse("TX_FAILED", "The transaction failed on chain; no tokens moved.");

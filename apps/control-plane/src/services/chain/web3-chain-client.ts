@@ -1,5 +1,5 @@
 import { Connection, SolanaJSONRPCError } from "@solana/web3.js";
-import type { ChainClient, ChainCommitment, ChainLookup } from "./chain-client";
+import type { ChainClient, ChainCommitment } from "./chain-client";
 import { toTransferFacts } from "./to-transfer-facts";
 import { isTransactionSignature } from "./transaction-signature";
 
@@ -41,7 +41,7 @@ export function createWeb3ChainClient(options: Web3ChainClientOptions): ChainCli
         if (parsed === null) return { kind: "not_found" };
         return { kind: "found", tx: toTransferFacts(parsed) };
       } catch (error) {
-        return { kind: "unavailable", reason: describeRpcFailure(error, timeoutMs) } satisfies ChainLookup;
+        return { kind: "unavailable", reason: describeRpcFailure(error, timeoutMs) };
       }
     },
   };

@@ -1,0 +1,132 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { Keypair } from "@solana/web3.js";
+import { createWeb3ChainClient } from "../../src/services/chain/web3-chain-client";
+import type { ChainLookup, TransferFacts } from "../../src/services/chain/chain-client";
+import { startFakeSolanaRpc } from "../support/fake-solana-rpc";
+import type { FakeSolanaRpc } from "../support/fake-solana-rpc";
+import { DEFAULT_BLOCK_TIME_MS, USDC_MINT, makeUsdcPayment } from "../support/solana-fixtures";
+
+let rpc: FakeSolanaRpc;
+beforeAll(async () => {
+  rpc = await startFakeSolanaRpc();
+});
+afterAll(async () => {
+  await rpc.close();
+});
+beforeEach(async () => {
+  await rpc.setDown(false);
+  rpc.setDelayMs(0);
+  rpc.setRpcError(null);
+});
+
+const payer = Keypair.generate();
+const treasury = Keypair.generate().publicKey;
+const client = (commitment: "confirmed" | "finalized" = "confirmed", requestTimeoutMs = 2_000) =>
+  createWeb3ChainClient({ rpcUrl: rpc.url, commitment, requestTimeoutMs });
+
+function expectFound(lookup: ChainLookup): TransferFacts {
+  if (lookup.kind !== "found") throw new Error(`expected found, got ${JSON.stringify(lookup)}`);
+  return lookup.tx;
+}
+
+describe("web3 chain client against a Solana-shaped RPC", () => {
+  const cases = (["legacy", 0] as const).flatMap((version) =>
+    (["transfer", "transferChecked"] as const).flatMap((kind) =>
+      (["direct", "cpi"] as const).map((route) => ({ version, kind, route, label: version === 0 ? "v0" : "legacy" })),
+    ),
+  );
+
+  it.each(cases)("reads a $kind ($route) in a $label transaction", async ({ version, kind, route }) => {
+    const payment = makeUsdcPayment({ payer, treasuryOwner: treasury, amountBaseUnits: 12_500_000n, kind, version, route });
+    rpc.addTransaction(payment.tx, payment.meta);
+
+    const facts = expectFound(await client().getTransfer(payment.signature));
+
+    expect(facts).toMatchObject({ signature: payment.signature, slot: payment.meta.slot, blockTimeMs: DEFAULT_BLOCK_TIME_MS, failed: false });
+    expect(facts.transfers).toEqual([
+      {
+        mint: USDC_MINT.toBase58(),
+        source: payment.sourceTokenAccount.toBase58(),
+        destination: payment.destinationTokenAccount.toBase58(),
+        destinationOwner: treasury.toBase58(),
+        authority: payer.publicKey.toBase58(),
+        amountBaseUnits: 12_500_000n,
+        decimals: 6,
+      },
+    ]);
+    const byOwner = Object.fromEntries(facts.tokenBalanceDeltas.map((d) => [d.owner, d.deltaBaseUnits]));
+    expect(byOwner).toEqual({ [treasury.toBase58()]: 12_500_000n, [payer.publicKey.toBase58()]: -12_500_000n });
+  });
+
+  it("asks for jsonParsed at the configured commitment and accepts v0 transactions", async () => {
+    const payment = makeUsdcPayment({ payer, treasuryOwner: treasury, amountBaseUnits: 1n, version: 0 });
+    rpc.addTransaction(payment.tx, payment.meta);
+    await client("finalized").getTransfer(payment.signature);
+    expect(rpc.calls.at(-1)).toEqual({
+      method: "getTransaction",
+      params: [payment.signature, { commitment: "finalized", encoding: "jsonParsed", maxSupportedTransactionVersion: 0 }],
+    });
+  });
+
+  it("answers not_found for an unknown signature", async () => {
+    const unknown = makeUsdcPayment({ payer, treasuryOwner: treasury, amountBaseUnits: 1n });
+    expect(await client().getTransfer(unknown.signature)).toEqual({ kind: "not_found" });
+  });
+
+  it("answers not_found for a malformed signature without asking the node", async () => {
+    const before = rpc.calls.length;
+    expect(await client().getTransfer("not-a-signature")).toEqual({ kind: "not_found" });
+    expect(await client().getTransfer("")).toEqual({ kind: "not_found" });
+    expect(rpc.calls.length).toBe(before);
+  });
+
+  it("does not see a confirmed-only transaction at finalized, until it finalizes", async () => {
+    const payment = makeUsdcPayment({ payer, treasuryOwner: treasury, amountBaseUnits: 5n, commitment: "confirmed" });
+    rpc.addTransaction(payment.tx, payment.meta);
+    expect(await client("finalized").getTransfer(payment.signature)).toEqual({ kind: "not_found" });
+    expectFound(await client("confirmed").getTransfer(payment.signature));
+    rpc.setCommitment(payment.signature, "finalized");
+    expectFound(await client("finalized").getTransfer(payment.signature));
+  });
+
+  it("answers unavailable while the node refuses connections, then found once it is back", async () => {
+    const payment = makeUsdcPayment({ payer, treasuryOwner: treasury, amountBaseUnits: 7n });
+    rpc.addTransaction(payment.tx, payment.meta);
+    const chain = client();
+    expectFound(await chain.getTransfer(payment.signature)); // warms a keep-alive socket too
+
+    await rpc.setDown(true);
+    const down = await chain.getTransfer(payment.signature);
+    expect(down).toMatchObject({ kind: "unavailable", reason: expect.stringContaining("RPC request failed") });
+
+    await rpc.setDown(false);
+    expectFound(await chain.getTransfer(payment.signature));
+  });
+
+  it("answers unavailable when the node answers HTTP 503", async () => {
+    const payment = makeUsdcPayment({ payer, treasuryOwner: treasury, amountBaseUnits: 7n });
+    rpc.addTransaction(payment.tx, payment.meta);
+    await rpc.setDown(true, "http503");
+    expect(await client().getTransfer(payment.signature)).toMatchObject({ kind: "unavailable", reason: expect.stringContaining("503") });
+  });
+
+  it("answers unavailable when the node answers a JSON-RPC error", async () => {
+    const payment = makeUsdcPayment({ payer, treasuryOwner: treasury, amountBaseUnits: 7n });
+    rpc.addTransaction(payment.tx, payment.meta);
+    rpc.setRpcError({ code: -32005, message: "Node is behind by 1337 slots" });
+    expect(await client().getTransfer(payment.signature)).toEqual({
+      kind: "unavailable",
+      reason: "RPC answered error -32005: failed to get transaction: Node is behind by 1337 slots",
+    });
+  });
+
+  it("answers unavailable when the node is slower than the request timeout", async () => {
+    const payment = makeUsdcPayment({ payer, treasuryOwner: treasury, amountBaseUnits: 7n });
+    rpc.addTransaction(payment.tx, payment.meta);
+    rpc.setDelayMs(3_000);
+    const startedMs = Date.now();
+    const lookup = await client("confirmed", 300).getTransfer(payment.signature);
+    expect(lookup).toEqual({ kind: "unavailable", reason: "RPC did not answer within 300 ms" });
+    expect(Date.now() - startedMs).toBeLessThan(2_000);
+  });
+});
