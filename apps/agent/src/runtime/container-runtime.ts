@@ -1,0 +1,54 @@
+// The agent's only view of the container engine, split per concern like
+// testcontainers-node's container-runtime clients. DockerRuntime implements it;
+// tests and the agent's state machine can use fakes.
+import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine, LogOptions, LogStreamHandle, PullProgress } from "./types";
+
+export interface EngineClient {
+  engineVersion(): Promise<string>;
+  engineInfo(): Promise<EngineInfo>;
+}
+
+export interface EnsuredImage {
+  /** the local name the image was found or pulled under; create containers from this */
+  ref: string;
+  pulled: boolean;
+}
+
+export interface ImageClient {
+  imagePresent(ref: string): Promise<boolean>;
+  /**
+   * Uses a local copy when there is one (never pulls it again: operators may
+   * preload images, and a node without registry access must still run them).
+   * Otherwise pulls, reporting progress. Rejects with ImageUnavailableError.
+   */
+  ensureImage(ref: string, onProgress?: (progress: PullProgress) => void): Promise<EnsuredImage>;
+}
+
+export interface ContainerClient {
+  /** Creates the deployment's network (if needed) and the container on it; returns the container id. */
+  createContainer(spec: ContainerSpec): Promise<string>;
+  start(id: string): Promise<void>;
+  /** SIGTERM, then SIGKILL after timeoutS. Stopping a stopped container is not an error. */
+  stop(id: string, timeoutS: number): Promise<void>;
+  /** Force-removes the container and then its deployment network; already-gone is not an error. */
+  remove(id: string): Promise<void>;
+  /** Rejects with ContainerNotFoundError when there is no such container. */
+  inspect(id: string): Promise<ContainerState>;
+  /** Every container carrying cm.managed=true, running or not: what to adopt after an agent restart. */
+  listManaged(filterLabels?: Record<string, string>): Promise<ContainerState[]>;
+  /**
+   * Settles when the container is not running, at once if it already is not.
+   * Call it after start(): a created-but-unstarted container counts as not running.
+   */
+  waitExit(id: string): Promise<ContainerExit>;
+}
+
+export interface LogClient {
+  /**
+   * Streams the container's output one line at a time, stdout and stderr apart.
+   * With follow=false it resolves after the last line was delivered.
+   */
+  logs(id: string, options: LogOptions, onLine: (line: LogLine) => void): Promise<LogStreamHandle>;
+}
+
+export interface ContainerRuntime extends EngineClient, ImageClient, ContainerClient, LogClient {}

@@ -1,0 +1,147 @@
+import type Docker from "dockerode";
+import type { ContainerClient } from "./container-runtime";
+import { toContainerExit, toContainerState } from "./container-state";
+import { buildContainerCreateOptions, buildNetworkCreateOptions } from "./create-options";
+import { ContainerNotFoundError, dockerStatusCode } from "./errors";
+import { LABEL_DEPLOYMENT_ID, deploymentNetworkName, managedLabelFilter } from "./labels";
+import type { RuntimeLogger } from "./logger";
+import type { ContainerExit, ContainerSpec, ContainerState } from "./types";
+
+const NOT_FOUND = 404;
+const NOT_MODIFIED = 304; // start of a running / stop of a stopped container
+const CONFLICT = 409; // name taken, or removal already in progress
+
+export class DockerContainerClient implements ContainerClient {
+  constructor(
+    private readonly docker: Docker,
+    private readonly logger: RuntimeLogger,
+  ) {}
+
+  async createContainer(spec: ContainerSpec): Promise<string> {
+    const createdNetwork = await this.ensureNetwork(spec);
+    const options = buildContainerCreateOptions(spec);
+    this.logger.debug("Creating container", { deploymentId: spec.deploymentId, image: spec.image });
+    try {
+      const container = await this.docker.createContainer(options);
+      this.logger.debug("Created container", { deploymentId: spec.deploymentId, containerId: container.id });
+      return container.id;
+    } catch (error) {
+      if (createdNetwork) await this.removeNetworkIfUnused(deploymentNetworkName(spec.deploymentId));
+      throw error;
+    }
+  }
+
+  async start(id: string): Promise<void> {
+    this.logger.debug("Starting container", { containerId: id });
+    await this.onContainer(id, () => ignoring(NOT_MODIFIED, () => this.docker.getContainer(id).start()));
+  }
+
+  async stop(id: string, timeoutS: number): Promise<void> {
+    this.logger.debug("Stopping container", { containerId: id, timeoutS });
+    await this.onContainer(id, () => ignoring(NOT_MODIFIED, () => this.docker.getContainer(id).stop({ t: timeoutS })));
+    this.logger.debug("Stopped container", { containerId: id });
+  }
+
+  async remove(id: string): Promise<void> {
+    let deploymentId: string | undefined;
+    try {
+      deploymentId = (await this.docker.getContainer(id).inspect()).Config?.Labels?.[LABEL_DEPLOYMENT_ID];
+    } catch (error) {
+      if (dockerStatusCode(error) !== NOT_FOUND) throw error;
+      this.logger.debug("Container already removed", { containerId: id });
+      return;
+    }
+    this.logger.debug("Removing container", { containerId: id });
+    try {
+      await this.docker.getContainer(id).remove({ force: true, v: true });
+    } catch (error) {
+      if (![NOT_FOUND, CONFLICT].includes(dockerStatusCode(error) ?? 0)) throw error;
+    }
+    if (deploymentId) await this.removeNetworkIfUnused(deploymentNetworkName(deploymentId));
+  }
+
+  async inspect(id: string): Promise<ContainerState> {
+    return toContainerState(await this.inspectRaw(id));
+  }
+
+  async listManaged(filterLabels: Record<string, string> = {}): Promise<ContainerState[]> {
+    const listed = await this.docker.listContainers({ all: true, filters: managedLabelFilter(filterLabels) });
+    const states: ContainerState[] = [];
+    for (const { Id } of listed) {
+      try {
+        states.push(await this.inspect(Id));
+      } catch (error) {
+        if (!(error instanceof ContainerNotFoundError)) throw error; // removed since the listing
+      }
+    }
+    return states;
+  }
+
+  async waitExit(id: string): Promise<ContainerExit> {
+    this.logger.debug("Waiting for container to exit", { containerId: id });
+    const result = (await this.onContainer(id, () => this.docker.getContainer(id).wait())) as { StatusCode?: number };
+    try {
+      return toContainerExit(await this.inspectRaw(id));
+    } catch (error) {
+      if (!(error instanceof ContainerNotFoundError)) throw error;
+      // Removed right after exiting: wait's status code is all we have.
+      return { id, exitCode: result.StatusCode ?? -1, oomKilled: false, error: "" };
+    }
+  }
+
+  private async inspectRaw(id: string): Promise<Docker.ContainerInspectInfo> {
+    return this.onContainer(id, () => this.docker.getContainer(id).inspect());
+  }
+
+  /** Returns true when this call created the network. */
+  private async ensureNetwork(spec: ContainerSpec): Promise<boolean> {
+    const name = deploymentNetworkName(spec.deploymentId);
+    try {
+      await this.docker.getNetwork(name).inspect();
+      return false;
+    } catch (error) {
+      if (dockerStatusCode(error) !== NOT_FOUND) throw error;
+    }
+    this.logger.debug("Creating network", { network: name });
+    try {
+      await this.docker.createNetwork(buildNetworkCreateOptions(spec));
+      return true;
+    } catch (error) {
+      if (dockerStatusCode(error) === CONFLICT) return false; // created concurrently
+      throw error;
+    }
+  }
+
+  private async removeNetworkIfUnused(name: string): Promise<void> {
+    try {
+      const network = this.docker.getNetwork(name);
+      const info = (await network.inspect()) as { Containers?: Record<string, unknown> };
+      if (Object.keys(info.Containers ?? {}).length > 0) {
+        this.logger.debug("Network still in use, keeping it", { network: name });
+        return;
+      }
+      this.logger.debug("Removing network", { network: name });
+      await network.remove();
+    } catch (error) {
+      if (dockerStatusCode(error) !== NOT_FOUND) throw error;
+    }
+  }
+
+  /** Runs a Docker call on container `id`, turning Docker's 404 into ContainerNotFoundError. */
+  private async onContainer<T>(id: string, call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      if (dockerStatusCode(error) === NOT_FOUND) throw new ContainerNotFoundError(id);
+      throw error;
+    }
+  }
+}
+
+async function ignoring(status: number, call: () => Promise<unknown>): Promise<void> {
+  try {
+    await call();
+  } catch (error) {
+    if (dockerStatusCode(error) !== status) throw error;
+  }
+}

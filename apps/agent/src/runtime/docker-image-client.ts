@@ -1,0 +1,71 @@
+import type Docker from "dockerode";
+import type { EnsuredImage, ImageClient } from "./container-runtime";
+import { ImageUnavailableError, dockerMessage, dockerStatusCode } from "./errors";
+import { localImageCandidates } from "./image-ref";
+import type { RuntimeLogger } from "./logger";
+import { initialPullState, pullEventError, reducePullEvent, summarizePull } from "./pull-progress";
+import type { PullEvent, PullState } from "./pull-progress";
+import type { PullProgress } from "./types";
+
+export class DockerImageClient implements ImageClient {
+  constructor(
+    private readonly docker: Docker,
+    private readonly logger: RuntimeLogger,
+  ) {}
+
+  async imagePresent(ref: string): Promise<boolean> {
+    return (await this.localName(ref)) !== undefined;
+  }
+
+  async ensureImage(ref: string, onProgress?: (progress: PullProgress) => void): Promise<EnsuredImage> {
+    const local = await this.localName(ref);
+    if (local !== undefined) {
+      this.logger.debug("Image present locally, not pulling", { ref, local });
+      return { ref: local, pulled: false };
+    }
+    this.logger.debug("Pulling image", { ref });
+    await this.pull(ref, onProgress);
+    this.logger.debug("Pulled image", { ref });
+    return { ref, pulled: true };
+  }
+
+  /** The first name the image is stored under locally, if any. */
+  private async localName(ref: string): Promise<string | undefined> {
+    for (const candidate of localImageCandidates(ref)) {
+      try {
+        await this.docker.getImage(candidate).inspect();
+        return candidate;
+      } catch (error) {
+        if (dockerStatusCode(error) !== 404) throw error;
+      }
+    }
+    return undefined;
+  }
+
+  private async pull(ref: string, onProgress?: (progress: PullProgress) => void): Promise<void> {
+    let stream: NodeJS.ReadableStream;
+    try {
+      stream = await this.docker.pull(ref);
+    } catch (error) {
+      throw new ImageUnavailableError(ref, dockerMessage(error));
+    }
+    // Docker answers 200 and then reports failures (e.g. a missing tag) as events in the stream.
+    const failure = await new Promise<string | undefined>((resolve) => {
+      let state: PullState = initialPullState;
+      let streamFailure: string | undefined;
+      this.docker.modem.followProgress(
+        stream,
+        (error: Error | null) => resolve(error ? error.message : streamFailure),
+        (event: PullEvent) => {
+          streamFailure ??= pullEventError(event);
+          const next = reducePullEvent(state, event);
+          if (next !== state) {
+            state = next;
+            onProgress?.(summarizePull(state));
+          }
+        },
+      );
+    });
+    if (failure !== undefined) throw new ImageUnavailableError(ref, failure);
+  }
+}

@@ -1,0 +1,84 @@
+// ContainerRuntime on a Docker engine through dockerode: the only place in the
+// agent that imports dockerode. Each concern lives in its own client; this class
+// only puts them behind the one interface.
+import Docker from "dockerode";
+import type { ContainerRuntime, EnsuredImage } from "./container-runtime";
+import { DockerContainerClient } from "./docker-container-client";
+import { DockerImageClient } from "./docker-image-client";
+import { DockerLogClient } from "./docker-log-client";
+import { silentLogger } from "./logger";
+import type { RuntimeLogger } from "./logger";
+import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine, LogOptions, LogStreamHandle, PullProgress } from "./types";
+
+export interface DockerRuntimeOptions {
+  /** defaults to dockerode's own resolution: DOCKER_HOST, else /var/run/docker.sock */
+  docker?: Docker;
+  logger?: RuntimeLogger;
+}
+
+export class DockerRuntime implements ContainerRuntime {
+  private readonly docker: Docker;
+  private readonly logger: RuntimeLogger;
+  private readonly images: DockerImageClient;
+  private readonly containers: DockerContainerClient;
+  private readonly logClient: DockerLogClient;
+
+  constructor(options: DockerRuntimeOptions = {}) {
+    this.docker = options.docker ?? new Docker();
+    this.logger = options.logger ?? silentLogger;
+    this.images = new DockerImageClient(this.docker, this.logger);
+    this.containers = new DockerContainerClient(this.docker, this.logger);
+    this.logClient = new DockerLogClient(this.docker, this.logger);
+  }
+
+  async engineVersion(): Promise<string> {
+    this.logger.debug("Fetching Docker engine version");
+    return (await this.docker.version()).Version;
+  }
+
+  async engineInfo(): Promise<EngineInfo> {
+    this.logger.debug("Fetching Docker engine info");
+    const info = (await this.docker.info()) as { ServerVersion?: string; DockerRootDir?: string };
+    return { version: info.ServerVersion ?? (await this.engineVersion()), dataRoot: info.DockerRootDir ?? "/var/lib/docker" };
+  }
+
+  imagePresent(ref: string): Promise<boolean> {
+    return this.images.imagePresent(ref);
+  }
+
+  ensureImage(ref: string, onProgress?: (progress: PullProgress) => void): Promise<EnsuredImage> {
+    return this.images.ensureImage(ref, onProgress);
+  }
+
+  createContainer(spec: ContainerSpec): Promise<string> {
+    return this.containers.createContainer(spec);
+  }
+
+  start(id: string): Promise<void> {
+    return this.containers.start(id);
+  }
+
+  stop(id: string, timeoutS: number): Promise<void> {
+    return this.containers.stop(id, timeoutS);
+  }
+
+  remove(id: string): Promise<void> {
+    return this.containers.remove(id);
+  }
+
+  inspect(id: string): Promise<ContainerState> {
+    return this.containers.inspect(id);
+  }
+
+  listManaged(filterLabels?: Record<string, string>): Promise<ContainerState[]> {
+    return this.containers.listManaged(filterLabels);
+  }
+
+  waitExit(id: string): Promise<ContainerExit> {
+    return this.containers.waitExit(id);
+  }
+
+  logs(id: string, options: LogOptions, onLine: (line: LogLine) => void): Promise<LogStreamHandle> {
+    return this.logClient.logs(id, options, onLine);
+  }
+}

@@ -1,0 +1,36 @@
+/** The image is not on this node and pulling it failed (no registry access, unknown image, auth). */
+export class ImageUnavailableError extends Error {
+  override readonly name = "ImageUnavailableError";
+  constructor(
+    readonly ref: string,
+    /** Docker's own message */
+    readonly reason: string,
+  ) {
+    super(`image "${ref}" is not present on this node and could not be pulled: ${reason}`);
+  }
+}
+
+export class ContainerNotFoundError extends Error {
+  override readonly name = "ContainerNotFoundError";
+  constructor(readonly containerId: string) {
+    super(`container ${containerId} does not exist`);
+  }
+}
+
+/** dockerode rejects with an Error carrying the HTTP status of Docker's answer. */
+export function dockerStatusCode(error: unknown): number | undefined {
+  const statusCode = (error as { statusCode?: unknown } | null)?.statusCode;
+  return typeof statusCode === "number" ? statusCode : undefined;
+}
+
+/**
+ * Docker's own message from a dockerode error. dockerode parses the body into
+ * `json` for most calls, but not for streaming ones like pull, where only its
+ * "(HTTP code 500) server error - <message> " text is left to unwrap.
+ */
+export function dockerMessage(error: unknown): string {
+  const json = (error as { json?: { message?: unknown } | null } | null)?.json;
+  if (json && typeof json.message === "string") return json.message;
+  const text = error instanceof Error ? error.message : String(error);
+  return text.replace(/^\(HTTP code \d+\)[^-]*- /, "").trim();
+}

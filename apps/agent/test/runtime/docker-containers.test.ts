@@ -1,0 +1,123 @@
+// Container lifecycle against the real Docker engine, with a locally built busybox image.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DockerRuntime } from "../../src/runtime/docker-runtime";
+import { ContainerNotFoundError } from "../../src/runtime/errors";
+import type { ContainerSpec } from "../../src/runtime/types";
+import { ensureBusyboxImage } from "../support/busybox-image";
+import { dockerTestRun } from "../support/docker-test-run";
+import { collectLogs } from "../support/log-collector";
+
+const run = dockerTestRun();
+const runtime = new DockerRuntime({ docker: run.docker });
+let image = "";
+
+function specFor(suffix: string, cmd: string[]): ContainerSpec {
+  return {
+    deploymentId: run.deploymentId(suffix),
+    nodeId: "node-test",
+    userId: `user-${suffix}`,
+    image,
+    env: { GREETING: "hello" },
+    cmd,
+    exposedPorts: [8080],
+    cpuCores: 0.5,
+    memoryMb: 64,
+    gpuDeviceIds: [],
+    labels: run.labels,
+  };
+}
+
+beforeAll(() => {
+  image = ensureBusyboxImage();
+});
+afterAll(async () => {
+  await run.cleanup();
+});
+
+describe("DockerRuntime containers", () => {
+  it("applies the hardened options for real", async () => {
+    const spec = specFor("hardened", ["sh", "-c", "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; echo $GREETING"]);
+    const id = await runtime.createContainer(spec);
+    const info = await run.docker.getContainer(id).inspect();
+    expect(info.HostConfig).toMatchObject({
+      Privileged: false,
+      CapDrop: ["ALL"],
+      CapAdd: ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETGID", "SETUID", "NET_BIND_SERVICE", "KILL"],
+      SecurityOpt: ["no-new-privileges"],
+      PidsLimit: 1024,
+      Init: true,
+      NanoCpus: 500_000_000,
+      Memory: 64 * 1024 * 1024,
+      NetworkMode: `cm-${spec.deploymentId}`,
+      LogConfig: { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } },
+    });
+    expect(info.HostConfig.Binds ?? []).toEqual([]);
+    expect(info.Mounts).toEqual([]);
+    expect(info.Config.Labels).toMatchObject({
+      "cm.managed": "true",
+      "cm.deployment-id": spec.deploymentId,
+      "cm.node-id": "node-test",
+      "cm.user-id": "user-hardened",
+    });
+    const network = await run.docker.getNetwork(`cm-${spec.deploymentId}`).inspect();
+    expect(network.Driver).toBe("bridge");
+    expect(network.Labels).toMatchObject({ "cm.managed": "true", "cm.deployment-id": spec.deploymentId });
+
+    // And from inside: exactly the 8 capabilities (bits 0,1,3,4,5,6,7,10) and no privilege gain.
+    await runtime.start(id);
+    expect((await runtime.waitExit(id)).exitCode).toBe(0);
+    const lines = await collectLogs(runtime, id, { follow: false });
+    expect(lines.map((line) => line.message.replace(/\s+/g, " "))).toEqual(["CapEff: 00000000000004fb", "NoNewPrivs: 1", "hello"]);
+  });
+
+  it("reports a container that exits with code 3", async () => {
+    const id = await runtime.createContainer(specFor("exit3", ["sh", "-c", "exit 3"]));
+    await runtime.start(id);
+    expect(await runtime.waitExit(id)).toEqual({ id, exitCode: 3, oomKilled: false, error: "" });
+    expect(await runtime.inspect(id)).toMatchObject({ running: false, status: "exited", exitCode: 3, ipAddress: null });
+  });
+
+  it("stops gracefully, lists by label, and removes container and network", async () => {
+    const spec = specFor("lifecycle", ["sh", "-c", "while true; do sleep 0.2; done"]);
+    const id = await runtime.createContainer(spec);
+    expect(await runtime.inspect(id)).toMatchObject({ status: "created", running: false, exitCode: null, startedAt: null });
+    await runtime.start(id);
+    await runtime.start(id); // already running: not an error
+    const running = await runtime.inspect(id);
+    expect(running).toMatchObject({ id, deploymentId: spec.deploymentId, running: true, exitCode: null, finishedAt: null });
+    expect(running.ipAddress).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    expect(running.ports).toEqual([{ containerPort: 8080, hostPort: expect.any(Number) }]);
+
+    const managed = await runtime.listManaged(run.labels);
+    expect(managed.map((state) => state.id)).toContain(id);
+    expect(managed.every((state) => state.deploymentId.startsWith("test-"))).toBe(true);
+    expect(await runtime.listManaged({ ...run.labels, "cm.deployment-id": spec.deploymentId })).toEqual([
+      expect.objectContaining({ id, userId: "user-lifecycle" }),
+    ]);
+
+    await runtime.stop(id, 5);
+    await runtime.stop(id, 5); // already stopped: not an error
+    const stopped = await runtime.inspect(id);
+    // 143 = SIGTERM: init forwarded it and the shell ended before the kill timeout.
+    expect(stopped).toMatchObject({ running: false, status: "exited", exitCode: 143 });
+    expect(stopped.finishedAt).not.toBeNull();
+
+    await runtime.remove(id);
+    await expect(runtime.inspect(id)).rejects.toBeInstanceOf(ContainerNotFoundError);
+    await expect(run.docker.getNetwork(`cm-${spec.deploymentId}`).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    await runtime.remove(id); // already gone: not an error
+  });
+
+  it("removes a running container", async () => {
+    const spec = specFor("remove-running", ["sleep", "60"]);
+    const id = await runtime.createContainer(spec);
+    await runtime.start(id);
+    await runtime.remove(id);
+    expect(await runtime.listManaged({ ...run.labels, "cm.deployment-id": spec.deploymentId })).toEqual([]);
+  });
+
+  it("fails clearly for an unknown container", async () => {
+    await expect(runtime.start("cm-no-such-container")).rejects.toBeInstanceOf(ContainerNotFoundError);
+    await expect(runtime.waitExit("cm-no-such-container")).rejects.toBeInstanceOf(ContainerNotFoundError);
+  });
+});
