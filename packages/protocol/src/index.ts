@@ -6,3 +6,4 @@ export * from "./api/templates";
 export * from "./api/deployments";
 export * from "./api/credits";
 export * from "./deployment-states";
+export * from "./agent/wire";

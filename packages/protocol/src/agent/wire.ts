@@ -1,0 +1,160 @@
+import { z } from "zod";
+import { Gpu, NodeSpecs } from "../api/nodes";
+
+/**
+ * The agent <-> control plane wire, spoken as JSON text frames over one
+ * WebSocket that the agent opens to `GET /agent/ws`. Every frame is parsed
+ * against these schemas on arrival at both ends.
+ *
+ * Versioning: the agent lists the protocol versions it speaks in `hello`; the
+ * control plane picks the highest it also speaks and names it in `welcome`, or
+ * sends `error` with code `UNSUPPORTED_PROTOCOL` and closes with 4406. Within
+ * a version, fields are only ever added as optional, and unknown fields are
+ * ignored, so an older agent keeps working against a newer control plane.
+ */
+export const PROTOCOL_VERSIONS = [1] as const;
+export const CURRENT_PROTOCOL_VERSION = 1;
+
+/** WebSocket close codes: the agent retries after all of them except the 44xx "fix your setup" ones. */
+export const CLOSE_CODES = {
+  NORMAL: 1000,
+  GOING_AWAY: 1001,
+  UNAUTHORIZED: 4401, // unknown or retired node token: do not retry until the token changes
+  REPLACED: 4409, // a newer connection with the same token took over: do not fight it
+  UNSUPPORTED_PROTOCOL: 4406, // upgrade the agent
+  BAD_FRAMES: 4400, // too many frames that failed to parse
+  HELLO_TIMEOUT: 4408, // no hello in time
+} as const;
+export const RETRYABLE_CLOSE = (code: number) => code !== CLOSE_CODES.UNAUTHORIZED && code !== CLOSE_CODES.REPLACED && code !== CLOSE_CODES.UNSUPPORTED_PROTOCOL;
+
+// ---- shared pieces ---------------------------------------------------------
+
+/** A GPU as the agent reports it: the catalogue's fields plus what assignment needs. */
+export const GpuReport = Gpu.extend({ index: z.number().int().min(0), uuid: z.string() });
+export type GpuReport = z.infer<typeof GpuReport>;
+
+export const DesiredState = z.enum(["running", "stopped", "removed"]);
+export type DesiredState = z.infer<typeof DesiredState>;
+
+/** Where log shipping resumes: the last line the control plane stored. */
+export const LogCursor = z.object({ seq: z.number().int().min(0), dockerTs: z.string().nullable() });
+export type LogCursor = z.infer<typeof LogCursor>;
+
+/** Everything the agent needs to make one deployment real. */
+export const DeploymentSpec = z.object({
+  deploymentId: z.string(),
+  userId: z.string(),
+  /** Bumped on every start: a report for an older run is stale and ignored. */
+  runSeq: z.number().int().min(0),
+  desiredState: DesiredState,
+  image: z.string(),
+  env: z.record(z.string(), z.string()),
+  ports: z.array(z.number().int()),
+  gpuCount: z.number().int().min(0),
+  cpuCores: z.number().min(0).optional(),
+  memoryMb: z.number().int().min(0).optional(),
+  logCursor: LogCursor,
+});
+export type DeploymentSpec = z.infer<typeof DeploymentSpec>;
+
+/** What really happens on the node, reported by the agent. */
+export const ObservedStatus = z.enum(["pulling", "starting", "running", "stopped", "exited", "failed", "removed"]);
+export type ObservedStatus = z.infer<typeof ObservedStatus>;
+
+export const LogLineFrame = z.object({
+  seq: z.number().int().min(1),
+  /** Docker's RFC 3339 timestamp with nanoseconds: also the resume point. */
+  ts: z.string(),
+  stream: z.enum(["stdout", "stderr"]),
+  message: z.string().max(64 * 1024),
+});
+export type LogLineFrame = z.infer<typeof LogLineFrame>;
+
+// ---- agent -> control plane ------------------------------------------------
+
+export const HelloFrame = z.object({
+  type: z.literal("hello"),
+  token: z.string().min(1).max(200),
+  agentVersion: z.string().max(50),
+  protocolVersions: z.array(z.number().int()).min(1),
+});
+export const SpecsFrame = z.object({
+  type: z.literal("specs"),
+  specs: NodeSpecs,
+  gpus: z.array(GpuReport),
+  gpuWarning: z.string().optional(),
+});
+export const HeartbeatFrame = z.object({
+  type: z.literal("heartbeat"),
+  sentAt: z.number().int(),
+  /** Deployments whose containers run right now, so the control plane can notice drift. */
+  running: z.array(z.string()).optional(),
+});
+export const StatusFrame = z.object({
+  type: z.literal("status"),
+  deploymentId: z.string(),
+  runSeq: z.number().int().min(0),
+  status: ObservedStatus,
+  /** Readable, for the tenant: "image ... is not present on this node and could not be pulled: ...". */
+  reason: z.string().max(2000).optional(),
+  exitCode: z.number().int().optional(),
+  at: z.number().int(),
+});
+export const PullProgressFrame = z.object({
+  type: z.literal("pull_progress"),
+  deploymentId: z.string(),
+  layersDone: z.number().int().min(0),
+  layersTotal: z.number().int().min(0),
+  bytesDone: z.number().min(0).optional(),
+  bytesTotal: z.number().min(0).optional(),
+});
+export const LogsFrame = z.object({
+  type: z.literal("logs"),
+  deploymentId: z.string(),
+  lines: z.array(LogLineFrame).min(1).max(5000),
+});
+export const AckFrame = z.object({
+  type: z.literal("ack"),
+  commandId: z.string(),
+  ok: z.boolean(),
+  error: z.string().optional(),
+});
+
+export const AgentFrame = z.discriminatedUnion("type", [HelloFrame, SpecsFrame, HeartbeatFrame, StatusFrame, PullProgressFrame, LogsFrame, AckFrame, z.object({ type: z.literal("error"), code: z.string(), message: z.string() })]);
+export type AgentFrame = z.infer<typeof AgentFrame>;
+
+// ---- control plane -> agent ------------------------------------------------
+
+export const WelcomeFrame = z.object({
+  type: z.literal("welcome"),
+  protocolVersion: z.number().int(),
+  nodeId: z.string(),
+  heartbeatIntervalMs: z.number().int().min(100),
+  serverTime: z.number().int(),
+});
+/** The full desired state of the node: sent after welcome, and whenever the agent should reconcile everything. */
+export const SyncFrame = z.object({ type: z.literal("sync"), deployments: z.array(DeploymentSpec) });
+/** One change to one deployment; the agent acknowledges it with `ack` once it has acted. */
+export const CommandFrame = z.object({
+  type: z.literal("command"),
+  commandId: z.string(),
+  action: z.enum(["create", "start", "stop", "remove"]),
+  deployment: DeploymentSpec,
+});
+export const LogsAckFrame = z.object({ type: z.literal("logs_ack"), deploymentId: z.string(), cursor: LogCursor });
+export const ServerErrorFrame = z.object({ type: z.literal("error"), code: z.string(), message: z.string() });
+
+export const ServerFrame = z.discriminatedUnion("type", [WelcomeFrame, SyncFrame, CommandFrame, LogsAckFrame, ServerErrorFrame]);
+export type ServerFrame = z.infer<typeof ServerFrame>;
+
+/** Parses one text frame; never throws. */
+export function parseFrame<T extends z.ZodType>(schema: T, data: string): { ok: true; frame: z.output<T> } | { ok: false; error: string } {
+  let json: unknown;
+  try {
+    json = JSON.parse(data);
+  } catch {
+    return { ok: false, error: "frame is not JSON" };
+  }
+  const r = schema.safeParse(json);
+  return r.success ? { ok: true, frame: r.data } : { ok: false, error: r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ") };
+}
