@@ -14,7 +14,7 @@ export const ConfigSchema = z.object({
   SOLANA_RPC_URL: z.string().url().default("https://api.mainnet-beta.solana.com"),
   SOLANA_COMMITMENT: z.enum(["confirmed", "finalized"]).default("confirmed"),
   TREASURY_WALLET: z.string().default(""),
-  STABLE_MINT: z.string().default("EPjFWt5v3qTqAqKdNZ9Ab1rfbSBUBXMuTbnMhFS4CWb7"),
+  STABLE_MINT: z.string().default("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"),
   STABLE_DECIMALS: z.coerce.number().int().min(0).max(12).default(6),
   GATEWAY_DOMAIN: z.string().default("localhost"),
   ACCESS_TOKEN_TTL_S: z.coerce.number().int().min(10).default(15 * 60),

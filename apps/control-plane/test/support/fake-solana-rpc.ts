@@ -4,11 +4,11 @@ import type { AddressInfo } from "node:net";
 import { VersionedTransaction } from "@solana/web3.js";
 import type { Transaction, TransactionError } from "@solana/web3.js";
 import bs58 from "bs58";
-import { WIRE_ENCODINGS, encodeMeta, encodeTransaction, wireStatus } from "../chain/fake-rpc-wire-format";
-import type { FakeInnerInstructions, FakeTokenBalance, LandedTx, WireEncoding } from "../chain/fake-rpc-wire-format";
+import { WIRE_ENCODINGS, encodeMeta, encodeTransaction, wireStatus } from "./fake-rpc-wire-format";
+import type { FakeInnerInstructions, FakeTokenBalance, LandedTx, WireEncoding } from "./fake-rpc-wire-format";
 
-export type { FakeInnerInstructions, FakeTokenBalance } from "../chain/fake-rpc-wire-format";
-export { uiTokenAmount } from "../chain/fake-rpc-wire-format";
+export type { FakeInnerInstructions, FakeTokenBalance } from "./fake-rpc-wire-format";
+export { uiTokenAmount } from "./fake-rpc-wire-format";
 
 /**
  * A local Solana JSON-RPC node for tests: real HTTP on 127.0.0.1, answering in the
