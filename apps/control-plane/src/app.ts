@@ -9,6 +9,7 @@ import { requireUser } from "./middleware/auth";
 import { rateLimit } from "./middleware/rate-limit";
 import { requestId } from "./middleware/request-id";
 import { authRoutes } from "./routes/auth";
+import { creditRoutes } from "./routes/credits";
 import { deploymentRoutes } from "./routes/deployments";
 import { docsRoutes } from "./routes/docs";
 import { nodeRoutes } from "./routes/nodes";
@@ -42,6 +43,7 @@ export function createApp(deps: Deps) {
   nodeRoutes(api, deps);
   templateRoutes(api, deps);
   deploymentRoutes(api, deps);
+  creditRoutes(api, deps);
   docsRoutes(app, registry);
 
   app.notFound((c) => errorResponse(c, new ApiError("NOT_FOUND", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));

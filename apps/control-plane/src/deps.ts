@@ -6,6 +6,10 @@ import { createDeploymentService, type DeploymentService, type NodeLink } from "
 import { EventBus } from "./services/events";
 import { randomId, systemClock, type Clock, type IdGenerator } from "./services/ids";
 import { createLogger, type Logger } from "./services/logger";
+import { CREDIT_PACKAGE_SEED } from "./catalog/credit-packages";
+import type { ChainClient } from "./services/chain/chain-client";
+import { createWeb3ChainClient } from "./services/chain/web3-chain-client";
+import { createDepositService, type DepositService } from "./services/deposit-service";
 import { ResponseCache } from "./services/response-cache";
 
 export type Deps = {
@@ -17,6 +21,7 @@ export type Deps = {
   events: EventBus;
   auth: AuthService;
   deployments: DeploymentService;
+  depositService: DepositService;
   link: NodeLink;
   nodeCatalogCache: ResponseCache;
   /** Where endpoint URLs point; the port is learned once the listener is bound. */
@@ -25,7 +30,7 @@ export type Deps = {
   close(): Promise<void>;
 };
 
-export type DepsOverrides = Partial<Pick<Deps, "clock" | "ids" | "log" | "link">>;
+export type DepsOverrides = Partial<Pick<Deps, "clock" | "ids" | "log" | "link">> & { chain?: ChainClient };
 
 /** The one place that builds everything. Tests pass their own clock or link. */
 export async function createDeps(config: Config, o: DepsOverrides = {}): Promise<Deps> {
@@ -34,6 +39,8 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   const log = o.log ?? createLogger(config.LOG_LEVEL);
   const repos = await openRepos(config.DATABASE_URL);
   await repos.templates.seed(TEMPLATE_SEED);
+  await repos.deposits.seedPackages(CREDIT_PACKAGE_SEED);
+  const chain = o.chain ?? createWeb3ChainClient({ rpcUrl: config.SOLANA_RPC_URL, commitment: config.SOLANA_COMMITMENT });
   const events = new EventBus();
   const link: NodeLink = o.link ?? { isConnected: () => false };
   let listenPort: number | undefined;
@@ -44,6 +51,9 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     config, repos, clock, ids, log, events, link, nodeCatalogCache,
     auth: createAuthService(repos, clock, ids, { domain, nonceTtlS: config.NONCE_TTL_S, accessTtlS: config.ACCESS_TOKEN_TTL_S, refreshTtlS: config.REFRESH_TOKEN_TTL_S }),
     deployments: createDeploymentService(repos, clock, ids, events, { isConnected: (id) => link.isConnected(id) }),
+    depositService: createDepositService(repos, chain, clock, ids, {
+      treasuryWallet: config.TREASURY_WALLET, stableMint: config.STABLE_MINT, stableDecimals: config.STABLE_DECIMALS, depositTtlS: config.DEPOSIT_TTL_S,
+    }),
     gateway: () => ({ domain: config.GATEWAY_DOMAIN, ...(listenPort !== undefined ? { localPort: listenPort } : {}) }),
     setListenPort: (p) => { listenPort = p; },
     close: () => repos.handle.close(),

@@ -5,6 +5,7 @@ import { createTemplatesRepo } from "./repos/templates";
 import { createDeploymentsRepo } from "./repos/deployments";
 import { createLedgerRepo } from "./repos/ledger";
 import { createLogsRepo } from "./repos/logs";
+import { createDepositsRepo } from "./repos/deposits";
 
 export * from "./types";
 export { createDb, type DbHandle, type Dialect } from "./client";
@@ -12,6 +13,7 @@ export { uptimePercent, type NodeFilter } from "./repos/nodes";
 export { toBalance, type BalanceMicro, type LedgerType } from "./repos/ledger";
 export type { OccupyRefusal, DesiredState, TransitionPatch } from "./repos/deployments";
 export type { NewLogLine } from "./repos/logs";
+export type { ConfirmOutcome } from "./repos/deposits";
 
 /** Every repository over one database handle: what the rest of the system sees of storage. */
 export function createRepos(h: DbHandle) {
@@ -23,6 +25,7 @@ export function createRepos(h: DbHandle) {
     deployments: createDeploymentsRepo(h),
     ledger: createLedgerRepo(h),
     logs: createLogsRepo(h),
+    deposits: createDepositsRepo(h),
   };
 }
 export type Repos = ReturnType<typeof createRepos>;

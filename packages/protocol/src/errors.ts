@@ -44,6 +44,8 @@ export const ERROR_CODES = {
   AMOUNT_TOO_LOW: { status: 422, description: "The treasury received less than amountStable." },
   PAYER_MISMATCH: { status: 422, description: "The payment was not made by the deposit's walletAddress." },
   PAYMENT_AFTER_EXPIRY: { status: 422, description: "The payment landed after the deposit expired." },
+  DEPOSIT_ALREADY_CONFIRMED: { status: 409, description: "The deposit was already confirmed with another transaction." },
+  PAYMENTS_NOT_CONFIGURED: { status: 503, description: "This installation has no TREASURY_WALLET; an administrator can credit accounts with the admin command." },
   SIGNATURE_ALREADY_USED: { status: 409, description: "This transaction signature already credited a deposit." },
   CHAIN_UNAVAILABLE: { status: 503, description: "The Solana RPC node did not answer; nothing changed, retry later." },
   // Operational.

@@ -1,0 +1,91 @@
+import { and, asc, eq } from "drizzle-orm";
+import type { DbHandle } from "../client";
+import type { CreditPackageRow, CreditTransactionRow, DepositRow } from "../types";
+import { ledgerOps } from "./ledger";
+
+export type ConfirmOutcome =
+  | { kind: "credited"; transaction: CreditTransactionRow }
+  | { kind: "already_confirmed"; deposit: DepositRow; transaction: CreditTransactionRow | undefined }
+  | { kind: "signature_used" }
+  | { kind: "not_pending"; deposit: DepositRow };
+
+/** PostgreSQL and SQLite both say "unique" in a unique-violation message; their codes differ. */
+const isUniqueViolation = (err: unknown) => {
+  const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
+  const code = e?.code ?? e?.cause?.code;
+  const msg = `${e?.message ?? ""} ${e?.cause?.message ?? ""}`;
+  return code === "23505" || code === "SQLITE_CONSTRAINT_UNIQUE" || /unique/i.test(msg);
+};
+
+export function createDepositsRepo(h: DbHandle) {
+  const { deposits, creditPackages, creditTransactions } = h.t;
+  const ledger = ledgerOps(h);
+
+  return {
+    async seedPackages(rows: CreditPackageRow[]) {
+      await h.transaction(async (db) => {
+        for (const row of rows) {
+          const { id, ...rest } = row;
+          await db.insert(creditPackages).values(row).onConflictDoUpdate({ target: creditPackages.id, set: rest });
+        }
+      });
+    },
+    async packages(): Promise<CreditPackageRow[]> {
+      return h.run((db) => db.select().from(creditPackages).orderBy(asc(creditPackages.sortOrder)));
+    },
+    async package(id: string): Promise<CreditPackageRow | undefined> {
+      return h.run(async (db) => (await db.select().from(creditPackages).where(eq(creditPackages.id, id)))[0]);
+    },
+
+    async create(row: Omit<DepositRow, "status" | "txSignature" | "transactionId" | "confirmedAt">): Promise<DepositRow> {
+      return h.run(async (db) => (await db.insert(deposits).values({ ...row, status: "pending" }).returning())[0]!);
+    },
+    async get(id: string, userId: string): Promise<DepositRow | undefined> {
+      return h.run(async (db) => (await db.select().from(deposits).where(and(eq(deposits.id, id), eq(deposits.userId, userId))))[0]);
+    },
+    async transactionBySignature(signature: string): Promise<CreditTransactionRow | undefined> {
+      return h.run(async (db) => (await db.select().from(creditTransactions).where(eq(creditTransactions.txSignature, signature)))[0]);
+    },
+
+    /**
+     * Credits a verified deposit exactly once. The pending -> confirmed update is
+     * conditional, so of many concurrent confirms one wins and the rest find it
+     * confirmed; the signature is unique in both tables, so one payment can never
+     * credit two deposits, whatever the interleaving.
+     */
+    async confirm(depositId: string, signature: string, txId: string, nowMs: number): Promise<ConfirmOutcome> {
+      try {
+        return await h.transaction(async (db): Promise<ConfirmOutcome> => {
+          const [claimed] = await db
+            .update(deposits)
+            .set({ status: "confirmed", txSignature: signature, transactionId: txId, confirmedAt: nowMs })
+            .where(and(eq(deposits.id, depositId), eq(deposits.status, "pending")))
+            .returning();
+          if (!claimed) {
+            const [d] = await db.select().from(deposits).where(eq(deposits.id, depositId));
+            if (d && d.status === "confirmed") {
+              const [t] = d.transactionId ? await db.select().from(creditTransactions).where(eq(creditTransactions.id, d.transactionId)) : [];
+              return { kind: "already_confirmed", deposit: d, transaction: t };
+            }
+            return { kind: "not_pending", deposit: d! };
+          }
+          const transaction = await ledger.post(db, {
+            id: txId,
+            userId: claimed.userId,
+            type: "deposit",
+            amountMicro: claimed.creditsMicro,
+            description: `USDC deposit ${depositId}`,
+            txSignature: signature,
+            depositId,
+            createdAt: nowMs,
+          });
+          return { kind: "credited", transaction };
+        });
+      } catch (err) {
+        if (isUniqueViolation(err)) return { kind: "signature_used" };
+        throw err;
+      }
+    },
+  };
+}
+export type DepositsRepo = ReturnType<typeof createDepositsRepo>;
