@@ -1,0 +1,147 @@
+import http from "node:http";
+import type { Duplex } from "node:stream";
+import type { Logger } from "../services/logger";
+import { endpointLabel, forwardRequestHeaders, forwardResponseHeaders } from "./headers";
+import { failurePage, type GatewayFailure } from "./pages";
+
+export type EndpointTarget = { deploymentId: string; nodeId: string; port: number };
+
+export type Resolution = { kind: "ok"; target: EndpointTarget } | { kind: "unknown_host" } | { kind: "not_running" } | { kind: "node_unreachable" };
+
+/** Finds what an endpoint label points at right now. */
+export interface EndpointResolver {
+  resolve(label: string): Promise<Resolution>;
+}
+
+/** Thrown by a dialer: the node is not connected, or nothing listens on the port. */
+export class DialError extends Error {
+  constructor(readonly kind: "node_unreachable" | "port_not_ready", message: string) {
+    super(message);
+  }
+}
+
+/** Opens a byte stream to a container's port, through whatever reaches its node. */
+export interface TunnelDialer {
+  dial(target: EndpointTarget): Promise<Duplex>;
+}
+
+export type GatewayTimeouts = {
+  /** From the request to the first byte of the container's response. */
+  responseMs: number;
+  /** No byte either way for this long ends a request or a WebSocket. */
+  idleMs: number;
+};
+
+/**
+ * Keep-alive connections per endpoint: after the first request, the next one
+ * reuses an open tunnel instead of asking the node for a new one.
+ */
+class TunnelAgent extends http.Agent {
+  constructor(private readonly dialer: TunnelDialer, private readonly target: EndpointTarget) {
+    super({ keepAlive: true, maxSockets: 256, maxFreeSockets: 16, timeout: 60_000 });
+  }
+  override createConnection(_o: unknown, cb: (err: Error | null, s?: Duplex) => void) {
+    this.dialer.dial(this.target).then((s) => cb(null, s), (err: Error) => cb(err));
+    return undefined as never;
+  }
+}
+
+export function createGateway(o: { domain: string; resolver: EndpointResolver; dialer: TunnelDialer; timeouts: GatewayTimeouts; log: Logger; secure: boolean }) {
+  const agents = new Map<string, TunnelAgent>();
+  const agentFor = (t: EndpointTarget) => {
+    const key = `${t.deploymentId}:${t.port}`;
+    let a = agents.get(key);
+    if (!a) agents.set(key, (a = new TunnelAgent(o.dialer, t)));
+    return a;
+  };
+
+  function fail(res: http.ServerResponse, kind: GatewayFailure, detail?: string) {
+    if (res.headersSent) return void res.destroy();
+    const page = failurePage(kind, detail);
+    const headers: http.OutgoingHttpHeaders = { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", "x-gateway-error": page.code };
+    if (kind === "node_unreachable") headers["retry-after"] = "10";
+    res.writeHead(page.status, headers).end(page.html);
+  }
+
+  const clientOf = (req: http.IncomingMessage) => ({ ip: req.socket.remoteAddress ?? "", proto: (o.secure ? "https" : "http") as "http" | "https", host: req.headers.host ?? "" });
+
+  async function handleRequest(req: http.IncomingMessage, res: http.ServerResponse) {
+    const label = endpointLabel(req.headers.host, o.domain)!;
+    const r = await o.resolver.resolve(label);
+    if (r.kind !== "ok") return fail(res, r.kind);
+    const upstream = http.request({ agent: agentFor(r.target), method: req.method, path: req.url, headers: forwardRequestHeaders(req.headers, clientOf(req)) });
+    const firstByte = setTimeout(() => {
+      upstream.destroy();
+      fail(res, "timeout", `no response within ${o.timeouts.responseMs / 1000} s`);
+    }, o.timeouts.responseMs);
+    upstream.setTimeout(o.timeouts.idleMs, () => upstream.destroy(new Error("idle")));
+    upstream.on("response", (up) => {
+      clearTimeout(firstByte);
+      res.writeHead(up.statusCode ?? 502, up.statusMessage, forwardResponseHeaders(up.headers));
+      // Flushed at once so server-sent events and chunked streams reach the client as they come.
+      res.flushHeaders();
+      up.pipe(res);
+      up.on("error", () => res.destroy());
+    });
+    upstream.on("error", (err) => {
+      clearTimeout(firstByte);
+      if (err instanceof DialError) return fail(res, err.kind, err.message);
+      fail(res, "port_not_ready", err.message);
+    });
+    // The client went away: stop the upstream request too.
+    res.on("close", () => {
+      if (!res.writableFinished) upstream.destroy();
+    });
+    req.pipe(upstream);
+  }
+
+  async function handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer) {
+    const label = endpointLabel(req.headers.host, o.domain)!;
+    const refuse = (kind: GatewayFailure) => {
+      const page = failurePage(kind);
+      socket.end(`HTTP/1.1 ${page.status} ${kind}\r\ncontent-type: text/plain\r\nconnection: close\r\n${kind === "node_unreachable" ? "retry-after: 10\r\n" : ""}\r\n${page.code}\r\n`);
+    };
+    const r = await o.resolver.resolve(label);
+    if (r.kind !== "ok") return refuse(r.kind);
+    let tunnel: Duplex;
+    try {
+      tunnel = await o.dialer.dial(r.target);
+    } catch (err) {
+      return refuse(err instanceof DialError ? err.kind : "port_not_ready");
+    }
+    // After the upgrade it is bytes both ways: write the request as received
+    // (headers cleaned), then splice the two connections.
+    const headers = forwardRequestHeaders(req.headers, clientOf(req), true);
+    const lines = [`${req.method} ${req.url} HTTP/1.1`];
+    for (const [k, v] of Object.entries(headers)) for (const one of Array.isArray(v) ? v : [v]) lines.push(`${k}: ${one}`);
+    tunnel.write(lines.join("\r\n") + "\r\n\r\n");
+    if (head.length) tunnel.write(head);
+    const idle = () => {
+      socket.destroy();
+      tunnel.destroy();
+    };
+    (socket as { setTimeout?: (ms: number, cb: () => void) => void }).setTimeout?.(o.timeouts.idleMs, idle);
+    socket.pipe(tunnel).pipe(socket);
+    socket.on("error", () => tunnel.destroy());
+    tunnel.on("error", () => socket.destroy());
+    socket.on("close", () => tunnel.destroy());
+    tunnel.on("close", () => socket.destroy());
+  }
+
+  return {
+    /** Whether a request's Host is one of the gateway's endpoint hosts. */
+    owns: (host: string | undefined) => endpointLabel(host, o.domain) !== undefined,
+    handleRequest: (req: http.IncomingMessage, res: http.ServerResponse) =>
+      handleRequest(req, res).catch((err) => {
+        o.log.error("gateway request failed", { err: String(err) });
+        fail(res, "port_not_ready");
+      }),
+    handleUpgrade: (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
+      handleUpgrade(req, socket, head).catch(() => socket.destroy()),
+    close() {
+      for (const a of agents.values()) a.destroy();
+      agents.clear();
+    },
+  };
+}
+export type Gateway = ReturnType<typeof createGateway>;

@@ -1,0 +1,197 @@
+import http from "node:http";
+import net from "node:net";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocket, WebSocketServer } from "ws";
+import { createGateway, DialError, type EndpointTarget, type Resolution } from "../../src/gateway/proxy";
+import { endpointLabel, forwardRequestHeaders } from "../../src/gateway/headers";
+import { asSocketLike } from "../../src/gateway/socket-like";
+import { createLogger } from "../../src/services/logger";
+
+// The gateway's HTTP behaviour, with a dialer that opens a plain TCP connection
+// to a local server standing in for the container. The tunnel through a real
+// agent is tested end to end elsewhere.
+
+let upstream: http.Server;
+let upstreamPort: number;
+let front: http.Server;
+let frontPort: number;
+const seen: http.IncomingHttpHeaders[] = [];
+let dials = 0;
+
+const routes: Record<string, Resolution> = {
+  app: { kind: "ok", target: { deploymentId: "dep_1", nodeId: "node_1", port: 0 } },
+  closed: { kind: "ok", target: { deploymentId: "dep_2", nodeId: "node_1", port: 1 } },
+  gone: { kind: "not_running" },
+  away: { kind: "node_unreachable" },
+};
+
+beforeAll(async () => {
+  upstream = http.createServer((req, res) => {
+    seen.push(req.headers);
+    if (req.url === "/echo") {
+      let n = 0;
+      req.on("data", (c: Buffer) => (n += c.length));
+      req.on("end", () => res.end(JSON.stringify({ bytes: n, method: req.method })));
+      return;
+    }
+    if (req.url === "/big") {
+      res.writeHead(200, { "content-type": "application/octet-stream" });
+      const chunk = Buffer.alloc(64 * 1024, 7);
+      let left = 256; // 16 MiB
+      const pump = () => {
+        while (left > 0) {
+          left--;
+          if (!res.write(chunk)) return void res.once("drain", pump);
+        }
+        res.end();
+      };
+      return pump();
+    }
+    if (req.url === "/sse") {
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+      let i = 0;
+      const t = setInterval(() => {
+        res.write(`data: tick ${i++}\n\n`);
+        if (i === 3) {
+          clearInterval(t);
+          res.end();
+        }
+      }, 100);
+      return;
+    }
+    if (req.url === "/slow") return void setTimeout(() => res.end("late"), 3_000);
+    res.setHeader("connection", "keep-alive, x-secret");
+    res.setHeader("x-secret", "hop");
+    res.end(`hello ${req.method} ${req.url}`);
+  });
+  new WebSocketServer({ server: upstream }).on("connection", (ws) => ws.on("message", (m, binary) => ws.send(m, { binary })));
+  await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
+  upstreamPort = (upstream.address() as AddressInfo).port;
+  routes.app = { kind: "ok", target: { deploymentId: "dep_1", nodeId: "node_1", port: upstreamPort } };
+
+  const gateway = createGateway({
+    domain: "gw.test",
+    secure: true,
+    log: createLogger("silent"),
+    timeouts: { responseMs: 1_000, idleMs: 5_000 },
+    resolver: { resolve: async (label) => routes[label.split("-")[0]!] ?? { kind: "unknown_host" } },
+    dialer: {
+      dial: (t: EndpointTarget) =>
+        new Promise((resolve, reject) => {
+          dials++;
+          const s = net.connect(t.port, "127.0.0.1");
+          s.once("connect", () => resolve(asSocketLike(s)));
+          s.once("error", () => reject(new DialError("port_not_ready", `nothing listens on port ${t.port}`)));
+        }),
+    },
+  });
+  front = http.createServer((req, res) => void gateway.handleRequest(req, res));
+  front.on("upgrade", (req, socket, head) => void gateway.handleUpgrade(req, socket, head));
+  await new Promise<void>((r) => front.listen(0, "127.0.0.1", r));
+  frontPort = (front.address() as AddressInfo).port;
+});
+afterAll(async () => {
+  front.closeAllConnections();
+  upstream.closeAllConnections();
+  await new Promise((r) => front.close(r));
+  await new Promise((r) => upstream.close(r));
+});
+
+function get(host: string, path: string, init: { method?: string; body?: Buffer | string; headers?: Record<string, string> } = {}) {
+  return new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
+    const req = http.request({ host: "127.0.0.1", port: frontPort, path, method: init.method ?? "GET", headers: { host, ...init.headers } }, (res) => {
+      const parts: Buffer[] = [];
+      res.on("data", (c: Buffer) => parts.push(c));
+      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) }));
+    });
+    req.on("error", reject);
+    req.end(init.body);
+  });
+}
+
+describe("gateway", () => {
+  it("reads the endpoint label from the Host header", () => {
+    expect(endpointLabel("abc-8888.gw.test", "gw.test")).toBe("abc-8888");
+    expect(endpointLabel("ABC-8888.GW.test:443", "gw.test")).toBe("abc-8888");
+    expect(endpointLabel("gw.test", "gw.test")).toBeUndefined();
+    expect(endpointLabel("a.b.gw.test", "gw.test")).toBeUndefined();
+    expect(endpointLabel("evil-gw.test", "gw.test")).toBeUndefined();
+  });
+
+  it("drops hop-by-hop headers and adds X-Forwarded-*", () => {
+    const h = forwardRequestHeaders({ connection: "keep-alive, x-private", "x-private": "1", "keep-alive": "5", te: "trailers", accept: "*/*", "x-forwarded-for": "1.2.3.4" }, { ip: "5.6.7.8", proto: "https", host: "a.gw.test" });
+    expect(h).toEqual({ accept: "*/*", "x-forwarded-for": "1.2.3.4, 5.6.7.8", "x-forwarded-proto": "https", "x-forwarded-host": "a.gw.test" });
+  });
+
+  it("carries a GET to the container and the answer back, without hop-by-hop headers", async () => {
+    const r = await get("app-1.gw.test", "/hello?x=1");
+    expect(r.status).toBe(200);
+    expect(r.body.toString()).toBe("hello GET /hello?x=1");
+    expect(r.headers["x-secret"]).toBeUndefined();
+    const h = seen.at(-1)!;
+    expect(h["x-forwarded-for"]).toBe("127.0.0.1");
+    expect(h["x-forwarded-proto"]).toBe("https");
+    expect(h["x-forwarded-host"]).toBe("app-1.gw.test");
+  });
+
+  it("streams a large upload and a large download", async () => {
+    const body = Buffer.alloc(20 * 1024 * 1024, 1);
+    const up = await get("app-1.gw.test", "/echo", { method: "POST", body });
+    expect(JSON.parse(up.body.toString())).toEqual({ bytes: body.length, method: "POST" });
+    const down = await get("app-1.gw.test", "/big");
+    expect(down.body.length).toBe(16 * 1024 * 1024);
+  });
+
+  it("flushes server-sent events as they come", async () => {
+    const times: number[] = [];
+    await new Promise<void>((resolve) => {
+      http.get({ host: "127.0.0.1", port: frontPort, path: "/sse", headers: { host: "app-1.gw.test" } }, (res) => {
+        expect(res.headers["content-type"]).toBe("text/event-stream");
+        res.on("data", () => times.push(Date.now()));
+        res.on("end", resolve);
+      });
+    });
+    expect(times.length).toBeGreaterThanOrEqual(3);
+    expect(times.at(-1)! - times[0]!).toBeGreaterThanOrEqual(150);
+  });
+
+  it("carries a WebSocket upgrade both ways", async () => {
+    const ws = new WebSocket(`ws://127.0.0.1:${frontPort}/socket`, { headers: { host: "app-1.gw.test" } });
+    await new Promise((r, j) => (ws.once("open", r), ws.once("error", j)));
+    const echoed = new Promise<string>((r) => ws.once("message", (m) => r(m.toString())));
+    ws.send("ping over the tunnel");
+    expect(await echoed).toBe("ping over the tunnel");
+    ws.close();
+  });
+
+  it("serves 200 concurrent requests, reusing connections", async () => {
+    const before = dials;
+    const rs = await Promise.all(Array.from({ length: 200 }, (_, i) => get("app-1.gw.test", `/n${i}`)));
+    expect(rs.every((r, i) => r.status === 200 && r.body.toString() === `hello GET /n${i}`)).toBe(true);
+    const rs2 = await Promise.all(Array.from({ length: 50 }, (_, i) => get("app-1.gw.test", `/again${i}`)));
+    expect(rs2.every((r) => r.status === 200)).toBe(true);
+    expect(dials - before).toBeLessThanOrEqual(200);
+  });
+
+  it("answers clear pages when it cannot reach the container", async () => {
+    const unknown = await get("nope-1.gw.test", "/");
+    expect(unknown.status).toBe(404);
+    expect(unknown.headers["x-gateway-error"]).toBe("UNKNOWN_HOST");
+    expect(unknown.body.toString()).toContain("No such endpoint");
+    const gone = await get("gone-1.gw.test", "/");
+    expect(gone.status).toBe(404);
+    expect(gone.body.toString()).toContain("stopped or was deleted");
+    const away = await get("away-1.gw.test", "/");
+    expect(away.status).toBe(503);
+    expect(away.headers["retry-after"]).toBe("10");
+    const closed = await get("closed-1.gw.test", "/");
+    expect(closed.status).toBe(502);
+    expect(closed.body.toString()).toContain("nothing answers on this port");
+  });
+
+  it("bounds the wait for a response", async () => {
+    const r = await get("app-1.gw.test", "/slow");
+    expect(r.status).toBe(504);
+  });
+});
