@@ -24,6 +24,14 @@ export const ConfigSchema = z.object({
   AUTH_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).default(60),
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
   HEARTBEAT_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
+  /** How often lastHeartbeat is written for all nodes at once (see agents/heartbeat-batch.ts). */
+  HEARTBEAT_FLUSH_MS: z.coerce.number().int().min(10).default(1000),
+  /** An agent that sends no hello this long after connecting is closed with 4408. */
+  AGENT_HELLO_TIMEOUT_MS: z.coerce.number().int().min(10).default(10_000),
+  /** The largest frame read from an agent; log batches are split below it (it is announced in welcome). */
+  AGENT_MAX_FRAME_BYTES: z.coerce.number().int().min(1024).default(16 * 1024 * 1024),
+  /** How often running deployments are charged; they are also charged whenever they stop. */
+  METER_INTERVAL_MS: z.coerce.number().int().min(100).default(60_000),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
 });
 

@@ -2,10 +2,12 @@ import { openRepos, type Repos } from "@cm/db";
 import type { Config } from "./config";
 import { TEMPLATE_SEED } from "./catalog/templates";
 import { createAuthService, type AuthService } from "./services/auth-service";
+import { AgentHub } from "./agents/agent-hub";
 import { createDeploymentService, type DeploymentService, type NodeLink } from "./services/deployment-service";
 import { EventBus } from "./services/events";
 import { randomId, systemClock, type Clock, type IdGenerator } from "./services/ids";
 import { createLogger, type Logger } from "./services/logger";
+import { createMetering, type Metering } from "./services/metering";
 import { CREDIT_PACKAGE_SEED } from "./catalog/credit-packages";
 import type { ChainClient } from "./services/chain/chain-client";
 import { createWeb3ChainClient } from "./services/chain/web3-chain-client";
@@ -23,6 +25,9 @@ export type Deps = {
   deployments: DeploymentService;
   depositService: DepositService;
   link: NodeLink;
+  /** Every agent connection; also the NodeLink unless a test passes its own. */
+  agents: AgentHub;
+  metering: Metering;
   nodeCatalogCache: ResponseCache;
   /** Where endpoint URLs point; the port is learned once the listener is bound. */
   gateway(): { domain: string; localPort?: number };
@@ -30,7 +35,11 @@ export type Deps = {
   close(): Promise<void>;
 };
 
-export type DepsOverrides = Partial<Pick<Deps, "clock" | "ids" | "log" | "link">> & { chain?: ChainClient };
+export type DepsOverrides = Partial<Pick<Deps, "clock" | "ids" | "log" | "link">> & {
+  chain?: ChainClient;
+  /** No timers: the test drives the heartbeat monitor and the meter with their tick(). */
+  manualTicks?: boolean;
+};
 
 /** The one place that builds everything. Tests pass their own clock or link. */
 export async function createDeps(config: Config, o: DepsOverrides = {}): Promise<Deps> {
@@ -42,20 +51,35 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   await repos.deposits.seedPackages(CREDIT_PACKAGE_SEED);
   const chain = o.chain ?? createWeb3ChainClient({ rpcUrl: config.SOLANA_RPC_URL, commitment: config.SOLANA_COMMITMENT });
   const events = new EventBus();
-  const link: NodeLink = o.link ?? { isConnected: () => false };
+  // The metering asks the link only once running, by which time the hub below exists.
+  const metering = createMetering({ repos, clock, ids, events, log, link: { isConnected: (id) => link.isConnected(id), lastSeenMs: (id) => agents.lastSeenMs(id) }, intervalMs: config.METER_INTERVAL_MS });
+  const agents = new AgentHub({
+    repos, clock, ids, events, log, metering,
+    heartbeatIntervalMs: config.HEARTBEAT_INTERVAL_MS, heartbeatFlushMs: config.HEARTBEAT_FLUSH_MS,
+    helloTimeoutMs: config.AGENT_HELLO_TIMEOUT_MS, maxFrameBytes: config.AGENT_MAX_FRAME_BYTES,
+  });
+  const link: NodeLink = o.link ?? agents;
+  if (!o.manualTicks) {
+    agents.start();
+    metering.start();
+  }
   let listenPort: number | undefined;
   const nodeCatalogCache = new ResponseCache({ ttlMs: 1000, maxEntries: 1000, now: () => clock.now() });
   for (const e of ["node-changed", "node-retired", "deployment-changed"] as const) events.on(e, () => nodeCatalogCache.clear());
   const domain = config.PUBLIC_DOMAIN ?? `${config.HOST}:${config.PORT}`;
   return {
-    config, repos, clock, ids, log, events, link, nodeCatalogCache,
+    config, repos, clock, ids, log, events, link, agents, metering, nodeCatalogCache,
     auth: createAuthService(repos, clock, ids, { domain, nonceTtlS: config.NONCE_TTL_S, accessTtlS: config.ACCESS_TOKEN_TTL_S, refreshTtlS: config.REFRESH_TOKEN_TTL_S }),
-    deployments: createDeploymentService(repos, clock, ids, events, { isConnected: (id) => link.isConnected(id) }),
+    deployments: createDeploymentService(repos, clock, ids, events, link, metering),
     depositService: createDepositService(repos, chain, clock, ids, {
       treasuryWallet: config.TREASURY_WALLET, stableMint: config.STABLE_MINT, stableDecimals: config.STABLE_DECIMALS, depositTtlS: config.DEPOSIT_TTL_S,
     }),
     gateway: () => ({ domain: config.GATEWAY_DOMAIN, ...(listenPort !== undefined ? { localPort: listenPort } : {}) }),
     setListenPort: (p) => { listenPort = p; },
-    close: () => repos.handle.close(),
+    close: async () => {
+      await agents.close();
+      await metering.stop();
+      await repos.handle.close();
+    },
   };
 }

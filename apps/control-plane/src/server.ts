@@ -1,5 +1,8 @@
 import { serve, type ServerType } from "@hono/node-server";
+import type { IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
+import { AGENT_WS_PATH } from "./agents/agent-hub";
 import { createApp } from "./app";
 import type { Deps } from "./deps";
 
@@ -12,6 +15,13 @@ export async function startServer(deps: Deps, opts: { port: number; host: string
     const s = serve({ fetch: app.fetch, port: opts.port, hostname: opts.host }, () => resolve(s));
     s.once("error", reject);
   });
+  const upgrades = upgradeRoutes(deps);
+  server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on("error", () => socket.destroy()); // a peer gone mid-handshake must not take the process down
+    const route = upgrades.find((r) => r.matches(req));
+    if (route) return route.handle(req, socket, head);
+    socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+  });
   const port = (server.address() as AddressInfo).port;
   deps.setListenPort(port);
   const host = opts.host.includes(":") ? `[${opts.host}]` : opts.host;
@@ -19,10 +29,23 @@ export async function startServer(deps: Deps, opts: { port: number; host: string
     url: `http://${host}:${port}`,
     port,
     server,
+    // Upgraded sockets keep the listener from closing: the agents' are closed first.
     close: () =>
-      new Promise<void>((resolve) => {
+      deps.agents.close().then(() => new Promise<void>((resolve) => {
         server.close(() => resolve());
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-      }),
+      })),
   };
+}
+
+type UpgradeRoute = { matches(req: IncomingMessage): boolean; handle(req: IncomingMessage, socket: Duplex, head: Buffer): void };
+
+/**
+ * Who takes a WebSocket upgrade, first match wins. Routes that match on Host
+ * (a tenant's public endpoint, which may use any path) belong before the agent
+ * route, which matches on the path alone.
+ */
+function upgradeRoutes(deps: Deps): UpgradeRoute[] {
+  const pathOf = (req: IncomingMessage) => (req.url ?? "/").split("?", 1)[0];
+  return [{ matches: (req) => pathOf(req) === AGENT_WS_PATH, handle: deps.agents.handleUpgrade }];
 }

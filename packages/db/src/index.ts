@@ -5,6 +5,8 @@ import { createTemplatesRepo } from "./repos/templates";
 import { createDeploymentsRepo } from "./repos/deployments";
 import { createLedgerRepo } from "./repos/ledger";
 import { createLogsRepo } from "./repos/logs";
+import { createLogIngest } from "./repos/log-ingest";
+import { createBillingRepo } from "./repos/billing";
 import { createDepositsRepo } from "./repos/deposits";
 
 export * from "./types";
@@ -13,6 +15,8 @@ export { uptimePercent, type NodeFilter } from "./repos/nodes";
 export { toBalance, type BalanceMicro, type LedgerType } from "./repos/ledger";
 export type { OccupyRefusal, DesiredState, TransitionPatch } from "./repos/deployments";
 export type { NewLogLine } from "./repos/logs";
+export type { StoredLogCursor } from "./repos/log-ingest";
+export type { Consumption } from "./repos/billing";
 export type { ConfirmOutcome } from "./repos/deposits";
 
 /** Every repository over one database handle: what the rest of the system sees of storage. */
@@ -25,6 +29,8 @@ export function createRepos(h: DbHandle) {
     deployments: createDeploymentsRepo(h),
     ledger: createLedgerRepo(h),
     logs: createLogsRepo(h),
+    logIngest: createLogIngest(h),
+    billing: createBillingRepo(h),
     deposits: createDepositsRepo(h),
   };
 }

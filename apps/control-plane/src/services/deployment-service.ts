@@ -4,6 +4,12 @@ import { ApiError } from "../errors";
 import type { Clock, IdGenerator } from "./ids";
 import type { EventBus } from "./events";
 
+/**
+ * How the service moves a deployment out of a state; the metering's version
+ * settles a running deployment's charges in the same transaction.
+ */
+export type DeploymentMover = Pick<Repos["deployments"], "move" | "markDeleted">;
+
 /** What the deployment rules need to know about the agents: is anyone there to act? */
 export interface NodeLink {
   isConnected(nodeId: string): boolean;
@@ -30,7 +36,7 @@ export function checkRequirements(node: NodeRow, t: TemplateRow | undefined): Ap
 /** One hour on the node, held while the deployment is live. */
 export const hourOfCreditsMicro = (hourlyRateCents: number) => creditsToMicro(hourlyRateCents);
 
-export function createDeploymentService(repos: Repos, clock: Clock, ids: IdGenerator, events: EventBus, link: NodeLink) {
+export function createDeploymentService(repos: Repos, clock: Clock, ids: IdGenerator, events: EventBus, link: NodeLink, mover: DeploymentMover = repos.deployments) {
   function invalid(dep: DeploymentRow, action: TenantAction | "delete"): ApiError {
     return new ApiError("INVALID_STATE_TRANSITION", `cannot ${action} a deployment that is ${dep.status}`, { currentStatus: dep.status, action });
   }
@@ -95,7 +101,7 @@ export function createDeploymentService(repos: Repos, clock: Clock, ids: IdGener
       // With no agent to carry the stop out, nothing runs there to wait for: the
       // deployment is stopped now, and a returning agent converges to it.
       const to: DeploymentStatus = link.isConnected(dep.nodeId) ? "stopping" : "stopped";
-      const moved = await repos.deployments.move(dep, to, { desiredState: "stopped", statusReason: "stopped by the tenant" }, clock.now());
+      const moved = await mover.move(dep, to, { desiredState: "stopped", statusReason: "stopped by the tenant" }, clock.now());
       if (!moved) throw invalid((await mine(id, userId)), "stop");
       events.emit("deployment-changed", moved);
       return moved;
@@ -103,7 +109,7 @@ export function createDeploymentService(repos: Repos, clock: Clock, ids: IdGener
 
     async remove(id: string, userId: string) {
       const dep = await mine(id, userId);
-      const removed = await repos.deployments.markDeleted(dep, clock.now());
+      const removed = await mover.markDeleted(dep, clock.now());
       if (!removed) throw invalid(await mine(id, userId), "delete");
       events.emit("deployment-changed", removed);
       return removed;

@@ -1,12 +1,12 @@
 import { and, count, desc, eq, inArray, isNull, lt, sql } from "drizzle-orm";
-import { isLive, type DeploymentStatus } from "@cm/protocol";
+import { isLive, LIVE_STATUSES, type DeploymentStatus } from "@cm/protocol";
 import type { Db, DbHandle } from "../client";
 import type { DeploymentRow } from "../types";
 import { ledgerOps } from "./ledger";
 
 export type DesiredState = "running" | "stopped" | "removed";
 export type OccupyRefusal = "NODE_OFFLINE" | "NODE_AT_CAPACITY" | "INSUFFICIENT_CREDITS";
-export type NewDeployment = Omit<DeploymentRow, "totalCostMicro" | "reservedMicro" | "billedUntil" | "runSeq" | "startedAt" | "stoppedAt" | "deletedAt" | "statusReason" | "exitCode" | "endpoints" | "desiredState" | "status" | "updatedAt">;
+export type NewDeployment = Omit<DeploymentRow, "totalCostMicro" | "reservedMicro" | "billedUntil" | "billedMs" | "removedFromNodeAt" | "runSeq" | "startedAt" | "stoppedAt" | "deletedAt" | "statusReason" | "exitCode" | "endpoints" | "desiredState" | "status" | "updatedAt">;
 export type TransitionPatch = Partial<Pick<DeploymentRow, "statusReason" | "exitCode" | "startedAt" | "stoppedAt" | "endpoints" | "billedUntil" | "desiredState" | "deletedAt">>;
 
 /** Thrown inside a transaction to roll it back; turned into a result outside it. */
@@ -105,6 +105,45 @@ export function createDeploymentsRepo(h: DbHandle) {
     /** Deployments the node should be told about: everything not yet removed from it. */
     async forNode(nodeId: string): Promise<DeploymentRow[]> {
       return h.run((db) => db.select().from(deployments).where(and(eq(deployments.nodeId, nodeId), inArray(deployments.desiredState, ["running", "stopped", "removed"]))));
+    },
+
+    /** What a node should converge to: all its deployments except the deleted ones its agent confirmed gone. */
+    async desiredForNode(nodeId: string): Promise<DeploymentRow[]> {
+      return h.run((db) =>
+        db.select().from(deployments).where(and(eq(deployments.nodeId, nodeId), isNull(deployments.removedFromNodeAt))).orderBy(deployments.createdAt, deployments.id),
+      );
+    },
+
+    /** One of the node's deployments, deleted or not: its agent reports on it until it is gone from the node. */
+    async getOnNode(id: string, nodeId: string): Promise<DeploymentRow | undefined> {
+      return h.run(async (db) => (await db.select().from(deployments).where(and(eq(deployments.id, id), eq(deployments.nodeId, nodeId))))[0]);
+    },
+
+    async liveOnNode(nodeId: string): Promise<DeploymentRow[]> {
+      return h.run((db) => db.select().from(deployments).where(and(eq(deployments.nodeId, nodeId), inArray(deployments.status, [...LIVE_STATUSES]))));
+    },
+
+    async runningIds(): Promise<Array<{ id: string; nodeId: string }>> {
+      return h.run((db) => db.select({ id: deployments.id, nodeId: deployments.nodeId }).from(deployments).where(eq(deployments.status, "running")));
+    },
+
+    /** The agent confirmed a deleted deployment gone: it leaves the node's desired state for good. */
+    async markRemovedFromNode(id: string, nodeId: string, nowMs: number): Promise<boolean> {
+      return h.run(async (db) => {
+        const done = await db
+          .update(deployments)
+          .set({ removedFromNodeAt: nowMs })
+          .where(and(eq(deployments.id, id), eq(deployments.nodeId, nodeId), eq(deployments.desiredState, "removed"), isNull(deployments.removedFromNodeAt)))
+          .returning({ id: deployments.id });
+        return done.length === 1;
+      });
+    },
+
+    /** Progress text while an image is pulled; leaves updatedAt alone, so it never races a transition. */
+    async notePulling(id: string, nodeId: string, reason: string) {
+      await h.run((db) =>
+        db.update(deployments).set({ statusReason: reason }).where(and(eq(deployments.id, id), eq(deployments.nodeId, nodeId), eq(deployments.status, "pulling"))),
+      );
     },
 
     /** Starts a stopped deployment again: a slot and an hour of credits, as at creation. */

@@ -101,15 +101,21 @@ export const deployments = pgTable("deployments", {
   totalCostMicro: bigint("total_cost_micro", { mode: "number" }).notNull().default(0),
   reservedMicro: bigint("reserved_micro", { mode: "number" }).notNull().default(0),
   billedUntil: bigint("billed_until", { mode: "number" }),
+  // Running time charged so far, over every run: the cost is derived from it, so rounding never drifts.
+  billedMs: bigint("billed_ms", { mode: "number" }).notNull().default(0),
   runSeq: integer("run_seq").notNull().default(0),
   createdAt: bigint("created_at", { mode: "number" }).notNull(),
   startedAt: bigint("started_at", { mode: "number" }),
   stoppedAt: bigint("stopped_at", { mode: "number" }),
   updatedAt: bigint("updated_at", { mode: "number" }).notNull(),
   deletedAt: bigint("deleted_at", { mode: "number" }),
+  // When the agent confirmed a deleted deployment gone from the node: from then on it is no longer in the node's sync.
+  removedFromNodeAt: bigint("removed_from_node_at", { mode: "number" }),
 }, (t) => [
   index("deployments_user_idx").on(t.userId, t.createdAt),
   index("deployments_node_idx").on(t.nodeId, t.status),
+  // The meter walks the running deployments every minute.
+  index("deployments_status_idx").on(t.status),
 ]);
 
 export const creditTransactions = pgTable("credit_transactions", {

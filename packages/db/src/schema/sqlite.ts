@@ -101,15 +101,21 @@ export const deployments = sqliteTable("deployments", {
   totalCostMicro: integer("total_cost_micro").notNull().default(0),
   reservedMicro: integer("reserved_micro").notNull().default(0),
   billedUntil: integer("billed_until"),
+  // Running time charged so far, over every run: the cost is derived from it, so rounding never drifts.
+  billedMs: integer("billed_ms").notNull().default(0),
   runSeq: integer("run_seq").notNull().default(0),
   createdAt: integer("created_at").notNull(),
   startedAt: integer("started_at"),
   stoppedAt: integer("stopped_at"),
   updatedAt: integer("updated_at").notNull(),
   deletedAt: integer("deleted_at"),
+  // When the agent confirmed a deleted deployment gone from the node: from then on it is no longer in the node's sync.
+  removedFromNodeAt: integer("removed_from_node_at"),
 }, (t) => [
   index("deployments_user_idx").on(t.userId, t.createdAt),
   index("deployments_node_idx").on(t.nodeId, t.status),
+  // The meter walks the running deployments every minute.
+  index("deployments_status_idx").on(t.status),
 ]);
 
 export const creditTransactions = sqliteTable("credit_transactions", {

@@ -98,6 +98,8 @@ export const StatusFrame = z.object({
   /** Readable, for the tenant: "image ... is not present on this node and could not be pulled: ...". */
   reason: z.string().max(2000).optional(),
   exitCode: z.number().int().optional(),
+  /** With `running`: the host ports Docker published the container's ports on, for the tenant's endpoints. */
+  ports: z.array(z.object({ containerPort: z.number().int(), hostPort: z.number().int() })).optional(),
   at: z.number().int(),
 });
 export const PullProgressFrame = z.object({
@@ -131,6 +133,8 @@ export const WelcomeFrame = z.object({
   nodeId: z.string(),
   heartbeatIntervalMs: z.number().int().min(100),
   serverTime: z.number().int(),
+  /** The largest frame the control plane reads; a bigger one closes the connection (1009), so split log batches below it. */
+  maxFrameBytes: z.number().int().min(1024).optional(),
 });
 /** The full desired state of the node: sent after welcome, and whenever the agent should reconcile everything. */
 export const SyncFrame = z.object({ type: z.literal("sync"), deployments: z.array(DeploymentSpec) });

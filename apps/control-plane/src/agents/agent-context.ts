@@ -1,0 +1,31 @@
+import type { Repos } from "@cm/db";
+import type { EventBus } from "../services/events";
+import type { Clock, IdGenerator } from "../services/ids";
+import type { Logger } from "../services/logger";
+import type { Metering } from "../services/metering";
+import type { AgentSession } from "./agent-session";
+import type { HeartbeatBatch } from "./heartbeat-batch";
+
+/** What a session needs from the hub that owns it. */
+export interface SessionHost {
+  /** Makes the session the node's one connection, closing an older one with 4409. */
+  adopt(session: AgentSession): void;
+  onClosed(session: AgentSession): void;
+  /** Runs fn after every earlier presence change of the node (online, lost), so they never interleave. */
+  serialize<T>(nodeId: string, fn: () => Promise<T>): Promise<T>;
+  readonly heartbeats: HeartbeatBatch;
+  templateGpuNeeds(): Promise<ReadonlyMap<string, boolean>>;
+}
+
+export type AgentContext = {
+  repos: Repos;
+  clock: Clock;
+  ids: IdGenerator;
+  events: EventBus;
+  log: Logger;
+  metering: Metering;
+  hub: SessionHost;
+  heartbeatIntervalMs: number;
+  helloTimeoutMs: number;
+  maxFrameBytes: number;
+};

@@ -1,0 +1,152 @@
+import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
+import { WebSocketServer } from "ws";
+import { CLOSE_CODES } from "@cm/protocol";
+import type { NodeLink } from "../services/deployment-service";
+import type { AgentContext, SessionHost } from "./agent-context";
+import { AgentSession } from "./agent-session";
+import { HeartbeatBatch } from "./heartbeat-batch";
+
+export const AGENT_WS_PATH = "/agent/ws";
+
+export type AgentHubOptions = Omit<AgentContext, "hub"> & { heartbeatFlushMs: number };
+
+/**
+ * The control plane's side of every agent connection: one session per node, the
+ * node's presence (online from hello, offline when its socket closes or after
+ * three missed heartbeats), and commands to the agent whenever the API changes
+ * one of its deployments. Desired state lives in the database, so a command
+ * that finds no session is not lost: the next sync carries it.
+ */
+export class AgentHub implements NodeLink, SessionHost {
+  readonly heartbeats: HeartbeatBatch;
+  /** Adopted sessions by node; `all` also holds those still in their handshake. */
+  private readonly sessions = new Map<string, AgentSession>();
+  private readonly all = new Set<AgentSession>();
+  private readonly chains = new Map<string, Promise<unknown>>();
+  private readonly wss: WebSocketServer;
+  private readonly ctx: AgentContext;
+  private templates: Promise<ReadonlyMap<string, boolean>> | undefined;
+  private timers: NodeJS.Timeout[] = [];
+  private monitorRun: Promise<void> = Promise.resolve();
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly o: AgentHubOptions) {
+    this.ctx = { ...o, hub: this };
+    this.heartbeats = new HeartbeatBatch(o.repos, o.log);
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: o.maxFrameBytes, clientTracking: false, perMessageDeflate: false });
+    o.events.on("deployment-changed", (dep) => this.sessions.get(dep.nodeId)?.onDeploymentChanged(dep));
+    o.events.on("node-retired", (nodeId) => void this.retired(nodeId));
+  }
+
+  isConnected(nodeId: string): boolean {
+    return this.sessions.get(nodeId)?.ready === true;
+  }
+
+  /** When the node's agent last proved it is alive (hello or heartbeat); undefined without a session. */
+  lastSeenMs(nodeId: string): number | undefined {
+    const s = this.sessions.get(nodeId);
+    return s?.ready ? s.lastSeenMs : undefined;
+  }
+
+  /** Takes over an HTTP upgrade the server routed to AGENT_WS_PATH. */
+  handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (this.closing) return void socket.destroy();
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.all.add(new AgentSession(ws, this.ctx)));
+  };
+
+  adopt(session: AgentSession) {
+    const old = this.sessions.get(session.nodeId);
+    this.sessions.set(session.nodeId, session);
+    if (old && old !== session) old.refuse(CLOSE_CODES.REPLACED, "REPLACED", "a newer connection with this node's token took over");
+  }
+
+  onClosed(session: AgentSession) {
+    this.all.delete(session);
+    if (this.sessions.get(session.nodeId) !== session) return; // replaced, or never past hello
+    this.sessions.delete(session.nodeId);
+    // Shutting down is the control plane going away, not the node: its agent reconnects to the next one.
+    if (this.closing) return;
+    this.serialize(session.nodeId, () => this.lose(session.nodeId, session.lastSeenMs, "its connection closed")).catch((err) =>
+      this.o.log.error("agent: marking a node offline failed", { nodeId: session.nodeId, err: String(err) }),
+    );
+  }
+
+  serialize<T>(nodeId: string, fn: () => Promise<T>): Promise<T> {
+    const next = (this.chains.get(nodeId) ?? Promise.resolve()).then(fn, fn);
+    const tail = next.catch(() => undefined);
+    this.chains.set(nodeId, tail);
+    void tail.then(() => this.chains.get(nodeId) === tail && this.chains.delete(nodeId));
+    return next;
+  }
+
+  templateGpuNeeds(): Promise<ReadonlyMap<string, boolean>> {
+    this.templates ??= this.o.repos.templates.list({}).then((rows) => new Map(rows.map((t) => [t.id, t.requiresGpu])));
+    return this.templates.catch((err) => {
+      this.templates = undefined;
+      throw err;
+    });
+  }
+
+  /** Marks silent nodes offline: no heartbeat for more than three intervals. Ticks run one at a time. */
+  tick(): Promise<void> {
+    this.monitorRun = this.monitorRun.then(() => this.checkHeartbeats()).catch((err) => this.o.log.error("agent: heartbeat check failed", { err: String(err) }));
+    return this.monitorRun;
+  }
+
+  start() {
+    if (this.timers.length > 0) return;
+    this.timers = [setInterval(() => void this.tick(), this.o.heartbeatIntervalMs), setInterval(() => void this.heartbeats.flush(), this.o.heartbeatFlushMs)];
+    for (const t of this.timers) t.unref();
+  }
+
+  /** Closes every agent connection (1001) without marking any node offline. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      for (const t of this.timers) clearInterval(t);
+      await Promise.all([...this.all].map((s) => s.shutdown(CLOSE_CODES.GOING_AWAY, "the control plane is restarting", 1000)));
+      await this.monitorRun;
+      await this.heartbeats.flush();
+      await Promise.all([...this.chains.values()]);
+      this.wss.close();
+    })();
+    return this.closing;
+  }
+
+  private async checkHeartbeats() {
+    await this.heartbeats.flush();
+    const cutoffMs = this.o.clock.now() - 3 * this.o.heartbeatIntervalMs - 1;
+    for (const node of await this.o.repos.nodes.staleOnline(cutoffMs)) {
+      await this.serialize(node.id, async () => {
+        const s = this.sessions.get(node.id);
+        if (s && s.lastSeenMs > cutoffMs) return; // a heartbeat arrived since the flush
+        if (s) {
+          // A socket that stays open without heartbeats is half-dead: drop it, the agent reconnects.
+          this.sessions.delete(node.id);
+          s.terminate();
+        }
+        await this.lose(node.id, Math.max(node.lastHeartbeat ?? 0, s?.lastSeenMs ?? 0), "it missed three heartbeats");
+      });
+    }
+  }
+
+  private async retired(nodeId: string) {
+    await this.serialize(nodeId, async () => {
+      const s = this.sessions.get(nodeId);
+      if (s) {
+        this.sessions.delete(nodeId);
+        s.refuse(CLOSE_CODES.UNAUTHORIZED, "UNAUTHORIZED", "this node was retired");
+      }
+      await this.lose(nodeId, s?.lastSeenMs ?? this.o.clock.now(), "it was retired");
+    });
+  }
+
+  /** Offline, and its live deployments stopped and settled up to `lastSeenMs`. */
+  private async lose(nodeId: string, lastSeenMs: number, why: string) {
+    const nowMs = this.o.clock.now();
+    await this.o.repos.nodes.markOffline(nodeId, nowMs);
+    this.o.events.emit("node-changed", nodeId);
+    await this.o.metering.nodeLost(nodeId, lastSeenMs, nowMs);
+    this.o.log.warn(`node offline: ${why}`, { nodeId });
+  }
+}

@@ -1,0 +1,189 @@
+import WebSocket, { type RawData } from "ws";
+import type { DeploymentRow } from "@cm/db";
+import { AgentFrame, CLOSE_CODES, PROTOCOL_VERSIONS, parseFrame, type ServerFrame } from "@cm/protocol";
+import { hashSecret } from "../services/ids";
+import type { AgentContext } from "./agent-context";
+import { commandAction, gpuCountFor, specKey, toSpec } from "./desired-state";
+import { handleFrame } from "./frame-handlers";
+
+type HelloFrame = Extract<AgentFrame, { type: "hello" }>;
+type State = "awaiting-hello" | "authenticating" | "ready" | "closed";
+
+/** Bad frames tolerated before the connection is closed: a confused agent gets told, a hostile one cut off. */
+const MAX_BAD_FRAMES = 20;
+// Frames waiting to be processed: past PAUSE_AT the socket stops reading, so a
+// flood of logs cannot grow memory without bound.
+const PAUSE_AT = 64;
+const RESUME_AT = 8;
+
+/**
+ * One agent connection: the hello handshake, then frames in arrival order.
+ * Everything sent to the agent after the sync goes through one queue, so a
+ * command never overtakes the sync or an earlier command.
+ */
+export class AgentSession {
+  state: State = "awaiting-hello";
+  nodeId = "";
+  gpuCount = 0;
+  /** Hello or the last heartbeat, by the control plane's clock: where charges end if the node is lost. */
+  lastSeenMs = 0;
+  /** specKey of every deployment this agent has been told about. */
+  readonly known = new Map<string, string>();
+  /** When each deployment's pull progress was last written. */
+  readonly pullNotedAt = new Map<string, number>();
+  private badFrames = 0;
+  private queued = 0;
+  private inbound: Promise<void> = Promise.resolve();
+  private outbound: Promise<void> = Promise.resolve();
+  private readonly helloTimer: NodeJS.Timeout;
+
+  constructor(private readonly ws: WebSocket, readonly ctx: AgentContext) {
+    this.helloTimer = setTimeout(() => this.refuse(CLOSE_CODES.HELLO_TIMEOUT, "HELLO_TIMEOUT", `no hello within ${ctx.helloTimeoutMs} ms`), ctx.helloTimeoutMs);
+    ws.on("message", (data, isBinary) => this.receive(data, isBinary));
+    ws.on("close", () => this.closed());
+    ws.on("error", (err) => ctx.log.debug("agent socket error", { nodeId: this.nodeId, err: String(err) }));
+  }
+
+  get ready() {
+    return this.state === "ready";
+  }
+
+  /** A method, not a field read, so the compiler does not assume the state stood still across an await. */
+  isClosed() {
+    return this.state === "closed";
+  }
+
+  send(frame: ServerFrame) {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(frame));
+  }
+
+  close(code: number, reason: string) {
+    if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close(code, reason.slice(0, 120));
+  }
+
+  terminate() {
+    this.ws.terminate();
+  }
+
+  /** Closes, then waits for the socket and the frames in flight; a peer that does not answer is cut after graceMs. */
+  async shutdown(code: number, reason: string, graceMs: number) {
+    if (this.ws.readyState !== WebSocket.CLOSED) {
+      await new Promise<void>((resolve) => {
+        const cut = setTimeout(() => this.ws.terminate(), graceMs);
+        this.ws.once("close", () => {
+          clearTimeout(cut);
+          resolve();
+        });
+        this.close(code, reason);
+      });
+    }
+    await this.inbound;
+    await this.outbound;
+  }
+
+  /** An error frame, then the close code that tells the agent whether retrying can help. */
+  refuse(closeCode: number, code: string, message: string) {
+    this.send({ type: "error", code, message });
+    this.close(closeCode, message);
+  }
+
+  bad(message: string) {
+    this.badFrames++;
+    this.send({ type: "error", code: "BAD_FRAME", message });
+    if (this.badFrames >= MAX_BAD_FRAMES) this.close(CLOSE_CODES.BAD_FRAMES, `${this.badFrames} bad frames`);
+  }
+
+  /** Tells the agent about a change, unless it already knows this desired state. */
+  onDeploymentChanged(dep: DeploymentRow) {
+    if (!this.ready) return; // the sync, read after the session became ready, carries it
+    this.enqueueOut(async () => {
+      const prev = this.known.get(dep.id);
+      if (dep.removedFromNodeAt !== null || prev === specKey(dep)) return;
+      this.known.set(dep.id, specKey(dep));
+      const cursor = (await this.ctx.repos.logIngest.cursors([dep.id])).get(dep.id);
+      const spec = toSpec(dep, cursor, gpuCountFor(dep, this.gpuCount, await this.ctx.hub.templateGpuNeeds()));
+      this.send({ type: "command", commandId: this.ctx.ids("cmd"), action: commandAction(dep, prev !== undefined), deployment: spec });
+    });
+  }
+
+  private enqueueOut(fn: () => Promise<void>) {
+    this.outbound = this.outbound.then(fn).catch((err) => this.ctx.log.error("agent: sending to the agent failed", { nodeId: this.nodeId, err: String(err) }));
+  }
+
+  private receive(data: RawData, isBinary: boolean) {
+    if (this.state === "closed") return;
+    if (isBinary) return this.bad("binary frames are not spoken here: send JSON text frames");
+    const parsed = parseFrame(AgentFrame, data.toString());
+    if (!parsed.ok) return this.bad(parsed.error);
+    const frame = parsed.frame;
+    if (frame.type === "hello") {
+      if (this.state !== "awaiting-hello") return this.bad("hello was already received");
+      this.state = "authenticating";
+    } else if (this.state === "awaiting-hello") {
+      return this.bad("the first frame must be hello");
+    }
+    if (++this.queued > PAUSE_AT) this.ws.pause();
+    this.inbound = this.inbound
+      .then(() => this.handle(frame))
+      .finally(() => {
+        if (--this.queued <= RESUME_AT && this.ws.isPaused) this.ws.resume();
+      });
+  }
+
+  private async handle(frame: AgentFrame) {
+    // Frames queued behind a hello that was refused are dropped with the connection.
+    if (this.state === "closed" || (frame.type !== "hello" && this.state !== "ready")) return;
+    try {
+      if (frame.type === "hello") await this.hello(frame);
+      else await handleFrame(this, frame);
+    } catch (err) {
+      this.ctx.log.error("agent: frame failed", { nodeId: this.nodeId, type: frame.type, err: String(err) });
+      this.send({ type: "error", code: "INTERNAL_ERROR", message: `the ${frame.type} frame could not be processed; send it again later` });
+    }
+  }
+
+  private async hello(f: HelloFrame) {
+    const { repos, clock, events, hub } = this.ctx;
+    const node = await repos.nodes.byAgentTokenHash(hashSecret(f.token));
+    if (!node) return this.refuse(CLOSE_CODES.UNAUTHORIZED, "UNAUTHORIZED", "unknown or retired node token");
+    const version = f.protocolVersions.reduce((best, v) => ((PROTOCOL_VERSIONS as readonly number[]).includes(v) && v > best ? v : best), -1);
+    if (version < 0) {
+      return this.refuse(CLOSE_CODES.UNSUPPORTED_PROTOCOL, "UNSUPPORTED_PROTOCOL", `this control plane speaks protocol versions ${PROTOCOL_VERSIONS.join(", ")}; upgrade the agent`);
+    }
+    clearTimeout(this.helloTimer);
+    this.nodeId = node.id;
+    this.gpuCount = node.gpuCount;
+    await hub.serialize(node.id, async () => {
+      if (this.state === "closed") return;
+      hub.adopt(this);
+      this.lastSeenMs = clock.now();
+      await repos.nodes.markOnline(node.id, this.lastSeenMs);
+      events.emit("node-changed", node.id);
+      if (this.isClosed()) return; // gone meanwhile: the hub has queued the node's loss behind this
+      this.send({
+        type: "welcome", protocolVersion: version, nodeId: node.id, heartbeatIntervalMs: this.ctx.heartbeatIntervalMs,
+        serverTime: clock.now(), maxFrameBytes: this.ctx.maxFrameBytes,
+      });
+      this.state = "ready";
+      this.enqueueOut(() => this.sync());
+    });
+    this.ctx.log.info("agent connected", { nodeId: node.id, agentVersion: f.agentVersion, protocolVersion: version });
+  }
+
+  /** The node's whole desired state, read after the session became ready so no change falls between it and the commands. */
+  private async sync() {
+    const { repos, hub } = this.ctx;
+    const deps = await repos.deployments.desiredForNode(this.nodeId);
+    const cursors = await repos.logIngest.cursors(deps.map((d) => d.id));
+    const needs = await hub.templateGpuNeeds();
+    for (const d of deps) this.known.set(d.id, specKey(d));
+    this.send({ type: "sync", deployments: deps.map((d) => toSpec(d, cursors.get(d.id), gpuCountFor(d, this.gpuCount, needs))) });
+  }
+
+  private closed() {
+    if (this.state === "closed") return;
+    this.state = "closed";
+    clearTimeout(this.helloTimer);
+    this.ctx.hub.onClosed(this);
+  }
+}

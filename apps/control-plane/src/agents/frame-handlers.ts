@@ -1,0 +1,84 @@
+import { isLive, type AgentFrame, type DeploymentStatus } from "@cm/protocol";
+import type { AgentSession } from "./agent-session";
+import { planReport, pullReason } from "./status-reports";
+
+type FrameOf<T extends AgentFrame["type"]> = Extract<AgentFrame, { type: T }>;
+type Handlers = { [K in Exclude<AgentFrame["type"], "hello">]: (s: AgentSession, f: FrameOf<K>) => Promise<void> | void };
+
+/** Pull progress reaches the database at most this often per deployment; the rest is noise. */
+const PULL_NOTE_EVERY_MS = 1000;
+
+/** Frames after the handshake, one handler each; the session calls them in arrival order. */
+const handlers: Handlers = {
+  async specs(s, f) {
+    const { repos, events, log } = s.ctx;
+    // Index and uuid are for the agent's own assignment; the catalogue shows the rest.
+    const gpus = f.gpus.map(({ index: _index, uuid: _uuid, ...gpu }) => gpu);
+    await repos.nodes.updateInventory(s.nodeId, f.specs, gpus);
+    s.gpuCount = gpus.length;
+    events.emit("node-changed", s.nodeId);
+    if (f.gpuWarning) log.warn("agent: GPU warning", { nodeId: s.nodeId, warning: f.gpuWarning });
+  },
+
+  heartbeat(s) {
+    s.lastSeenMs = s.ctx.clock.now();
+    s.ctx.hub.heartbeats.note(s.nodeId, s.lastSeenMs);
+  },
+
+  async status(s, f) {
+    const { repos, metering, events, clock, log } = s.ctx;
+    let dep = await repos.deployments.getOnNode(f.deploymentId, s.nodeId);
+    // Another writer (the API, the meter) may move it between the read and the
+    // transition; the report is then judged again against the fresh row.
+    for (let attempt = 0; dep && attempt < 3; attempt++) {
+      const plan = planReport(dep, f, clock.now());
+      if (plan.kind === "ignore") return log.debug("agent: status report ignored", { nodeId: s.nodeId, deploymentId: dep.id, why: plan.why });
+      if (plan.kind === "removed") {
+        await repos.deployments.markRemovedFromNode(dep.id, s.nodeId, clock.now());
+        return;
+      }
+      const moved = await metering.move(dep, plan.to, plan.patch, clock.now());
+      if (moved) {
+        s.pullNotedAt.delete(dep.id);
+        events.emit("deployment-changed", moved);
+        if (isLive(dep.status as DeploymentStatus) !== isLive(moved.status as DeploymentStatus)) events.emit("node-changed", s.nodeId);
+        return;
+      }
+      dep = await repos.deployments.getOnNode(f.deploymentId, s.nodeId);
+    }
+    if (!dep) log.debug("agent: status report for a deployment not on this node", { nodeId: s.nodeId, deploymentId: f.deploymentId });
+  },
+
+  async pull_progress(s, f) {
+    const nowMs = s.ctx.clock.now();
+    if (!s.known.has(f.deploymentId) || nowMs - (s.pullNotedAt.get(f.deploymentId) ?? -Infinity) < PULL_NOTE_EVERY_MS) return;
+    s.pullNotedAt.set(f.deploymentId, nowMs);
+    await s.ctx.repos.deployments.notePulling(f.deploymentId, s.nodeId, pullReason(f));
+  },
+
+  async logs(s, f) {
+    const { repos, clock } = s.ctx;
+    if (!s.known.has(f.deploymentId) && !(await repos.deployments.getOnNode(f.deploymentId, s.nodeId))) {
+      return s.send({ type: "error", code: "UNKNOWN_DEPLOYMENT", message: `deployment ${f.deploymentId} is not on this node; its logs were dropped` });
+    }
+    const lines = f.lines.map((l) => {
+      const tsMs = Date.parse(l.ts);
+      return { seq: l.seq, ts: l.ts, tsMs: Number.isNaN(tsMs) ? clock.now() : tsMs, stream: l.stream, message: l.message };
+    });
+    await repos.logIngest.append(f.deploymentId, lines);
+    const last = f.lines.reduce((a, b) => (b.seq > a.seq ? b : a));
+    s.send({ type: "logs_ack", deploymentId: f.deploymentId, cursor: { seq: last.seq, dockerTs: last.ts } });
+  },
+
+  ack(s, f) {
+    if (!f.ok) s.ctx.log.warn("agent: command failed", { nodeId: s.nodeId, commandId: f.commandId, error: f.error });
+  },
+
+  error(s, f) {
+    s.ctx.log.warn("agent: error frame", { nodeId: s.nodeId, code: f.code, message: f.message });
+  },
+};
+
+export function handleFrame(s: AgentSession, f: Exclude<AgentFrame, { type: "hello" }>): Promise<void> | void {
+  return (handlers[f.type] as (s: AgentSession, f: AgentFrame) => Promise<void> | void)(s, f);
+}

@@ -1,0 +1,72 @@
+import type { DeploymentRow, TransitionPatch } from "@cm/db";
+import { isLive, type DeploymentStatus, type StatusFrame } from "@cm/protocol";
+import type { z } from "zod";
+
+type Report = Pick<z.infer<typeof StatusFrame>, "runSeq" | "status" | "reason" | "exitCode">;
+
+/** What an agent's status report means for the stored deployment. */
+export type ReportPlan =
+  | { kind: "ignore"; why: string }
+  | { kind: "move"; to: DeploymentStatus; patch: TransitionPatch }
+  /** A deleted deployment is gone from the node: it leaves the node's desired state. */
+  | { kind: "removed" };
+
+// The way up to running; a report never moves a deployment back down it, since
+// reports of one run can overtake each other only in that direction.
+const PROGRESS: readonly DeploymentStatus[] = ["pending", "pulling", "starting", "running"];
+
+const ignore = (why: string): ReportPlan => ({ kind: "ignore", why });
+
+/**
+ * Maps one report to one transition. Pure, so every case is tested without a
+ * socket. A deployment that leaves the live states also gets desiredState
+ * `stopped`: it no longer holds a slot or credits, so the agent must not bring
+ * it back by itself.
+ */
+export function planReport(dep: DeploymentRow, r: Report, nowMs: number): ReportPlan {
+  if (r.runSeq !== dep.runSeq) return ignore(`report for run ${r.runSeq}; the deployment is on run ${dep.runSeq}`);
+  const status = dep.status as DeploymentStatus;
+  const live = isLive(status);
+  const wanted = dep.desiredState;
+
+  switch (r.status) {
+    case "pulling":
+    case "starting":
+    case "running": {
+      if (wanted !== "running") return ignore(`reported ${r.status} but the deployment should be ${wanted}`);
+      const from = PROGRESS.indexOf(status);
+      if (from < 0 || PROGRESS.indexOf(r.status) <= from) return ignore(`reported ${r.status} while ${status}`);
+      if (r.status === "running") return { kind: "move", to: "running", patch: { startedAt: nowMs, billedUntil: nowMs, statusReason: null, exitCode: null } };
+      return { kind: "move", to: r.status, patch: { statusReason: r.status === "pulling" ? "pulling image" : null } };
+    }
+    case "stopped": {
+      if (!live) return ignore(`reported stopped while ${status}`);
+      // Asked for: the reason the stop was asked for stays ("stopped by the tenant", credits).
+      if (wanted !== "running") return { kind: "move", to: "stopped", patch: {} };
+      return { kind: "move", to: "stopped", patch: { desiredState: "stopped", statusReason: r.reason ?? "the container was stopped on the node" } };
+    }
+    case "exited": {
+      if (!live) return ignore(`reported exited while ${status}`);
+      const code = r.exitCode ?? 0;
+      if (wanted !== "running") return { kind: "move", to: "stopped", patch: { exitCode: code } };
+      const reason = r.reason ?? `the container exited with code ${code}`;
+      return { kind: "move", to: code === 0 ? "exited" : "failed", patch: { desiredState: "stopped", exitCode: code, statusReason: reason } };
+    }
+    case "failed": {
+      if (!live) return ignore(`reported failed while ${status}`);
+      return { kind: "move", to: "failed", patch: { desiredState: "stopped", statusReason: r.reason ?? "the deployment failed on the node", exitCode: r.exitCode ?? null } };
+    }
+    case "removed": {
+      if (wanted === "removed") return { kind: "removed" };
+      if (!live) return ignore(`reported removed while ${status}; it stays ${wanted}`);
+      return { kind: "move", to: "failed", patch: { desiredState: "stopped", statusReason: r.reason ?? "the container was removed on the node", exitCode: r.exitCode ?? null } };
+    }
+  }
+}
+
+/** Pull progress as the tenant reads it in statusReason. */
+export function pullReason(p: { layersDone: number; layersTotal: number; bytesDone?: number | undefined; bytesTotal?: number | undefined }): string {
+  const mb = (b: number) => Math.round(b / 1e6);
+  const bytes = p.bytesDone !== undefined && p.bytesTotal ? `, ${mb(p.bytesDone)} of ${mb(p.bytesTotal)} MB` : "";
+  return `pulling image: ${p.layersDone}/${p.layersTotal} layers${bytes}`;
+}

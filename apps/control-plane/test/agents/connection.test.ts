@@ -1,0 +1,151 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { CLOSE_CODES, CURRENT_PROTOCOL_VERSION } from "@cm/protocol";
+import { testDatabases } from "../support/harness";
+import { eventually, startAgentHarness, type AgentHarness } from "./support/agent-harness";
+import { GPU, SimAgent, SPECS } from "./support/sim-agent";
+
+const dbs = await testDatabases();
+
+describe.each(dbs)("agent connection on $name", (db) => {
+  let h: AgentHarness;
+  let op: Awaited<ReturnType<AgentHarness["signIn"]>>;
+
+  beforeAll(async () => {
+    h = await startAgentHarness(db, { AGENT_HELLO_TIMEOUT_MS: 300 });
+    op = await h.signIn();
+  });
+  afterAll(() => h.close());
+
+  const hello = (token: string, protocolVersions = [CURRENT_PROTOCOL_VERSION]) => ({ type: "hello", token, agentVersion: "sim-1", protocolVersions });
+
+  it("refuses an unknown token with an error frame and 4401", async () => {
+    const a = await SimAgent.open(h.url);
+    a.send(hello("cmn_not-a-token"));
+    expect((await a.next("error")).code).toBe("UNAUTHORIZED");
+    expect((await a.closed).code).toBe(CLOSE_CODES.UNAUTHORIZED);
+  });
+
+  it("refuses a retired node's token, and closes its live connection with 4401", async () => {
+    const node = await h.connectedNode(op.token);
+    expect((await h.call("DELETE", `/operator/nodes/${node.id}`, { token: op.token })).status).toBe(200);
+    expect((await node.agent.closed).code).toBe(CLOSE_CODES.UNAUTHORIZED);
+    const again = await SimAgent.open(h.url);
+    again.send(hello(node.agentToken));
+    expect((await again.closed).code).toBe(CLOSE_CODES.UNAUTHORIZED);
+  });
+
+  it("refuses an agent that speaks no protocol version it knows with 4406", async () => {
+    const node = await h.registerNode(op.token);
+    const a = await SimAgent.open(h.url);
+    a.send(hello(node.agentToken, [0, 99]));
+    expect((await a.next("error")).code).toBe("UNSUPPORTED_PROTOCOL");
+    expect((await a.closed).code).toBe(CLOSE_CODES.UNSUPPORTED_PROTOCOL);
+    expect((await h.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("offline");
+  });
+
+  it("closes a connection that sends no hello in time with 4408", async () => {
+    const a = await SimAgent.open(h.url);
+    expect((await a.next("error")).code).toBe("HELLO_TIMEOUT");
+    expect((await a.closed).code).toBe(CLOSE_CODES.HELLO_TIMEOUT);
+  });
+
+  it("answers garbage with error frames, closes with 4400 after 20, and keeps serving", async () => {
+    const a = await SimAgent.open(h.url);
+    const garbage = ["not json", "{}", JSON.stringify({ type: "nope" }), JSON.stringify({ type: "heartbeat" }), "[1,2]", "null"];
+    for (let i = 0; i < 20; i++) a.sendRaw(garbage[i % garbage.length]!);
+    const first = await a.next("error");
+    expect(first.code).toBe("BAD_FRAME");
+    expect(first.message).toMatch(/JSON/);
+    expect((await a.closed).code).toBe(CLOSE_CODES.BAD_FRAMES);
+    expect(a.pending().filter((f) => f.type === "error")).toHaveLength(19);
+    // Binary frames and frames before hello count too, one error frame each.
+    const b = await SimAgent.open(h.url);
+    b.sendRaw(Buffer.from([1, 2, 3]));
+    b.send({ type: "heartbeat", sentAt: 1 });
+    expect((await b.next("error")).message).toMatch(/binary/);
+    expect((await b.next("error")).message).toMatch(/first frame must be hello/);
+    b.ws.terminate();
+    expect((await h.call("GET", "/health")).status).toBe(200);
+    const node = await h.connectedNode(op.token);
+    node.agent.sendRaw("{oops");
+    expect((await node.agent.next("error")).code).toBe("BAD_FRAME");
+    expect(h.deps.agents.isConnected(node.id)).toBe(true);
+    await node.agent.close();
+  });
+
+  it("answers hello with welcome and the sync, and shows the node online with its inventory", async () => {
+    const node = await h.registerNode(op.token, { hourlyRateCents: 70 });
+    expect((await h.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("offline");
+    const { agent, welcome, sync } = await SimAgent.connect(h.url, node.agentToken, { gpus: 2 });
+    expect(welcome).toMatchObject({ protocolVersion: CURRENT_PROTOCOL_VERSION, nodeId: node.id, heartbeatIntervalMs: 10_000, serverTime: h.clock.now() });
+    expect(sync.deployments).toEqual([]);
+    const detail = await eventually(async () => {
+      const n = (await h.call("GET", `/nodes/${node.id}`)).json.node;
+      expect(n.gpus).toHaveLength(2);
+      return n;
+    });
+    expect(detail).toMatchObject({ status: "online", specs: SPECS, lastHeartbeat: new Date(h.clock.now()).toISOString() });
+    expect(detail.gpus[0]).toEqual({ name: GPU.name, vramMb: GPU.vramMb, computeVersion: GPU.computeVersion, brand: GPU.brand, computeCores: GPU.computeCores, tensorCores: GPU.tensorCores, driverVersion: GPU.driverVersion });
+    const listed = (await h.call("GET", "/nodes?status=online&hasGpu=true&limit=100")).json.nodes;
+    expect(listed.map((n: { id: string }) => n.id)).toContain(node.id);
+    expect(h.deps.agents.isConnected(node.id)).toBe(true);
+    await agent.close();
+  });
+
+  it("lets a second connection with the same token replace the first (4409) without the node going offline", async () => {
+    const node = await h.connectedNode(op.token);
+    const second = await SimAgent.connect(h.url, node.agentToken);
+    expect((await node.agent.closed).code).toBe(CLOSE_CODES.REPLACED);
+    expect((await h.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("online");
+    expect(h.deps.agents.isConnected(node.id)).toBe(true);
+    second.agent.send({ type: "heartbeat", sentAt: 1 });
+    await second.agent.close();
+  });
+
+  it("marks a node offline after three missed heartbeats, and back online when its agent returns", async () => {
+    const node = await h.connectedNode(op.token);
+    for (let i = 0; i < 5; i++) {
+      h.clock.advance(10_000);
+      node.agent.heartbeat();
+      // Heartbeats are written in batches; the monitor flushes before it judges.
+      await eventually(async () => {
+        await h.deps.agents.heartbeats.flush();
+        expect((await h.deps.repos.nodes.get(node.id))?.lastHeartbeat).toBe(h.clock.now());
+      });
+      await h.deps.agents.tick();
+    }
+    const beat = h.clock.now();
+    expect((await h.call("GET", `/nodes/${node.id}`)).json.node).toMatchObject({ status: "online", lastHeartbeat: new Date(beat).toISOString() });
+    h.clock.advance(30_000);
+    await h.deps.agents.tick();
+    expect((await h.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("online");
+    h.clock.advance(1);
+    await h.deps.agents.tick();
+    expect((await h.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("offline");
+    // The silent socket was dropped; the agent's reconnect brings the node back.
+    await node.agent.closed;
+    expect(h.deps.agents.isConnected(node.id)).toBe(false);
+    const back = await SimAgent.connect(h.url, node.agentToken);
+    expect((await h.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("online");
+    await back.agent.close();
+  });
+
+  it("marks a node offline as soon as its socket closes, counting its uptime", async () => {
+    const node = await h.connectedNode(op.token);
+    h.clock.advance(60_000);
+    await node.agent.close();
+    await eventually(async () => expect((await h.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("offline"));
+    const row = await h.deps.repos.nodes.get(node.id);
+    expect(row).toMatchObject({ onlineSince: null, onlineMsTotal: 60_000 });
+  });
+
+  it("leaves other upgrade paths to others: 404 there", async () => {
+    const ws = new WebSocket(h.url.replace("http", "ws") + "/somewhere/else");
+    const status = await new Promise<number | undefined>((resolve) => {
+      ws.on("unexpected-response", (_req, res) => resolve(res.statusCode));
+      ws.on("error", () => resolve(undefined));
+    });
+    expect(status).toBe(404);
+  });
+});

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { LogLineFrame } from "@cm/protocol";
+import { testDatabases } from "../support/harness";
+import { startAgentHarness, type AgentHarness } from "./support/agent-harness";
+import { SimAgent } from "./support/sim-agent";
+
+const dbs = await testDatabases();
+const base = Date.UTC(2026, 10, 1, 12, 0, 0);
+/** Docker's timestamps carry nanoseconds; line n is n ms after base. */
+const tsOf = (seq: number) => new Date(base + seq).toISOString().replace("Z", "000001Z");
+const lines = (from: number, to: number): LogLineFrame[] =>
+  Array.from({ length: to - from + 1 }, (_, i) => ({ seq: from + i, ts: tsOf(from + i), stream: (from + i) % 10 === 0 ? "stderr" : "stdout", message: `line ${from + i}` }));
+
+describe.each(dbs)("logs from the agent on $name", (db) => {
+  let h: AgentHarness;
+  let op: Awaited<ReturnType<AgentHarness["signIn"]>>;
+  let tenant: Awaited<ReturnType<AgentHarness["signIn"]>>;
+
+  beforeAll(async () => {
+    h = await startAgentHarness(db);
+    op = await h.signIn();
+    tenant = await h.signIn();
+    await h.grantCredits(tenant.user.id, 10_000);
+  });
+  afterAll(() => h.close());
+
+  const logs = async (id: string, query = "") => (await h.call("GET", `/deployments/${id}/logs${query}`, { token: tenant.token })).json.logs as Array<{ timestamp: string; stream: string; message: string }>;
+
+  it("stores batches, acks the cursor, and serves them with tail and since; a resent batch adds nothing", async () => {
+    const node = await h.connectedNode(op.token);
+    const { id } = await h.deploy(tenant.token, node.id, node.agent);
+    node.agent.send({ type: "logs", deploymentId: id, lines: lines(1, 200) });
+    expect((await node.agent.next("logs_ack")).cursor).toEqual({ seq: 200, dockerTs: tsOf(200) });
+
+    const last100 = await logs(id);
+    expect(last100).toHaveLength(100);
+    expect(last100[0]).toEqual({ timestamp: tsOf(101), stream: "stdout", message: "line 101" });
+    expect(last100[99]).toEqual({ timestamp: tsOf(200), stream: "stderr", message: "line 200" });
+    expect((await logs(id, "?tail=5")).map((l) => l.message)).toEqual(["line 196", "line 197", "line 198", "line 199", "line 200"]);
+    const since = await logs(id, `?tail=1000&since=${encodeURIComponent(new Date(base + 150).toISOString())}`);
+    expect(since.map((l) => l.message)).toEqual(lines(150, 200).map((l) => l.message));
+
+    // After a reconnect the agent may send a batch again, overlapping what is stored.
+    node.agent.send({ type: "logs", deploymentId: id, lines: lines(101, 300) });
+    expect((await node.agent.next("logs_ack")).cursor).toEqual({ seq: 300, dockerTs: tsOf(300) });
+    const all = await logs(id, "?tail=10000");
+    expect(all.map((l) => l.message)).toEqual(lines(1, 300).map((l) => l.message));
+    // Whatever a container prints is stored, even what PostgreSQL's text type cannot hold.
+    node.agent.send({ type: "logs", deploymentId: id, lines: [{ seq: 301, ts: tsOf(301), stream: "stdout", message: "a\u0000b \u{1F600} é" }] });
+    await node.agent.next("logs_ack");
+    expect((await logs(id, "?tail=1"))[0]!.message).toBe("a\uFFFDb \u{1F600} é");
+    await node.agent.close();
+  });
+
+  it("tells a restarted agent where to resume: the sync carries each deployment's stored cursor", async () => {
+    const node = await h.connectedNode(op.token);
+    const a = await h.deploy(tenant.token, node.id, node.agent);
+    const b = await h.deploy(tenant.token, node.id, node.agent);
+    node.agent.send({ type: "logs", deploymentId: a.id, lines: lines(1, 42) });
+    await node.agent.next("logs_ack");
+    const again = await SimAgent.connect(h.url, node.agentToken);
+    const cursors = Object.fromEntries(again.sync.deployments.map((d) => [d.deploymentId, d.logCursor]));
+    expect(cursors).toEqual({ [a.id]: { seq: 42, dockerTs: tsOf(42) }, [b.id]: { seq: 0, dockerTs: null } });
+    await again.agent.close();
+  });
+
+  it("keeps the newest 10,000 lines and ingests 50,000 lines in well under a few seconds", async () => {
+    const node = await h.connectedNode(op.token);
+    const { id } = await h.deploy(tenant.token, node.id, node.agent);
+    const started = performance.now();
+    for (let seq = 1; seq <= 50_000; seq += 5000) node.agent.send({ type: "logs", deploymentId: id, lines: lines(seq, seq + 4999) });
+    await node.agent.next("logs_ack", (f) => f.cursor.seq === 50_000, 30_000);
+    const linesPerS = Math.round(50_000 / ((performance.now() - started) / 1000));
+    console.log(`[logs] ${db.name}: 50,000 lines over the socket at ${linesPerS} lines/s`);
+    expect(linesPerS).toBeGreaterThan(10_000);
+    const kept = await logs(id, "?tail=10000");
+    expect(kept).toHaveLength(10_000);
+    expect(kept[0]!.message).toBe("line 40001");
+    await node.agent.close();
+  });
+});

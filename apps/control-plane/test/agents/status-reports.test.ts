@@ -1,0 +1,67 @@
+import { describe, expect, it } from "vitest";
+import type { DeploymentRow } from "@cm/db";
+import { planReport, pullReason } from "../../src/agents/status-reports";
+import { affordableMs, costMicro } from "../../src/services/metering";
+
+const dep = (o: Partial<DeploymentRow> = {}): DeploymentRow => ({
+  id: "dep_1", userId: "usr_1", nodeId: "node_1", templateId: null, name: null, image: "busybox", status: "pending", desiredState: "running",
+  statusReason: null, exitCode: null, env: {}, ports: [], endpoints: [], hourlyRateCents: 50, totalCostMicro: 0, reservedMicro: 0, billedUntil: null,
+  billedMs: 0, runSeq: 2, createdAt: 0, startedAt: null, stoppedAt: null, updatedAt: 0, deletedAt: null, removedFromNodeAt: null, ...o,
+});
+const at = 1_000_000;
+
+describe("planReport", () => {
+  it("climbs towards running, never back down, and only for the current run", () => {
+    expect(planReport(dep(), { runSeq: 2, status: "pulling" }, at)).toEqual({ kind: "move", to: "pulling", patch: { statusReason: "pulling image" } });
+    expect(planReport(dep({ status: "pulling" }), { runSeq: 2, status: "running" }, at)).toEqual({
+      kind: "move", to: "running", patch: { startedAt: at, billedUntil: at, statusReason: null, exitCode: null },
+    });
+    expect(planReport(dep({ status: "running" }), { runSeq: 2, status: "starting" }, at).kind).toBe("ignore");
+    expect(planReport(dep({ status: "running" }), { runSeq: 2, status: "running" }, at).kind).toBe("ignore");
+    expect(planReport(dep(), { runSeq: 1, status: "running" }, at).kind).toBe("ignore");
+    expect(planReport(dep(), { runSeq: 3, status: "running" }, at).kind).toBe("ignore");
+    expect(planReport(dep({ status: "stopping", desiredState: "stopped" }), { runSeq: 2, status: "running" }, at).kind).toBe("ignore");
+  });
+
+  it("turns an exit into exited or failed with the code, unless the stop was asked for", () => {
+    const running = dep({ status: "running" });
+    expect(planReport(running, { runSeq: 2, status: "exited", exitCode: 0 }, at)).toEqual({
+      kind: "move", to: "exited", patch: { desiredState: "stopped", exitCode: 0, statusReason: "the container exited with code 0" },
+    });
+    expect(planReport(running, { runSeq: 2, status: "exited", exitCode: 2 }, at)).toMatchObject({ to: "failed", patch: { exitCode: 2, statusReason: "the container exited with code 2" } });
+    expect(planReport(dep({ status: "stopping", desiredState: "stopped" }), { runSeq: 2, status: "exited", exitCode: 143 }, at)).toEqual({ kind: "move", to: "stopped", patch: { exitCode: 143 } });
+    expect(planReport(dep({ status: "stopping", desiredState: "stopped" }), { runSeq: 2, status: "stopped" }, at)).toEqual({ kind: "move", to: "stopped", patch: {} });
+    expect(planReport(running, { runSeq: 2, status: "stopped" }, at)).toMatchObject({ to: "stopped", patch: { desiredState: "stopped", statusReason: "the container was stopped on the node" } });
+    expect(planReport(dep({ status: "stopped", desiredState: "stopped" }), { runSeq: 2, status: "exited", exitCode: 1 }, at).kind).toBe("ignore");
+  });
+
+  it("finalizes removal only for a deleted deployment", () => {
+    expect(planReport(dep({ status: "stopped", desiredState: "removed" }), { runSeq: 2, status: "removed" }, at)).toEqual({ kind: "removed" });
+    expect(planReport(dep({ status: "running" }), { runSeq: 2, status: "removed" }, at)).toMatchObject({ to: "failed", patch: { desiredState: "stopped" } });
+    expect(planReport(dep({ status: "stopped", desiredState: "stopped" }), { runSeq: 2, status: "removed" }, at).kind).toBe("ignore");
+  });
+
+  it("writes pull progress for people", () => {
+    expect(pullReason({ layersDone: 3, layersTotal: 7 })).toBe("pulling image: 3/7 layers");
+    expect(pullReason({ layersDone: 3, layersTotal: 7, bytesDone: 120e6, bytesTotal: 800e6 })).toBe("pulling image: 3/7 layers, 120 of 800 MB");
+  });
+});
+
+describe("costMicro", () => {
+  it("is floor(rate * 1e6 * ms / 3.6e6), exact far past 2^53 intermediate products", () => {
+    expect(costMicro(50, 60_000)).toBe(833_333);
+    expect(costMicro(50, 3_600_000)).toBe(50_000_000);
+    expect(costMicro(7, 1)).toBe(1);
+    expect(costMicro(1, 3599)).toBe(999);
+    const tenYearsMs = 10 * 365 * 24 * 3_600_000;
+    expect(costMicro(100_000, tenYearsMs)).toBe(100_000 * 1_000_000 * 10 * 365 * 24);
+  });
+
+  it("affordableMs is the longest time whose cost fits the budget", () => {
+    for (const [rate, budget] of [[50, 833_333], [7, 1], [7, 123_456_789], [99_999, 5]] as const) {
+      const ms = affordableMs(rate, budget);
+      expect(costMicro(rate, ms)).toBeLessThanOrEqual(budget);
+      expect(costMicro(rate, ms + 1)).toBeGreaterThan(budget);
+    }
+  });
+});
