@@ -13,8 +13,9 @@ export type AgentHubOptions = Omit<AgentContext, "hub"> & { heartbeatFlushMs: nu
 
 /**
  * The control plane's side of every agent connection: one session per node, the
- * node's presence (online from hello, offline when its socket closes or after
- * three missed heartbeats), and commands to the agent whenever the API changes
+ * node's presence (online from hello; offline once three heartbeat intervals
+ * pass without one, a closed socket included, so an agent restart or a network
+ * blip costs nothing), and commands to the agent whenever the API changes
  * one of its deployments. Desired state lives in the database, so a command
  * that finds no session is not lost: the next sync carries it.
  */
@@ -65,11 +66,9 @@ export class AgentHub implements NodeLink, SessionHost {
     this.all.delete(session);
     if (this.sessions.get(session.nodeId) !== session) return; // replaced, or never past hello
     this.sessions.delete(session.nodeId);
-    // Shutting down is the control plane going away, not the node: its agent reconnects to the next one.
-    if (this.closing) return;
-    this.serialize(session.nodeId, () => this.lose(session.nodeId, session.lastSeenMs, "its connection closed")).catch((err) =>
-      this.o.log.error("agent: marking a node offline failed", { nodeId: session.nodeId, err: String(err) }),
-    );
+    // A closed socket is not yet a lost node: an agent restarting, or a network
+    // blip, reconnects within seconds and its containers never stopped. The
+    // heartbeat monitor declares the node lost once three intervals pass silent.
   }
 
   serialize<T>(nodeId: string, fn: () => Promise<T>): Promise<T> {

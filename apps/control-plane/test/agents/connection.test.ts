@@ -131,13 +131,20 @@ describe.each(dbs)("agent connection on $name", (db) => {
     await back.agent.close();
   });
 
-  it("marks a node offline as soon as its socket closes, counting its uptime", async () => {
+  it("gives a closed socket three heartbeat intervals to come back before the node is offline, counting its uptime", async () => {
     const node = await h.connectedNode(op.token);
     h.clock.advance(60_000);
+    node.agent.heartbeat();
+    await eventually(() => expect(h.deps.agents.lastSeenMs(node.id)).toBe(h.clock.now()));
     await node.agent.close();
+    h.clock.advance(20_000);
+    await h.deps.agents.tick();
+    expect((await h.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("online");
+    h.clock.advance(11_000);
+    await h.deps.agents.tick();
     await eventually(async () => expect((await h.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("offline"));
     const row = await h.deps.repos.nodes.get(node.id);
-    expect(row).toMatchObject({ onlineSince: null, onlineMsTotal: 60_000 });
+    expect(row).toMatchObject({ onlineSince: null, onlineMsTotal: 91_000 });
   });
 
   it("leaves other upgrade paths to others: 404 there", async () => {

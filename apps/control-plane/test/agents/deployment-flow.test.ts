@@ -138,6 +138,9 @@ describe.each(dbs)("deployments through the agent on $name", (db) => {
 
     // While no agent is connected, changes wait in the database for the next sync.
     await replaced.agent.close();
+    // A closed socket is not yet a lost node; three silent heartbeat intervals are.
+    h.clock.advance(31_000);
+    await h.deps.agents.tick();
     await eventually(async () => expect((await h.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("offline"));
     await eventually(async () => expect(await h.getDeployment(a.id, tenant.token)).toMatchObject({ status: "failed", statusReason: expect.stringMatching(/^node went offline/) }));
     await h.call("DELETE", `/deployments/${b.id}`, { token: tenant.token });
