@@ -3,6 +3,9 @@ import type { Config } from "./config";
 import { TEMPLATE_SEED } from "./catalog/templates";
 import { createAuthService, type AuthService } from "./services/auth-service";
 import { AgentHub } from "./agents/agent-hub";
+import { TunnelBroker } from "./agents/tunnel-broker";
+import { createGateway, type Gateway } from "./gateway/proxy";
+import { createEndpointResolver } from "./gateway/resolver";
 import { createDeploymentService, type DeploymentService, type NodeLink } from "./services/deployment-service";
 import { EventBus } from "./services/events";
 import { randomId, systemClock, type Clock, type IdGenerator } from "./services/ids";
@@ -27,6 +30,9 @@ export type Deps = {
   link: NodeLink;
   /** Every agent connection; also the NodeLink unless a test passes its own. */
   agents: AgentHub;
+  tunnels: TunnelBroker;
+  /** The public-endpoint proxy: requests whose Host is `<label>.<GATEWAY_DOMAIN>`. */
+  endpoints: Gateway;
   metering: Metering;
   nodeCatalogCache: ResponseCache;
   /** Where endpoint URLs point; the port is learned once the listener is bound. */
@@ -59,6 +65,15 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     helloTimeoutMs: config.AGENT_HELLO_TIMEOUT_MS, maxFrameBytes: config.AGENT_MAX_FRAME_BYTES,
   });
   const link: NodeLink = o.link ?? agents;
+  const tunnels = new TunnelBroker({ repos, events, sendTo: (id, f) => agents.sendTo(id, f), openTimeoutMs: config.TUNNEL_OPEN_TIMEOUT_MS, idleMs: config.GATEWAY_IDLE_TIMEOUT_MS });
+  const endpoints = createGateway({
+    domain: config.GATEWAY_DOMAIN,
+    resolver: createEndpointResolver(repos, (id) => agents.isConnected(id)),
+    dialer: tunnels,
+    timeouts: { responseMs: config.GATEWAY_RESPONSE_TIMEOUT_MS, idleMs: config.GATEWAY_IDLE_TIMEOUT_MS },
+    log,
+    secure: Boolean(config.TLS_CERT && config.TLS_KEY),
+  });
   if (!o.manualTicks) {
     agents.start();
     metering.start();
@@ -68,7 +83,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   for (const e of ["node-changed", "node-retired", "deployment-changed"] as const) events.on(e, () => nodeCatalogCache.clear());
   const domain = config.PUBLIC_DOMAIN ?? `${config.HOST}:${config.PORT}`;
   return {
-    config, repos, clock, ids, log, events, link, agents, metering, nodeCatalogCache,
+    config, repos, clock, ids, log, events, link, agents, tunnels, endpoints, metering, nodeCatalogCache,
     auth: createAuthService(repos, clock, ids, { domain, nonceTtlS: config.NONCE_TTL_S, accessTtlS: config.ACCESS_TOKEN_TTL_S, refreshTtlS: config.REFRESH_TOKEN_TTL_S }),
     deployments: createDeploymentService(repos, clock, ids, events, link, metering),
     depositService: createDepositService(repos, chain, clock, ids, {
@@ -77,6 +92,8 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     gateway: () => ({ domain: config.GATEWAY_DOMAIN, ...(listenPort !== undefined ? { localPort: listenPort } : {}) }),
     setListenPort: (p) => { listenPort = p; },
     close: async () => {
+      endpoints.close();
+      tunnels.close();
       await agents.close();
       await metering.stop();
       await repos.handle.close();

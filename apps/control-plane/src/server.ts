@@ -1,19 +1,32 @@
-import { serve, type ServerType } from "@hono/node-server";
-import type { IncomingMessage } from "node:http";
+import { getRequestListener } from "@hono/node-server";
+import fs from "node:fs";
+import http, { type IncomingMessage } from "node:http";
+import https from "node:https";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
+import { AGENT_TUNNEL_PATH } from "@cm/protocol";
 import { AGENT_WS_PATH } from "./agents/agent-hub";
 import { createApp } from "./app";
 import type { Deps } from "./deps";
 
-export type RunningServer = { url: string; port: number; server: ServerType; close(): Promise<void> };
+export type RunningServer = { url: string; port: number; server: http.Server; close(): Promise<void> };
 
 /** Binds the app (port 0 picks a free one, as the tests do) and answers how to reach and stop it. */
 export async function startServer(deps: Deps, opts: { port: number; host: string }): Promise<RunningServer> {
   const { app } = createApp(deps);
-  const server = await new Promise<ServerType>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port: opts.port, hostname: opts.host }, () => resolve(s));
-    s.once("error", reject);
+  const api = getRequestListener(app.fetch);
+  // Requests for a public endpoint's host go to the tenant's container; the rest is the API.
+  const listener: http.RequestListener = (req, res) => {
+    if (deps.endpoints.owns(req.headers.host)) return void deps.endpoints.handleRequest(req, res);
+    void api(req, res);
+  };
+  const tls = deps.config.TLS_CERT && deps.config.TLS_KEY ? { cert: fs.readFileSync(deps.config.TLS_CERT), key: fs.readFileSync(deps.config.TLS_KEY) } : undefined;
+  const server: http.Server = tls ? https.createServer(tls, listener) : http.createServer(listener);
+  // Long uploads and streams are bounded by the gateway's own idle timeout instead.
+  server.requestTimeout = 0;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(opts.port, opts.host, () => resolve());
   });
   const upgrades = upgradeRoutes(deps);
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -26,12 +39,13 @@ export async function startServer(deps: Deps, opts: { port: number; host: string
   deps.setListenPort(port);
   const host = opts.host.includes(":") ? `[${opts.host}]` : opts.host;
   return {
-    url: `http://${host}:${port}`,
+    url: `${tls ? "https" : "http"}://${host}:${port}`,
     port,
     server,
     // Upgraded sockets keep the listener from closing: the agents' are closed first.
     close: () =>
       deps.agents.close().then(() => new Promise<void>((resolve) => {
+        deps.tunnels.close();
         server.close(() => resolve());
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
       })),
@@ -47,5 +61,9 @@ type UpgradeRoute = { matches(req: IncomingMessage): boolean; handle(req: Incomi
  */
 function upgradeRoutes(deps: Deps): UpgradeRoute[] {
   const pathOf = (req: IncomingMessage) => (req.url ?? "/").split("?", 1)[0];
-  return [{ matches: (req) => pathOf(req) === AGENT_WS_PATH, handle: deps.agents.handleUpgrade }];
+  return [
+    { matches: (req) => deps.endpoints.owns(req.headers.host), handle: deps.endpoints.handleUpgrade },
+    { matches: (req) => pathOf(req) === AGENT_WS_PATH, handle: deps.agents.handleUpgrade },
+    { matches: (req) => pathOf(req) === AGENT_TUNNEL_PATH, handle: deps.tunnels.handleUpgrade },
+  ];
 }

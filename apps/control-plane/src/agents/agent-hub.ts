@@ -1,3 +1,4 @@
+import type { ServerFrame } from "@cm/protocol";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
@@ -42,6 +43,14 @@ export class AgentHub implements NodeLink, SessionHost {
 
   isConnected(nodeId: string): boolean {
     return this.sessions.get(nodeId)?.ready === true;
+  }
+
+  /** Sends a frame on the node's control connection; false when it has none ready. */
+  sendTo(nodeId: string, frame: ServerFrame): boolean {
+    const s = this.sessions.get(nodeId);
+    if (!s?.ready) return false;
+    s.send(frame);
+    return true;
   }
 
   /** When the node's agent last proved it is alive (hello or heartbeat); undefined without a session. */

@@ -20,6 +20,14 @@ const handlers: Handlers = {
     if (f.gpuWarning) log.warn("agent: GPU warning", { nodeId: s.nodeId, warning: f.gpuWarning });
   },
 
+  tunnel_error(s, f) {
+    s.ctx.events.emit("tunnel-error", f.tunnelId, s.nodeId, f.reason);
+  },
+
+  async endpoints(s, f) {
+    await s.ctx.repos.deployments.setEndpointReadiness(f.deploymentId, s.nodeId, f.ports);
+  },
+
   heartbeat(s) {
     s.lastSeenMs = s.ctx.clock.now();
     s.ctx.hub.heartbeats.note(s.nodeId, s.lastSeenMs);

@@ -58,6 +58,17 @@ export function endpointUrl(label: string, gateway: { domain: string; localPort?
   return `https://${label}.${gateway.domain}`;
 }
 
+/** One endpoint per exposed port while the deployment runs; `ready` as the agent last probed it. */
+export function presentEndpoints(d: Pick<DeploymentRow, "status" | "ports" | "endpoints" | "endpointKey">, gateway: { domain: string; localPort?: number }) {
+  if (d.status !== "running" || !d.endpointKey) return [];
+  return d.ports.map((port) => ({
+    type: "https" as const,
+    url: endpointUrl(`${d.endpointKey}-${port}`, gateway),
+    internalPort: port,
+    ready: d.endpoints.find((e) => e.internalPort === port)?.ready ?? false,
+  }));
+}
+
 export function presentDeployment(d: DeploymentRow, gateway: { domain: string; localPort?: number }): Deployment {
   return {
     id: d.id,
@@ -69,7 +80,7 @@ export function presentDeployment(d: DeploymentRow, gateway: { domain: string; l
     status: d.status as Deployment["status"],
     statusReason: d.statusReason,
     exitCode: d.exitCode,
-    endpoints: d.endpoints.map((e) => ({ type: "https" as const, url: endpointUrl(e.label, gateway), internalPort: e.internalPort, ready: e.ready })),
+    endpoints: presentEndpoints(d, gateway),
     env: d.env,
     ports: d.ports,
     hourlyRateCents: d.hourlyRateCents,

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { creditsToMicro, type DeploymentRow, type NodeRow, type OccupyRefusal, type Repos, type TemplateRow } from "@cm/db";
 import { canDo, type CreateDeploymentRequest, type DeploymentStatus, type TenantAction } from "@cm/protocol";
 import { ApiError } from "../errors";
@@ -32,6 +33,12 @@ export function checkRequirements(node: NodeRow, t: TemplateRow | undefined): Ap
   if (node.ramMb < t.minRamMb) return new ApiError("NODE_INSUFFICIENT_RAM", `template ${t.slug} needs ${t.minRamMb} MB of RAM; the node has ${node.ramMb}`);
   return undefined;
 }
+
+/** 16 characters of lowercase base32 (80 bits): a DNS label nobody can guess. */
+export const endpointKey = () => {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz234567";
+  return [...randomBytes(16)].map((b) => alphabet[b & 31]).join("");
+};
 
 /** One hour on the node, held while the deployment is live. */
 export const hourOfCreditsMicro = (hourlyRateCents: number) => creditsToMicro(hourlyRateCents);
@@ -76,6 +83,7 @@ export function createDeploymentService(repos: Repos, clock: Clock, ids: IdGener
           env: { ...(template?.defaultEnv ?? {}), ...(body.env ?? {}) },
           ports: body.ports ?? template?.ports.map((p) => p.internal) ?? [],
           hourlyRateCents: node.hourlyRateCents,
+          endpointKey: endpointKey(),
           createdAt: now,
         },
         hourOfCreditsMicro(node.hourlyRateCents),

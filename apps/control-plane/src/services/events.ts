@@ -7,6 +7,8 @@ type Events = {
   "node-retired": [string];
   /** Anything a catalogue summary shows changed: status, inventory, slots. */
   "node-changed": [string];
+  /** An agent could not open a tunnel: (tunnelId, nodeId, reason). */
+  "tunnel-error": [string, string, string];
 };
 
 export class EventBus extends EventEmitter<Events> {}

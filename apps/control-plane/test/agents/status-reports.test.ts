@@ -6,7 +6,7 @@ import { affordableMs, costMicro } from "../../src/services/metering";
 const dep = (o: Partial<DeploymentRow> = {}): DeploymentRow => ({
   id: "dep_1", userId: "usr_1", nodeId: "node_1", templateId: null, name: null, image: "busybox", status: "pending", desiredState: "running",
   statusReason: null, exitCode: null, env: {}, ports: [], endpoints: [], hourlyRateCents: 50, totalCostMicro: 0, reservedMicro: 0, billedUntil: null,
-  billedMs: 0, runSeq: 2, createdAt: 0, startedAt: null, stoppedAt: null, updatedAt: 0, deletedAt: null, removedFromNodeAt: null, ...o,
+  billedMs: 0, runSeq: 2, createdAt: 0, startedAt: null, stoppedAt: null, updatedAt: 0, deletedAt: null, removedFromNodeAt: null, endpointKey: "k", ...o,
 });
 const at = 1_000_000;
 

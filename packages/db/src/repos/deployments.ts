@@ -159,6 +159,28 @@ export function createDeploymentsRepo(h: DbHandle) {
       );
     },
 
+    /** The deployment behind a public endpoint host, deleted ones excluded. */
+    async byEndpointKey(key: string): Promise<DeploymentRow | undefined> {
+      return h.run(async (db) => (await db.select().from(deployments).where(and(eq(deployments.endpointKey, key), notDeleted)))[0]);
+    },
+
+    /** Records which exposed ports answer, as the node's agent last probed them. */
+    async setEndpointReadiness(id: string, nodeId: string, ready: Array<{ port: number; ready: boolean }>) {
+      await h.run((db) =>
+        db.update(deployments)
+          .set({ endpoints: ready.map((r) => ({ label: "", internalPort: r.port, ready: r.ready })) })
+          .where(and(eq(deployments.id, id), eq(deployments.nodeId, nodeId))),
+      );
+    },
+
+    /** Ports learned from the image when the tenant named none (a custom image's EXPOSE). */
+    async setPortsIfEmpty(id: string, nodeId: string, ports: number[]) {
+      const rows = await h.run((db) => db.select({ ports: deployments.ports }).from(deployments).where(and(eq(deployments.id, id), eq(deployments.nodeId, nodeId))));
+      if (rows[0] && rows[0].ports.length === 0 && ports.length > 0) {
+        await h.run((db) => db.update(deployments).set({ ports }).where(eq(deployments.id, id)));
+      }
+    },
+
     /** Applies a transition in its own transaction. */
     async move(dep: DeploymentRow, to: DeploymentStatus, patch: TransitionPatch, nowMs: number) {
       return h.transaction((db) => transition(db, dep, to, patch, nowMs));

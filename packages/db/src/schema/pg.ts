@@ -110,6 +110,8 @@ export const deployments = pgTable("deployments", {
   updatedAt: bigint("updated_at", { mode: "number" }).notNull(),
   deletedAt: bigint("deleted_at", { mode: "number" }),
   // When the agent confirmed a deleted deployment gone from the node: from then on it is no longer in the node's sync.
+  /** Lowercase and unguessable: each exposed port's public host is `<endpointKey>-<port>.<GATEWAY_DOMAIN>`. */
+  endpointKey: text("endpoint_key").unique(),
   removedFromNodeAt: bigint("removed_from_node_at", { mode: "number" }),
 }, (t) => [
   index("deployments_user_idx").on(t.userId, t.createdAt),

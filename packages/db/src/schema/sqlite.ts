@@ -110,6 +110,8 @@ export const deployments = sqliteTable("deployments", {
   updatedAt: integer("updated_at").notNull(),
   deletedAt: integer("deleted_at"),
   // When the agent confirmed a deleted deployment gone from the node: from then on it is no longer in the node's sync.
+  /** Lowercase and unguessable: each exposed port's public host is `<endpointKey>-<port>.<GATEWAY_DOMAIN>`. */
+  endpointKey: text("endpoint_key").unique(),
   removedFromNodeAt: integer("removed_from_node_at"),
 }, (t) => [
   index("deployments_user_idx").on(t.userId, t.createdAt),

@@ -122,7 +122,16 @@ export const AckFrame = z.object({
   error: z.string().optional(),
 });
 
-export const AgentFrame = z.discriminatedUnion("type", [HelloFrame, SpecsFrame, HeartbeatFrame, StatusFrame, PullProgressFrame, LogsFrame, AckFrame, z.object({ type: z.literal("error"), code: z.string(), message: z.string() })]);
+/** The agent could not open a tunnel it was asked for: nothing listens on the port, or the container is gone. */
+export const TunnelErrorFrame = z.object({ type: z.literal("tunnel_error"), tunnelId: z.string(), reason: z.string().max(2000) });
+/** Which of a running deployment's exposed ports accept connections, as the agent last probed them. */
+export const EndpointsFrame = z.object({
+  type: z.literal("endpoints"),
+  deploymentId: z.string(),
+  ports: z.array(z.object({ port: z.number().int().min(1).max(65535), ready: z.boolean() })).max(64),
+});
+
+export const AgentFrame = z.discriminatedUnion("type", [HelloFrame, SpecsFrame, HeartbeatFrame, StatusFrame, PullProgressFrame, LogsFrame, AckFrame, TunnelErrorFrame, EndpointsFrame, z.object({ type: z.literal("error"), code: z.string(), message: z.string() })]);
 export type AgentFrame = z.infer<typeof AgentFrame>;
 
 // ---- control plane -> agent ------------------------------------------------
@@ -147,8 +156,16 @@ export const CommandFrame = z.object({
 });
 export const LogsAckFrame = z.object({ type: z.literal("logs_ack"), deploymentId: z.string(), cursor: LogCursor });
 export const ServerErrorFrame = z.object({ type: z.literal("error"), code: z.string(), message: z.string() });
+/**
+ * Asks the agent to carry one public-endpoint connection: connect to the
+ * deployment's container on `port`, then open a WebSocket of its own to
+ * `/agent/tunnel?id=<tunnelId>` (with its agent token) and splice the two.
+ * On failure it answers `tunnel_error`.
+ */
+export const OpenTunnelFrame = z.object({ type: z.literal("open_tunnel"), tunnelId: z.string(), deploymentId: z.string(), port: z.number().int().min(1).max(65535) });
+export const AGENT_TUNNEL_PATH = "/agent/tunnel";
 
-export const ServerFrame = z.discriminatedUnion("type", [WelcomeFrame, SyncFrame, CommandFrame, LogsAckFrame, ServerErrorFrame]);
+export const ServerFrame = z.discriminatedUnion("type", [WelcomeFrame, SyncFrame, CommandFrame, LogsAckFrame, ServerErrorFrame, OpenTunnelFrame]);
 export type ServerFrame = z.infer<typeof ServerFrame>;
 
 /** Parses one text frame; never throws. */

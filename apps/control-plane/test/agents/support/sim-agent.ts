@@ -1,5 +1,5 @@
 import WebSocket from "ws";
-import { CURRENT_PROTOCOL_VERSION, ServerFrame, parseFrame, type AgentFrame, type DeploymentSpec } from "@cm/protocol";
+import { CURRENT_PROTOCOL_VERSION, ServerFrame, parseFrame, type AgentFrame, type DeploymentSpec, type ObservedStatus } from "@cm/protocol";
 
 type FrameOf<T extends ServerFrame["type"]> = Extract<ServerFrame, { type: T }>;
 type Waiter = { match(f: ServerFrame): boolean; resolve(f: ServerFrame): void };
@@ -88,7 +88,7 @@ export class SimAgent {
   }
 
   report(spec: Pick<DeploymentSpec, "deploymentId" | "runSeq">, status: string, extra: { reason?: string; exitCode?: number } = {}) {
-    this.send({ type: "status", deploymentId: spec.deploymentId, runSeq: spec.runSeq, status, at: Date.now(), ...extra });
+    this.send({ type: "status", deploymentId: spec.deploymentId, runSeq: spec.runSeq, status: status as ObservedStatus, at: Date.now(), ...extra });
   }
 
   close() {

@@ -1,0 +1,108 @@
+import { randomBytes } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import type { Duplex } from "node:stream";
+import { WebSocketServer, createWebSocketStream, type WebSocket } from "ws";
+import type { Repos } from "@cm/db";
+import type { ServerFrame } from "@cm/protocol";
+import { DialError, type EndpointTarget, type TunnelDialer } from "../gateway/proxy";
+import { asSocketLike } from "../gateway/socket-like";
+import type { EventBus } from "../services/events";
+import { hashSecret } from "../services/ids";
+
+type Pending = { nodeId: string; resolve(s: Duplex): void; reject(e: Error): void; timer: NodeJS.Timeout };
+
+export type TunnelBrokerOptions = {
+  repos: Repos;
+  events: EventBus;
+  /** Sends a frame on the node's control connection; false when it has none. */
+  sendTo(nodeId: string, frame: ServerFrame): boolean;
+  /** How long the agent has to connect back (or say it cannot). */
+  openTimeoutMs: number;
+  /** A tunnel with no traffic either way for this long is closed. */
+  idleMs: number;
+};
+
+/**
+ * Opens tunnels to containers through their node's agent: asks over the
+ * control connection, then waits for the agent's own WebSocket carrying the
+ * bytes. Each connection gets its own socket, so one large transfer never
+ * queues in front of the node's heartbeats, commands or other tunnels.
+ */
+export class TunnelBroker implements TunnelDialer {
+  private readonly pending = new Map<string, Pending>();
+  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 16 * 1024 * 1024 });
+  private readonly open = new Set<WebSocket>();
+
+  constructor(private readonly o: TunnelBrokerOptions) {
+    o.events.on("tunnel-error", (tunnelId, nodeId, reason) => {
+      const p = this.pending.get(tunnelId);
+      if (!p || p.nodeId !== nodeId) return;
+      this.settle(tunnelId);
+      p.reject(new DialError("port_not_ready", reason));
+    });
+  }
+
+  dial(target: EndpointTarget): Promise<Duplex> {
+    const tunnelId = randomBytes(16).toString("hex");
+    return new Promise<Duplex>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.settle(tunnelId);
+        reject(new DialError("node_unreachable", `the node did not open a tunnel within ${this.o.openTimeoutMs / 1000} s`));
+      }, this.o.openTimeoutMs);
+      this.pending.set(tunnelId, { nodeId: target.nodeId, resolve, reject, timer });
+      if (!this.o.sendTo(target.nodeId, { type: "open_tunnel", tunnelId, deploymentId: target.deploymentId, port: target.port })) {
+        this.settle(tunnelId);
+        reject(new DialError("node_unreachable", "the node's agent is not connected"));
+      }
+    });
+  }
+
+  /** `GET /agent/tunnel?id=...` from an agent, with its token: the other half of a dial. */
+  handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    void this.accept(req, socket, head).catch(() => socket.destroy());
+  };
+
+  private async accept(req: IncomingMessage, socket: Duplex, head: Buffer) {
+    const id = new URL(req.url ?? "/", "http://x").searchParams.get("id") ?? "";
+    const token = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? "")?.[1];
+    const p = this.pending.get(id);
+    const node = token ? await this.o.repos.nodes.byAgentTokenHash(hashSecret(token)) : undefined;
+    // Only the node that was asked may answer: another node's agent cannot
+    // splice itself into a tenant's connection by guessing or replaying an id.
+    if (!p || !node || node.id !== p.nodeId) {
+      socket.end("HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+      return;
+    }
+    this.settle(id);
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      this.open.add(ws);
+      ws.on("close", () => this.open.delete(ws));
+      let idle = setTimeout(() => ws.terminate(), this.o.idleMs);
+      const touch = () => {
+        clearTimeout(idle);
+        idle = setTimeout(() => ws.terminate(), this.o.idleMs);
+      };
+      ws.on("message", touch);
+      ws.on("close", () => clearTimeout(idle));
+      const stream = asSocketLike(createWebSocketStream(ws));
+      const write = stream.write.bind(stream);
+      stream.write = ((chunk: unknown, ...rest: unknown[]) => (touch(), write(chunk as Buffer, ...(rest as [])))) as typeof stream.write;
+      p.resolve(stream);
+    });
+  }
+
+  private settle(tunnelId: string) {
+    const p = this.pending.get(tunnelId);
+    if (p) clearTimeout(p.timer);
+    this.pending.delete(tunnelId);
+  }
+
+  close() {
+    for (const [id, p] of this.pending) {
+      this.settle(id);
+      p.reject(new DialError("node_unreachable", "the control plane is shutting down"));
+    }
+    for (const ws of this.open) ws.terminate();
+    this.wss.close();
+  }
+}
