@@ -68,7 +68,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   const tunnels = new TunnelBroker({ repos, events, sendTo: (id, f) => agents.sendTo(id, f), openTimeoutMs: config.TUNNEL_OPEN_TIMEOUT_MS, idleMs: config.GATEWAY_IDLE_TIMEOUT_MS });
   const endpoints = createGateway({
     domain: config.GATEWAY_DOMAIN,
-    resolver: createEndpointResolver(repos, (id) => agents.isConnected(id)),
+    resolver: createEndpointResolver(repos, (id) => agents.isConnected(id), { events, ttlMs: 1000, now: () => clock.now() }),
     dialer: tunnels,
     timeouts: { responseMs: config.GATEWAY_RESPONSE_TIMEOUT_MS, idleMs: config.GATEWAY_IDLE_TIMEOUT_MS },
     log,
