@@ -44,6 +44,7 @@ export function toContainerState(info: Docker.ContainerInspectInfo): ContainerSt
     deploymentId,
     nodeId: labels[LABEL_NODE_ID] ?? "",
     userId: labels[LABEL_USER_ID] ?? "",
+    labels: { ...labels },
     image: info.Config?.Image ?? info.Image,
     status: state.Status,
     running,
@@ -55,6 +56,7 @@ export function toContainerState(info: Docker.ContainerInspectInfo): ContainerSt
     error: state.Error ?? "",
     ipAddress: network?.IPAddress || null,
     ports: portMappings(info),
+    logPath: info.HostConfig?.LogConfig?.Type === "json-file" && info.LogPath ? info.LogPath : null,
   };
 }
 

@@ -54,8 +54,8 @@ export function buildContainerCreateOptions(spec: ContainerSpec): Docker.Contain
     Init: true,
     LogConfig: CONTAINER_LOG_CONFIG,
     NetworkMode: network,
-    // Ephemeral host ports; Docker picks them and inspect reports them.
-    PortBindings: Object.fromEntries(spec.exposedPorts.map((port) => [portKey(port), [{ HostPort: "" }]])),
+    // No host ports: a tenant's port is reached only through the control plane's
+    // tunnel to the container's address on its own network, never from outside.
     // The agent restarts (or not) deployments itself; Docker must not race it.
     RestartPolicy: { Name: "no" },
   };

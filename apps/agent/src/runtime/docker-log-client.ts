@@ -27,6 +27,7 @@ export class DockerLogClient implements LogClient {
       stderr: true,
       timestamps: true,
       ...(options.since ? { since: toDockerSince(options.since) } : {}),
+      ...(options.tail !== undefined ? { tail: options.tail } : {}),
     };
     this.logger.debug("Reading container logs", { containerId: id, follow: options.follow, since: query.since });
 

@@ -13,6 +13,8 @@ import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine,
 export interface DockerRuntimeOptions {
   /** defaults to dockerode's own resolution: DOCKER_HOST, else /var/run/docker.sock */
   docker?: Docker;
+  /** the engine's Unix socket, used when `docker` is not given */
+  socketPath?: string;
   logger?: RuntimeLogger;
 }
 
@@ -24,7 +26,7 @@ export class DockerRuntime implements ContainerRuntime {
   private readonly logClient: DockerLogClient;
 
   constructor(options: DockerRuntimeOptions = {}) {
-    this.docker = options.docker ?? new Docker();
+    this.docker = options.docker ?? new Docker(options.socketPath ? { socketPath: options.socketPath } : undefined);
     this.logger = options.logger ?? silentLogger;
     this.images = new DockerImageClient(this.docker, this.logger);
     this.containers = new DockerContainerClient(this.docker, this.logger);
@@ -38,8 +40,12 @@ export class DockerRuntime implements ContainerRuntime {
 
   async engineInfo(): Promise<EngineInfo> {
     this.logger.debug("Fetching Docker engine info");
-    const info = (await this.docker.info()) as { ServerVersion?: string; DockerRootDir?: string };
-    return { version: info.ServerVersion ?? (await this.engineVersion()), dataRoot: info.DockerRootDir ?? "/var/lib/docker" };
+    const info = (await this.docker.info()) as { ServerVersion?: string; DockerRootDir?: string; Runtimes?: Record<string, unknown> };
+    return {
+      version: info.ServerVersion ?? (await this.engineVersion()),
+      dataRoot: info.DockerRootDir ?? "/var/lib/docker",
+      runtimes: Object.keys(info.Runtimes ?? {}).sort(),
+    };
   }
 
   imagePresent(ref: string): Promise<boolean> {

@@ -26,7 +26,7 @@ export function createLogDecoder(options: LogDecoderOptions, onLine: (line: LogL
   const perStream = new Map<OutputStream, { text: StringDecoder; lines: LineSplitter }>();
 
   const emit = (stream: OutputStream, lines: string[]) => {
-    for (const line of lines) onLine(parseTimestampedLine(line, stream, now()));
+    for (const line of lines) onLine(parseTimestampedLine(line, stream, now));
   };
   const streamState = (stream: OutputStream) => {
     let state = perStream.get(stream);

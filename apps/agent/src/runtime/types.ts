@@ -35,6 +35,8 @@ export interface ContainerState {
   nodeId: string;
   userId: string;
   image: string;
+  /** every label, the cm.* ones included: what the agent rebuilds its state from after a restart */
+  labels: Record<string, string>;
   /** Docker's status: "created", "running", "paused", "restarting", "exited", "dead", "removing" */
   status: string;
   running: boolean;
@@ -50,6 +52,8 @@ export interface ContainerState {
   /** address on the deployment's own network; null when not attached/running */
   ipAddress: string | null;
   ports: PortMapping[];
+  /** the json-file log on the engine's host; null for other log drivers */
+  logPath: string | null;
 }
 
 export interface ContainerExit {
@@ -79,6 +83,8 @@ export interface LogLine {
 
 export interface LogOptions {
   since?: Date;
+  /** only the last n lines (of stdout and stderr together); Docker reads them from the end of the file */
+  tail?: number;
   follow: boolean;
 }
 
@@ -93,4 +99,6 @@ export interface EngineInfo {
   version: string;
   /** Docker's data root (DockerRootDir), where images and container layers live */
   dataRoot: string;
+  /** names of the OCI runtimes Docker knows (`docker info` Runtimes), e.g. ["io.containerd.runc.v2", "nvidia", "runc"] */
+  runtimes: string[];
 }

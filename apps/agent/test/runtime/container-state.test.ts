@@ -14,6 +14,7 @@ describe("toContainerState", () => {
       id: "820c4357470966e73b28fff8161ddf7571154e0adf42936c5a8ec093651550b9",
       name: "recursing_payne",
       ...owners,
+      labels: { "cm.managed": "true", "cm.deployment-id": "dep-rec1", "cm.node-id": "node-rec", "cm.user-id": "user-rec", "cm.test-run": "record" },
       status: "created",
       running: false,
       exitCode: null,
@@ -23,6 +24,7 @@ describe("toContainerState", () => {
       error: "",
       ipAddress: null,
       ports: [{ containerPort: 8080 }],
+      logPath: null, // Docker names the file at the first start
     });
   });
 
@@ -36,6 +38,7 @@ describe("toContainerState", () => {
       finishedAt: null,
       ipAddress: "172.18.0.2",
       ports: [{ containerPort: 8080, hostPort: 32768 }],
+      logPath: expect.stringMatching(/^\/var\/lib\/docker\/containers\/[0-9a-f]{64}\/[0-9a-f]{64}-json\.log$/),
     });
   });
 
@@ -70,6 +73,6 @@ describe("toContainerState", () => {
   it("leaves ids empty for a container without our labels", () => {
     const info = inspect("inspect-running.json");
     const foreign = { ...info, Config: { ...info.Config, Labels: {} } };
-    expect(toContainerState(foreign)).toMatchObject({ deploymentId: "", nodeId: "", userId: "", ipAddress: null });
+    expect(toContainerState(foreign)).toMatchObject({ deploymentId: "", nodeId: "", userId: "", labels: {}, ipAddress: null });
   });
 });

@@ -49,7 +49,6 @@ describe("buildContainerCreateOptions", () => {
       Memory: 65536 * 1024 * 1024,
       MemorySwap: 65536 * 1024 * 1024,
       NetworkMode: "cm-dep-1",
-      PortBindings: { "8080/tcp": [{ HostPort: "" }], "22/tcp": [{ HostPort: "" }] },
     });
     expect(options.name).toBeUndefined();
   });

@@ -19,7 +19,7 @@ afterEach(() => {
 describe("DockerRuntime images", () => {
   it("reports the engine version and data root", async () => {
     expect(await runtime.engineVersion()).toMatch(/^\d+\.\d+/);
-    expect(await runtime.engineInfo()).toMatchObject({ version: expect.stringMatching(/^\d+\.\d+/), dataRoot: expect.stringMatching(/^\//) });
+    expect(await runtime.engineInfo()).toMatchObject({ version: expect.stringMatching(/^\d+\.\d+/), dataRoot: expect.stringMatching(/^\//), runtimes: expect.arrayContaining(["runc"]) });
   });
 
   it("uses a local image without pulling it", async () => {

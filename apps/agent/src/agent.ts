@@ -1,0 +1,178 @@
+// The agent: one connection to the control plane, one reconciler over Docker,
+// log shipping, specs and endpoint reports and tunnels, wired together. Built in-process by
+// createAgent(config, deps); start() and stop() return promises and nothing
+// here exits the process, so tests and the control plane's end-to-end suite
+// can run agents side by side.
+import type { ServerFrame } from "@cm/protocol";
+import type { Clock } from "./clock";
+import type { AgentConfig } from "./config";
+import { Connection } from "./connection/connection";
+import type { ConnectionFailure, ConnectionState, Welcome } from "./connection/connection";
+import type { SocketFactory } from "./connection/socket";
+import type { HostProbe } from "./host/probe";
+import type { Logger } from "./logger";
+import { EndpointReporter } from "./endpoints/endpoint-reporter";
+import { LogShipping } from "./logs/log-shipping";
+import { Reconciler } from "./reconcile/reconciler";
+import { StatusReporter } from "./reconcile/status-reporter";
+import type { ContainerRuntime } from "./runtime/container-runtime";
+import { HostFacts } from "./specs/host-facts";
+import { SpecsReporter } from "./specs/specs-reporter";
+import { TunnelOpener } from "./tunnel/tunnel-opener";
+import { AGENT_VERSION } from "./version";
+
+export interface AgentDeps {
+  runtime: ContainerRuntime;
+  hostProbe: HostProbe;
+  socketFactory: SocketFactory;
+  clock: Clock;
+  logger: Logger;
+  /** [0, 1), for backoff jitter */
+  random?: () => number;
+}
+
+export class Agent {
+  readonly connection: Connection;
+  readonly reconciler: Reconciler;
+  private readonly logs: LogShipping;
+  private readonly specs: SpecsReporter;
+  private readonly tunnels: TunnelOpener;
+  private readonly endpoints: EndpointReporter;
+  private readonly failureListeners = new Set<(failure: ConnectionFailure) => void>();
+  private started = false;
+
+  constructor(
+    private readonly config: AgentConfig,
+    private readonly deps: AgentDeps,
+  ) {
+    const { clock, logger, runtime } = deps;
+    const timing = config.timing;
+    this.connection = new Connection(
+      {
+        url: config.wsUrl,
+        token: config.token,
+        agentVersion: AGENT_VERSION,
+        timing,
+        socketFactory: deps.socketFactory,
+        clock,
+        logger,
+        ...(deps.random ? { random: deps.random } : {}),
+      },
+      {
+        onReady: (welcome) => this.onReady(welcome),
+        onFrame: (frame) => this.onFrame(frame),
+        onDown: () => this.onDown(),
+        onFailed: (failure) => this.failureListeners.forEach((listener) => listener(failure)),
+        runningDeployments: () => this.reconciler.running(),
+      },
+    );
+    this.logs = new LogShipping({
+      runtime,
+      send: (frame) => this.connection.send(frame),
+      clock,
+      logger,
+      timing,
+      maxFrameBytes: () => this.connection.welcome?.maxFrameBytes,
+    });
+    const facts = new HostFacts(deps.hostProbe, logger);
+    this.specs = new SpecsReporter({ facts, send: (frame) => this.connection.send(frame), clock, logger, intervalMs: timing.specsIntervalMs });
+    const reporter = new StatusReporter({ reliable: (frame) => this.connection.sendReliable(frame), unreliable: (frame) => this.connection.send(frame) }, clock);
+    this.tunnels = new TunnelOpener({ tunnelUrl: config.tunnelUrl, token: config.token, runtime, logger });
+    this.endpoints = new EndpointReporter({
+      probe: (deploymentId) => this.tunnels.probe(deploymentId),
+      running: () => this.reconciler.running(),
+      send: (frame) => this.connection.send(frame),
+      clock,
+      logger,
+      probeMs: timing.endpointProbeMs,
+      idleProbeMs: timing.endpointIdleProbeMs,
+    });
+    this.reconciler = new Reconciler({
+      runtime,
+      reporter,
+      logs: this.logs,
+      clock,
+      logger,
+      containerLabels: config.containerLabels,
+      containerStopTimeoutS: timing.containerStopTimeoutS,
+      nodeFacts: () => facts.nodeFacts(),
+      canShipLogs: () => this.connection.state === "ready",
+    });
+  }
+
+  get state(): ConnectionState {
+    return this.connection.state;
+  }
+
+  /** Adopts the containers already on this machine, then connects. Rejects when Docker cannot be reached. */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    this.deps.logger.info("Agent starting", { controlPlane: this.config.wsUrl, version: AGENT_VERSION });
+    await this.reconciler.adopt();
+    this.connection.start();
+  }
+
+  /** Closes the connection (1001) and stops following logs. Tenants' containers keep running. */
+  async stop(): Promise<void> {
+    this.reconciler.stop();
+    this.logs.stopAll();
+    this.specs.stop();
+    this.endpoints.stop();
+    this.tunnels.closeAll();
+    await this.connection.stop();
+    this.deps.logger.info("Agent stopped; containers were left running");
+  }
+
+  /** Called when the control plane closed with a code that says not to retry (4401, 4409, 4406). */
+  onFailure(listener: (failure: ConnectionFailure) => void): () => void {
+    this.failureListeners.add(listener);
+    return () => this.failureListeners.delete(listener);
+  }
+
+  private onReady(welcome: Welcome): void {
+    this.reconciler.setNodeId(welcome.nodeId);
+    this.specs.start();
+    this.endpoints.start();
+  }
+
+  private onDown(): void {
+    // Logs are re-read from Docker after the next sync, from what the control plane acknowledged.
+    this.logs.stopAll();
+    this.specs.stop();
+    this.endpoints.stop();
+  }
+
+  private onFrame(frame: ServerFrame): void {
+    switch (frame.type) {
+      case "sync":
+        void this.reconciler.sync(frame.deployments).then(() => this.endpoints.poke());
+        return;
+      case "command":
+        void this.reconciler.command(frame.action, frame.deployment).then((result) => {
+          this.connection.send({ type: "ack", commandId: frame.commandId, ok: result.ok, ...(result.ok ? {} : { error: result.error }) });
+          this.endpoints.poke();
+        });
+        return;
+      case "open_tunnel":
+        void this.openTunnel(frame);
+        return;
+      case "logs_ack":
+        this.logs.onAck(frame.deploymentId, frame.cursor);
+        return;
+      case "welcome":
+      case "error":
+        return; // handled (and logged) by the connection
+    }
+  }
+
+  private async openTunnel(request: Extract<ServerFrame, { type: "open_tunnel" }>): Promise<void> {
+    const { tunnelId, deploymentId, port } = request;
+    const result = await this.tunnels.openTunnel({ tunnelId, deploymentId, port }).catch((error: unknown) => ({ ok: false as const, reason: (error as Error).message }));
+    if (!result.ok) this.connection.send({ type: "tunnel_error", tunnelId, reason: result.reason.slice(0, 2000) });
+  }
+}
+
+export function createAgent(config: AgentConfig, deps: AgentDeps): Agent {
+  return new Agent(config, deps);
+}

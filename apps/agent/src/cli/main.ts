@@ -1,0 +1,110 @@
+// Dispatches the command line. Returns an exit code; only index.ts exits.
+import { execFile, spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { ConfigError, DEFAULT_DOCKER_SOCKET, configFromRaw, mergeConfigSources } from "../config";
+import type { AgentConfig } from "../config";
+import { wsSocketFactory } from "../connection/socket";
+import { createDeps, dockerSocketPath } from "../deps";
+import { SystemHostProbe } from "../host/probe";
+import { runDoctor } from "../install/doctor";
+import { runInstall } from "../install/install";
+import { agentPaths } from "../install/paths";
+import { EXIT_CONFIG } from "../install/systemd-unit";
+import { DockerRuntime } from "../runtime/docker-runtime";
+import { readStatusFile } from "../state-file";
+import { AGENT_VERSION } from "../version";
+import { USAGE, UsageError, parseArgs } from "./args";
+import { runAgentUntilSignal } from "./run-agent";
+import type { SignalSource } from "./run-agent";
+
+export interface CliIo {
+  env: Record<string, string | undefined>;
+  stdout(line: string): void;
+  stderr(line: string): void;
+  onSignal: SignalSource;
+}
+
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  let args;
+  try {
+    args = parseArgs(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    io.stderr(`${error.message}\n\n${USAGE}`);
+    return 2;
+  }
+  const sources = { flags: args.config, env: io.env, configPath: args.configPath, readFile: (path: string) => readFileSync(path, "utf8") };
+
+  switch (args.command) {
+    case "help":
+      io.stdout(USAGE);
+      return 0;
+    case "version":
+      io.stdout(AGENT_VERSION);
+      return 0;
+    case "install":
+      return runInstall(
+        { flags: args.config, configPath: args.configPath, env: io.env, dryRun: args.switches.has("dry-run"), unitDir: args.values["unit-dir"], envFile: args.values["env-file"], paths: agentPaths() },
+        { print: io.stdout, run: runCommand, commandExists },
+      );
+    case "doctor": {
+      let config: { ok: true; value: AgentConfig } | { ok: false; problems: string[] };
+      let dockerSocket = DEFAULT_DOCKER_SOCKET;
+      try {
+        const raw = mergeConfigSources(sources);
+        dockerSocket = dockerSocketPath(raw.DOCKER_SOCKET ?? DEFAULT_DOCKER_SOCKET);
+        config = { ok: true, value: configFromRaw(raw) };
+      } catch (error) {
+        config = { ok: false, problems: error instanceof ConfigError ? error.problems : [(error as Error).message] };
+      }
+      const engine = new DockerRuntime({ socketPath: dockerSocket });
+      const status = config.ok && config.value.stateDir ? readStatusFile(config.value.stateDir) : undefined;
+      return runDoctor({
+        config,
+        dockerSocket,
+        engine,
+        hostProbe: new SystemHostProbe(),
+        fetch,
+        socketFactory: wsSocketFactory(),
+        serviceActive: async () => commandExists("systemctl") && (await runCommand("systemctl", ["is-active", "--quiet", "cm-agent"])).code === 0,
+        forceTokenCheck: args.switches.has("check-token"),
+        ...(status ? { agentStatus: { status, alive: processAlive(status.pid) } } : {}),
+        print: io.stdout,
+      });
+    }
+    case "run": {
+      let config: AgentConfig;
+      try {
+        config = configFromRaw(mergeConfigSources(sources));
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        for (const problem of error.problems) io.stderr(`cm-agent: ${problem}`);
+        io.stderr("Run `npm run agent -- help` for the options.");
+        return EXIT_CONFIG;
+      }
+      return runAgentUntilSignal(config, createDeps(config), io.onSignal);
+    }
+  }
+}
+
+function runCommand(command: string, args: string[]): Promise<{ code: number; output: string }> {
+  return new Promise((resolve) => {
+    execFile(command, args, { encoding: "utf8" }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
+      resolve({ code, output: `${stdout}${stderr}` });
+    });
+  });
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+function commandExists(command: string): boolean {
+  return spawnSync("sh", ["-c", `command -v ${command}`], { stdio: "ignore" }).status === 0;
+}

@@ -1,0 +1,189 @@
+// The agent's configuration, parsed once. Sources, strongest first: command-line
+// flags, environment variables, then a config file (KEY=VALUE lines as systemd's
+// EnvironmentFile reads them, or a JSON object with the same keys). Nothing
+// else in the agent reads the environment.
+import { z } from "zod";
+
+/** "silent" too, as the control plane's LOG_LEVEL allows it (`npm start` passes its environment on). */
+export const LOG_LEVELS = ["debug", "info", "warn", "error", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** The keys a config file or the environment may set. */
+export const CONFIG_KEYS = ["CONTROL_PLANE_URL", "AGENT_TOKEN", "DOCKER_SOCKET", "AGENT_STATE_DIR", "LOG_LEVEL"] as const;
+export type ConfigKey = (typeof CONFIG_KEYS)[number];
+export type RawConfig = Partial<Record<ConfigKey, string>>;
+
+export const DEFAULT_DOCKER_SOCKET = "/var/run/docker.sock";
+export const AGENT_WS_PATH = "/agent/ws";
+export const AGENT_TUNNEL_PATH = "/agent/tunnel";
+
+/** Tuning with production defaults; not read from the environment, tests shorten them. */
+const Timing = z.object({
+  backoffInitialMs: z.number().int().min(1).default(250),
+  backoffMaxMs: z.number().int().min(1).default(30_000),
+  /** a connection that stayed ready this long resets the backoff */
+  stableConnectionMs: z.number().int().min(0).default(10_000),
+  /** from opening the socket to welcome */
+  helloTimeoutMs: z.number().int().min(1).default(10_000),
+  pingIntervalMs: z.number().int().min(1).default(15_000),
+  /** no pong (or any frame) this long after a ping: the TCP connection is half-open */
+  pongTimeoutMs: z.number().int().min(1).default(10_000),
+  specsIntervalMs: z.number().int().min(1).default(10 * 60_000),
+  /** SIGTERM, then SIGKILL after this, when a tenant's container is stopped */
+  containerStopTimeoutS: z.number().int().min(0).default(10),
+  logBatchLines: z.number().int().min(1).max(5000).default(1000),
+  /** lines sent but not yet acknowledged before the follower pauses (flow control) */
+  logMaxInflightLines: z.number().int().min(1).default(100_000),
+  /** how often a container's log is read while it writes */
+  logPollMs: z.number().int().min(1).default(100),
+  /** reads back off to this while a container is quiet */
+  logIdlePollMaxMs: z.number().int().min(1).default(1_000),
+  /** how often the ports of running deployments are probed while one is not ready yet */
+  endpointProbeMs: z.number().int().min(1).default(1_000),
+  /** and once all are ready */
+  endpointIdleProbeMs: z.number().int().min(1).default(15_000),
+});
+export type Timing = z.infer<typeof Timing>;
+
+export const AgentConfigInput = z.object({
+  controlPlaneUrl: z.url({ protocol: /^(https?|wss?)$/, error: "CONTROL_PLANE_URL (or --control-plane) must be an http(s):// or ws(s):// URL" }),
+  token: z.string({ error: "AGENT_TOKEN (or --token) is required" }).trim().min(1, "AGENT_TOKEN is empty").max(200),
+  dockerSocket: z.string().min(1).default(DEFAULT_DOCKER_SOCKET),
+  stateDir: z.string().min(1).optional(),
+  logLevel: z.enum(LOG_LEVELS).default("info"),
+  /** extra labels stamped on every container, and the filter for adopting them (tests use a per-run label) */
+  containerLabels: z.record(z.string(), z.string()).default({}),
+  timing: Timing.default(Timing.parse({})),
+});
+export type AgentConfigInput = z.input<typeof AgentConfigInput>;
+
+export type AgentConfig = z.output<typeof AgentConfigInput> & {
+  /** where the agent's WebSocket goes, e.g. wss://cp.example.com/agent/ws */
+  wsUrl: string;
+  /** the control plane's HTTP base, e.g. https://cp.example.com, for GET /health */
+  httpUrl: string;
+  /** where the agent opens one WebSocket per public-endpoint connection, e.g. wss://cp.example.com/agent/tunnel */
+  tunnelUrl: string;
+};
+
+/** Throws a ConfigError listing every problem at once. */
+export function parseAgentConfig(input: AgentConfigInput): AgentConfig {
+  const result = AgentConfigInput.safeParse(input);
+  if (!result.success) throw new ConfigError(result.error.issues.map((issue) => issue.message));
+  const { wsUrl, httpUrl } = controlPlaneUrls(result.data.controlPlaneUrl);
+  return { ...result.data, wsUrl, httpUrl, tunnelUrl: tunnelUrlOf(httpUrl) };
+}
+
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+  constructor(readonly problems: string[]) {
+    super(`invalid agent configuration: ${problems.join("; ")}`);
+  }
+}
+
+/**
+ * http(s)://host:port[/base] -> ws(s)://host:port[/base]/agent/ws. A ws(s) URL
+ * is taken as the socket's own address when it has a path, else /agent/ws is added.
+ */
+export function controlPlaneUrls(controlPlaneUrl: string): { wsUrl: string; httpUrl: string } {
+  const url = new URL(controlPlaneUrl);
+  const base = url.pathname.replace(/\/+$/, "");
+  const secure = url.protocol === "https:" || url.protocol === "wss:";
+  const origin = `${secure ? "s" : ""}://${url.host}`;
+  if (url.protocol.startsWith("ws")) {
+    const wsPath = base === "" ? AGENT_WS_PATH : base;
+    const httpBase = wsPath.endsWith(AGENT_WS_PATH) ? wsPath.slice(0, -AGENT_WS_PATH.length) : "";
+    return { wsUrl: `ws${origin}${wsPath}${url.search}`, httpUrl: `http${origin}${httpBase}` };
+  }
+  return { wsUrl: `ws${origin}${base}${AGENT_WS_PATH}`, httpUrl: `http${origin}${base}` };
+}
+
+/** The tunnel endpoint beside the agent socket: ws(s)://host:port[/base]/agent/tunnel. */
+export function tunnelUrlOf(httpUrl: string): string {
+  return `${httpUrl.replace(/^http/, "ws")}${AGENT_TUNNEL_PATH}`;
+}
+
+/** Reads a config file: KEY=VALUE lines (comments, `export`, quotes allowed) or a JSON object. */
+export function parseConfigFile(text: string, path: string): RawConfig {
+  const trimmed = text.trim();
+  const pairs: Record<string, unknown> = trimmed.startsWith("{") ? parseJsonObject(trimmed, path) : parseEnvLines(trimmed);
+  const raw: RawConfig = {};
+  for (const [key, value] of Object.entries(pairs)) {
+    if (!(CONFIG_KEYS as readonly string[]).includes(key)) throw new ConfigError([`${path}: unknown key ${key} (known: ${CONFIG_KEYS.join(", ")})`]);
+    if (typeof value !== "string") throw new ConfigError([`${path}: ${key} must be a string`]);
+    raw[key as ConfigKey] = value;
+  }
+  return raw;
+}
+
+function parseJsonObject(text: string, path: string): Record<string, unknown> {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (value && typeof value === "object" && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // reported below, with the path
+  }
+  throw new ConfigError([`${path}: not a JSON object`]);
+}
+
+function parseEnvLines(text: string): Record<string, string> {
+  const pairs: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/)) {
+    const match = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+    if (!match || line.trim().startsWith("#")) continue;
+    const [, key = "", value = ""] = match;
+    pairs[key] = unquote(value);
+  }
+  return pairs;
+}
+
+/** systemd's EnvironmentFile rules, as far as the agent's own files need them. */
+function unquote(value: string): string {
+  if (/^'.*'$/.test(value)) return value.slice(1, -1);
+  if (/^".*"$/.test(value)) return value.slice(1, -1).replace(/\\(["\\$`])/g, "$1");
+  return value;
+}
+
+export interface ConfigSources {
+  /** from the command line: --control-plane, --token, --docker-socket, --state-dir, --log-level */
+  flags: RawConfig;
+  env: Record<string, string | undefined>;
+  /** --config, else AGENT_CONFIG from the environment */
+  configPath?: string;
+  readFile: (path: string) => string;
+}
+
+/** Merges the sources, flags over env over file; empty values count as unset. */
+export function mergeConfigSources(sources: ConfigSources): RawConfig {
+  const path = sources.configPath ?? sources.env.AGENT_CONFIG;
+  let fromFile: RawConfig = {};
+  if (path) {
+    let text: string;
+    try {
+      text = sources.readFile(path);
+    } catch (error) {
+      throw new ConfigError([`cannot read config file ${path}: ${(error as Error).message}`]);
+    }
+    fromFile = parseConfigFile(text, path);
+  }
+  const merged: RawConfig = {};
+  for (const key of CONFIG_KEYS) {
+    const value = [sources.flags[key], sources.env[key], fromFile[key]].find((v) => v !== undefined && v !== "");
+    if (value !== undefined) merged[key] = value;
+  }
+  return merged;
+}
+
+export function configFromRaw(raw: RawConfig): AgentConfig {
+  return parseAgentConfig({
+    controlPlaneUrl: raw.CONTROL_PLANE_URL ?? "",
+    token: raw.AGENT_TOKEN as string,
+    dockerSocket: raw.DOCKER_SOCKET,
+    stateDir: raw.AGENT_STATE_DIR,
+    logLevel: raw.LOG_LEVEL as LogLevel | undefined,
+  });
+}
+
+export function loadAgentConfig(sources: ConfigSources): AgentConfig {
+  return configFromRaw(mergeConfigSources(sources));
+}

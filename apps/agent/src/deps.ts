@@ -1,0 +1,20 @@
+// The one place that builds the agent's real dependencies from its config.
+import { systemClock } from "./clock";
+import type { AgentConfig } from "./config";
+import { wsSocketFactory } from "./connection/socket";
+import { SystemHostProbe } from "./host/probe";
+import { createLogger } from "./logger";
+import type { Logger } from "./logger";
+import { DockerRuntime } from "./runtime/docker-runtime";
+import type { AgentDeps } from "./agent";
+
+export function createDeps(config: Pick<AgentConfig, "dockerSocket" | "logLevel">, logger: Logger = createLogger({ level: config.logLevel })): AgentDeps {
+  const runtime = new DockerRuntime({ socketPath: dockerSocketPath(config.dockerSocket), logger });
+  const hostProbe = new SystemHostProbe({ dockerEngine: () => runtime.engineInfo() });
+  return { runtime, hostProbe, socketFactory: wsSocketFactory(), clock: systemClock, logger };
+}
+
+/** DOCKER_SOCKET may be a path or a unix:// URL, as DOCKER_HOST is written. */
+export function dockerSocketPath(value: string): string {
+  return value.replace(/^unix:\/\//, "");
+}

@@ -1,0 +1,115 @@
+// `npm run agent -- doctor`: one ✓/✗ line per thing the agent needs, each with
+// a fix. Exits non-zero when a required check fails; a CPU-only machine is fine.
+import type { AgentConfig } from "../config";
+import type { SocketFactory } from "../connection/socket";
+import type { HostProbe } from "../host/probe";
+import type { EngineClient } from "../runtime/container-runtime";
+import type { EngineInfo } from "../runtime/types";
+import type { AgentStatus } from "../state-file";
+import { checkToken } from "./token-check";
+
+export type CheckStatus = "ok" | "warn" | "fail" | "skip";
+export interface CheckResult {
+  status: CheckStatus;
+  title: string;
+  detail: string;
+  fix?: string;
+}
+
+export interface DoctorDeps {
+  /** the parsed config, or the problems that kept it from parsing */
+  config: { ok: true; value: AgentConfig } | { ok: false; problems: string[] };
+  dockerSocket: string;
+  engine: EngineClient;
+  hostProbe: Pick<HostProbe, "gpus">;
+  fetch: typeof fetch;
+  socketFactory: SocketFactory;
+  /** whether cm-agent.service runs here: a token check would replace its connection */
+  serviceActive(): Promise<boolean>;
+  forceTokenCheck: boolean;
+  /** what a running agent wrote to AGENT_STATE_DIR/status.json, and whether its process lives */
+  agentStatus?: { status: AgentStatus; alive: boolean };
+  timeoutMs?: number;
+  print(line: string): void;
+}
+
+const SYMBOL: Record<CheckStatus, string> = { ok: "✓", warn: "!", fail: "✗", skip: "-" };
+
+export async function runDoctor(deps: DoctorDeps): Promise<number> {
+  const results: CheckResult[] = [];
+  const report = (result: CheckResult) => {
+    results.push(result);
+    deps.print(`${SYMBOL[result.status]} ${result.title}: ${result.detail}`);
+    if (result.fix && result.status !== "ok") deps.print(`    fix: ${result.fix}`);
+  };
+  const timeoutMs = deps.timeoutMs ?? 10_000;
+
+  const config = deps.config.ok ? deps.config.value : undefined;
+  if (deps.config.ok) report({ status: "ok", title: "Configuration", detail: `control plane ${deps.config.value.httpUrl}, socket ${deps.config.value.wsUrl}` });
+  else report({ status: "fail", title: "Configuration", detail: deps.config.problems.join("; "), fix: "set CONTROL_PLANE_URL and AGENT_TOKEN (or pass --control-plane/--token, or --config /etc/cm-agent/agent.env)" });
+
+  let engine: EngineInfo | undefined;
+  try {
+    engine = await deps.engine.engineInfo();
+    report({ status: "ok", title: "Docker", detail: `engine ${engine.version} at ${deps.dockerSocket}` });
+  } catch (error) {
+    report({ status: "fail", title: "Docker", detail: `cannot reach the engine at ${deps.dockerSocket}: ${(error as Error).message}`, fix: "start Docker (systemctl start docker), run the agent as root or in the docker group, or point DOCKER_SOCKET at the engine's socket" });
+  }
+
+  const gpus = await deps.hostProbe.gpus();
+  if (gpus.gpus.length > 0) {
+    const names = gpus.gpus.map((gpu) => `#${gpu.index} ${gpu.name} (${Math.round(gpu.vramMb / 1024)} GB)`).join(", ");
+    report({ status: gpus.warning ? "warn" : "ok", title: "NVIDIA GPUs", detail: `${gpus.gpus.length} found: ${names}${gpus.warning ? `; ${gpus.warning}` : ""}` });
+  } else {
+    report({ status: "warn", title: "NVIDIA GPUs", detail: `none: ${gpus.warning ?? "nvidia-smi lists no GPU"}. This node will take CPU-only deployments`, fix: "if this machine has NVIDIA GPUs, install the NVIDIA driver so that nvidia-smi lists them" });
+  }
+
+  if (gpus.gpus.length === 0) report({ status: "skip", title: "NVIDIA container runtime", detail: "not needed without GPUs" });
+  else if (!engine) report({ status: "skip", title: "NVIDIA container runtime", detail: "cannot tell while Docker is unreachable" });
+  else if (engine.runtimes.includes("nvidia")) report({ status: "ok", title: "NVIDIA container runtime", detail: `registered with Docker (runtimes: ${engine.runtimes.join(", ")})` });
+  else report({ status: "fail", title: "NVIDIA container runtime", detail: `Docker knows no "nvidia" runtime (runtimes: ${engine.runtimes.join(", ") || "none"}), so containers cannot use the GPUs`, fix: "install nvidia-container-toolkit, then: nvidia-ctk runtime configure --runtime=docker && systemctl restart docker" });
+
+  if (!config) {
+    report({ status: "skip", title: "Control plane", detail: "no valid configuration" });
+    report({ status: "skip", title: "Token", detail: "no valid configuration" });
+  } else {
+    const healthy = await checkHealth(deps, config.httpUrl, timeoutMs);
+    report(healthy);
+    if (healthy.status !== "ok") report({ status: "skip", title: "Token", detail: "the control plane does not answer" });
+    else if (!deps.forceTokenCheck && (await deps.serviceActive())) {
+      report({ status: "skip", title: "Token", detail: "cm-agent.service is running and connected with it; a second connection would replace it (see journalctl -u cm-agent for its state, or pass --check-token)" });
+    } else {
+      const token = await checkToken(deps.socketFactory, config.wsUrl, config.token, timeoutMs);
+      if (token.ok) report({ status: "ok", title: "Token", detail: `accepted: this machine is node ${token.nodeId}` });
+      else report({ status: "fail", title: "Token", detail: token.reason, fix: token.rejected ? "copy the node's token again from the control plane (or register the node again) into AGENT_TOKEN" : "check that CONTROL_PLANE_URL points at the control plane and that WebSockets pass any proxy in between" });
+    }
+  }
+
+  if (deps.agentStatus) report(agentServiceCheck(deps.agentStatus.status, deps.agentStatus.alive));
+
+  const failed = results.filter((r) => r.status === "fail").length;
+  deps.print(failed === 0 ? "All required checks passed." : `${failed} required check${failed === 1 ? "" : "s"} failed.`);
+  return failed === 0 ? 0 : 1;
+}
+
+function agentServiceCheck(status: AgentStatus, alive: boolean): CheckResult {
+  const since = new Date(status.since).toISOString();
+  const title = "Agent service";
+  if (!alive) return { status: "skip", title, detail: `not running (pid ${status.pid} was ${status.state} at ${since}${status.failure ? `: ${status.failure}` : ""})` };
+  if (status.failure) return { status: "fail", title, detail: `stopped retrying: ${status.failure}`, fix: "fix the cause, then: systemctl restart cm-agent" };
+  if (status.state === "ready") return { status: "ok", title, detail: `connected as node ${status.nodeId ?? "?"} since ${since} (pid ${status.pid})` };
+  return { status: "warn", title, detail: `${status.state} since ${since} (pid ${status.pid}); see journalctl -u cm-agent` };
+}
+
+async function checkHealth(deps: DoctorDeps, httpUrl: string, timeoutMs: number): Promise<CheckResult> {
+  const url = `${httpUrl}/health`;
+  const fix = "check CONTROL_PLANE_URL, DNS and that this machine may open outbound connections to it";
+  try {
+    const response = await deps.fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    if (response.ok) return { status: "ok", title: "Control plane", detail: `GET ${url} answered ${response.status}` };
+    return { status: "fail", title: "Control plane", detail: `GET ${url} answered ${response.status}`, fix };
+  } catch (error) {
+    const cause = (error as { cause?: { message?: string } }).cause?.message;
+    return { status: "fail", title: "Control plane", detail: `GET ${url} failed: ${cause ?? (error as Error).message}`, fix };
+  }
+}

@@ -1,0 +1,96 @@
+// One LogShipper per deployment whose container's log is being shipped. All of
+// them stop when the connection drops; the next sync restarts them from the
+// control plane's acknowledged cursors, so nothing is lost and nothing is sent twice.
+import type { LogCursor, LogLineFrame } from "@cm/protocol";
+import type { Clock, TimerHandle } from "../clock";
+import type { Timing } from "../config";
+import type { Logger } from "../logger";
+import type { LogClient } from "../runtime/container-runtime";
+import { LogShipper } from "./log-shipper";
+
+export interface LogShippingOptions {
+  runtime: LogClient;
+  send(frame: { type: "logs"; deploymentId: string; lines: LogLineFrame[] }): boolean;
+  clock: Clock;
+  logger: Logger;
+  timing: Pick<Timing, "logPollMs" | "logIdlePollMaxMs" | "logBatchLines" | "logMaxInflightLines">;
+  /** the largest frame the control plane reads, once its welcome said so */
+  maxFrameBytes?: () => number | undefined;
+}
+
+export class LogShipping {
+  private readonly shippers = new Map<string, LogShipper>();
+  /** the highest seq this process numbered per deployment, and for which container */
+  private readonly numbered = new Map<string, { containerId: string; seq: number }>();
+
+  constructor(private readonly options: LogShippingOptions) {}
+
+  /**
+   * Starts shipping the container's log after `cursor`, unless it is shipped
+   * already. `ended`: the container does not run; ship what is there and finish.
+   */
+  ensure(deploymentId: string, container: { id: string; logPath: string | null }, cursor: LogCursor, ended = false): void {
+    const containerId = container.id;
+    const existing = this.shippers.get(deploymentId);
+    if (existing && existing.containerId === containerId && !existing.finished) return;
+    existing?.stop();
+    const shipper = new LogShipper({
+      deploymentId,
+      containerId,
+      logPath: container.logPath,
+      cursor: this.resumeCursor(deploymentId, containerId, cursor, existing),
+      runtime: this.options.runtime,
+      send: (frame) => {
+        const sent = this.options.send(frame);
+        const last = frame.lines[frame.lines.length - 1];
+        if (sent && last) this.numbered.set(deploymentId, { containerId, seq: last.seq });
+        return sent;
+      },
+      clock: this.options.clock,
+      logger: this.options.logger,
+      batchLines: this.options.timing.logBatchLines,
+      maxInflightLines: this.options.timing.logMaxInflightLines,
+      pollMs: this.options.timing.logPollMs,
+      idlePollMaxMs: this.options.timing.logIdlePollMaxMs,
+      ...(this.options.maxFrameBytes ? { maxFrameBytes: this.options.maxFrameBytes } : {}),
+    });
+    this.shippers.set(deploymentId, shipper);
+    shipper.start();
+    if (ended) shipper.finish();
+  }
+
+  onAck(deploymentId: string, cursor: LogCursor): void {
+    this.shippers.get(deploymentId)?.onAck(cursor);
+  }
+
+  /** The container has ended: waits (at most timeoutMs) until its log was sent to the end. */
+  async finish(deploymentId: string, timeoutMs: number): Promise<void> {
+    const shipper = this.shippers.get(deploymentId);
+    if (!shipper) return;
+    shipper.finish();
+    let timer: TimerHandle | undefined;
+    await Promise.race([shipper.done, new Promise<void>((resolve) => (timer = this.options.clock.setTimeout(resolve, timeoutMs)))]);
+    this.options.clock.clearTimeout(timer);
+  }
+
+  stop(deploymentId: string): void {
+    this.shippers.get(deploymentId)?.stop();
+    this.shippers.delete(deploymentId);
+  }
+
+  stopAll(): void {
+    for (const shipper of this.shippers.values()) shipper.stop();
+    this.shippers.clear();
+  }
+
+  private resumeCursor(deploymentId: string, containerId: string, cursor: LogCursor, previous: LogShipper | undefined): LogCursor {
+    // Same container on the same connection: the control plane's cursor may lag
+    // what is in flight; carry on after what was sent instead of sending it twice.
+    if (previous && previous.containerId === containerId && previous.lastSent.seq > cursor.seq) return previous.lastSent;
+    // A new run's container: the cursor may predate the old run's last lines, so
+    // never reuse a seq this process already gave out.
+    const numbered = this.numbered.get(deploymentId);
+    if (numbered && numbered.containerId !== containerId && numbered.seq > cursor.seq) return { seq: numbered.seq, dockerTs: cursor.dockerTs };
+    return cursor;
+  }
+}

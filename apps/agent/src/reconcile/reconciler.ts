@@ -1,0 +1,237 @@
+// Converges the node towards the control plane's desired state. Docker is the
+// source of truth: every convergence looks at the deployment's containers (found
+// by label) and does only what is missing, so converging twice does nothing the
+// second time, and a restarted agent picks up where the last one left off.
+import type { DeploymentSpec } from "@cm/protocol";
+import type { Clock } from "../clock";
+import type { Logger } from "../logger";
+import type { LogShipping } from "../logs/log-shipping";
+import type { ContainerRuntime } from "../runtime/container-runtime";
+import { dockerMessage } from "../runtime/errors";
+import { LABEL_DEPLOYMENT_ID } from "../runtime/labels";
+import type { ContainerExit, ContainerState } from "../runtime/types";
+import { ExitWatcher } from "./exit-watcher";
+import { describeExit } from "./exit-reason";
+import { KeyedQueue } from "./keyed-queue";
+import { runSeqOf } from "./labels";
+import { DeploymentFailure, startDeployment } from "./start-deployment";
+import type { NodeFacts } from "./start-deployment";
+import type { StatusReporter } from "./status-reporter";
+
+export type ConvergeResult = { ok: true } | { ok: false; error: string };
+type CommandAction = "create" | "start" | "stop" | "remove";
+
+const DESIRED_BY_ACTION = { create: "running", start: "running", stop: "stopped", remove: "removed" } as const;
+/** how long an ending container's last log lines may take to go out before its status does */
+const LOG_DRAIN_MS = 2_000;
+
+export interface ReconcilerOptions {
+  runtime: ContainerRuntime;
+  reporter: StatusReporter;
+  logs: LogShipping;
+  clock: Clock;
+  logger: Logger;
+  containerLabels: Record<string, string>;
+  containerStopTimeoutS: number;
+  nodeFacts(): Promise<NodeFacts>;
+  /** whether log shipping can start now (the connection is ready) */
+  canShipLogs(): boolean;
+}
+
+export class Reconciler {
+  private readonly queue = new KeyedQueue();
+  private readonly gpuLock = new KeyedQueue();
+  private readonly watcher: ExitWatcher;
+  /** the newest desired spec per deployment: older queued ones are skipped */
+  private readonly latest = new Map<string, DeploymentSpec>();
+  /** deploymentId -> its running container, for heartbeats */
+  private readonly runningNow = new Map<string, ContainerState>();
+  /** containers the agent is stopping on purpose: their exit is not news */
+  private readonly deliberate = new Set<string>();
+  /** runs that failed to start, so a repeated sync reports instead of retrying */
+  private readonly failedRuns = new Map<string, { runSeq: number; reason: string }>();
+  private nodeId = "";
+
+  constructor(private readonly options: ReconcilerOptions) {
+    this.watcher = new ExitWatcher(options.runtime, options.clock, options.logger);
+  }
+
+  /** Takes over the containers a previous agent left: running ones keep running and are watched. */
+  async adopt(): Promise<ContainerState[]> {
+    const containers = await this.options.runtime.listManaged(this.options.containerLabels);
+    for (const container of containers.filter((c) => c.running)) this.track(container);
+    this.options.logger.info("Adopted existing containers", { total: containers.length, running: this.runningNow.size });
+    return containers;
+  }
+
+  setNodeId(nodeId: string): void {
+    this.nodeId = nodeId;
+  }
+
+  /** This node's deployments whose containers run (not those another registration of this machine left). */
+  running(): string[] {
+    return [...this.runningNow.values()]
+      .filter((container) => !this.nodeId || container.nodeId === this.nodeId)
+      .map((container) => container.deploymentId)
+      .sort();
+  }
+
+  /** The full desired state: converge each deployment, and remove our containers it no longer lists. */
+  async sync(specs: DeploymentSpec[]): Promise<void> {
+    const wanted = new Set(specs.map((spec) => spec.deploymentId));
+    const tasks: Promise<unknown>[] = specs.map((spec) => this.enqueue(spec));
+    const ours = await this.options.runtime.listManaged(this.options.containerLabels).catch(() => []);
+    for (const container of ours) {
+      const id = container.deploymentId;
+      if (wanted.has(id) || container.nodeId !== this.nodeId) continue;
+      this.latest.delete(id); // a command for it arriving after this sync will win again
+      tasks.push(this.queue.run(id, () => this.removeOrphan(id)));
+    }
+    await Promise.all(tasks);
+  }
+
+  async command(action: CommandAction, deployment: DeploymentSpec): Promise<ConvergeResult> {
+    return this.enqueue({ ...deployment, desiredState: DESIRED_BY_ACTION[action] });
+  }
+
+  /** Stops watching; containers are left exactly as they are. */
+  stop(): void {
+    this.watcher.stop();
+  }
+
+  /** Settles when all queued work is done (tests). */
+  idle(): Promise<void> {
+    return this.queue.idle();
+  }
+
+  private enqueue(spec: DeploymentSpec): Promise<ConvergeResult> {
+    this.latest.set(spec.deploymentId, spec);
+    return this.queue.run(spec.deploymentId, () => this.converge(spec));
+  }
+
+  private async converge(spec: DeploymentSpec): Promise<ConvergeResult> {
+    if (this.latest.get(spec.deploymentId) !== spec) return { ok: true }; // a newer desired state is queued
+    try {
+      const containers = await this.containersOf(spec.deploymentId);
+      if (spec.desiredState === "running") return await this.convergeRunning(spec, containers);
+      await this.stopContainers(spec.deploymentId, containers);
+      if (spec.desiredState === "removed") {
+        for (const container of containers) await this.options.runtime.remove(container.id);
+        this.options.logs.stop(spec.deploymentId);
+        this.failedRuns.delete(spec.deploymentId);
+      }
+      this.options.reporter.status(spec.deploymentId, spec.runSeq, spec.desiredState);
+      return { ok: true };
+    } catch (error) {
+      const message = error instanceof DeploymentFailure ? error.message : dockerMessage(error);
+      this.options.logger.error("Could not converge a deployment", { deploymentId: spec.deploymentId, desiredState: spec.desiredState, error: message });
+      return { ok: false, error: message };
+    }
+  }
+
+  private async convergeRunning(spec: DeploymentSpec, containers: ContainerState[]): Promise<ConvergeResult> {
+    const { deploymentId, runSeq } = spec;
+    if (containers.some((c) => runSeqOf(c) > runSeq)) {
+      this.options.logger.warn("Ignoring a desired state for an older run", { deploymentId, runSeq });
+      return { ok: true };
+    }
+    const older = containers.filter((c) => runSeqOf(c) < runSeq);
+    await this.stopContainers(deploymentId, older);
+    for (const container of older) await this.options.runtime.remove(container.id);
+
+    const current = containers.find((c) => runSeqOf(c) === runSeq);
+    if (current?.running) {
+      this.track(current);
+      this.shipLogs(spec, current);
+      this.options.reporter.status(deploymentId, runSeq, "running");
+      return { ok: true };
+    }
+    if (current && current.startedAt !== null) {
+      // It ran and ended by itself; the agent never restarts a run on its own.
+      this.shipLogs(spec, current, true);
+      const exit = { exitCode: current.exitCode ?? -1, oomKilled: current.oomKilled, error: current.error };
+      this.options.reporter.status(deploymentId, runSeq, "exited", { exitCode: exit.exitCode, reason: describeExit(exit) });
+      return { ok: true };
+    }
+    // Created but never started (the last agent died in between): start afresh.
+    if (current) await this.options.runtime.remove(current.id);
+    const failed = this.failedRuns.get(deploymentId);
+    if (failed?.runSeq === runSeq) {
+      this.options.reporter.status(deploymentId, runSeq, "failed", { reason: failed.reason });
+      return { ok: false, error: failed.reason };
+    }
+    return this.startRun(spec);
+  }
+
+  private async startRun(spec: DeploymentSpec): Promise<ConvergeResult> {
+    const { deploymentId, runSeq } = spec;
+    try {
+      const container = await startDeployment(
+        {
+          ...this.options,
+          nodeId: this.nodeId,
+          gpuLock: this.gpuLock,
+          superseded: () => this.latest.get(deploymentId) !== spec,
+        },
+        spec,
+      );
+      if (!container) return { ok: true };
+      this.track(container);
+      this.shipLogs(spec, container);
+      this.options.reporter.status(deploymentId, runSeq, "running");
+      return { ok: true };
+    } catch (error) {
+      const reason = error instanceof DeploymentFailure ? error.message : `could not start the deployment: ${dockerMessage(error)}`;
+      this.failedRuns.set(deploymentId, { runSeq, reason });
+      this.options.logger.warn("A deployment failed to start", { deploymentId, runSeq, reason });
+      this.options.reporter.status(deploymentId, runSeq, "failed", { reason });
+      return { ok: false, error: reason };
+    }
+  }
+
+  private async removeOrphan(deploymentId: string): Promise<void> {
+    if (this.latest.has(deploymentId)) return; // a command for it arrived meanwhile
+    const containers = await this.containersOf(deploymentId);
+    this.options.logger.warn("Removing containers of a deployment the control plane no longer lists", { deploymentId, containers: containers.length });
+    try {
+      await this.stopContainers(deploymentId, containers);
+      for (const container of containers) await this.options.runtime.remove(container.id);
+    } catch (error) {
+      this.options.logger.error("Could not remove an orphaned deployment", { deploymentId, error: dockerMessage(error) });
+    }
+  }
+
+  /** Stops the running ones gracefully, marked as deliberate so their exit is not reported as a crash. */
+  private async stopContainers(deploymentId: string, containers: ContainerState[]): Promise<void> {
+    for (const container of containers.filter((c) => c.running)) {
+      this.deliberate.add(container.id);
+      await this.options.runtime.stop(container.id, this.options.containerStopTimeoutS);
+      if (this.runningNow.get(deploymentId)?.id === container.id) this.runningNow.delete(deploymentId);
+    }
+    if (containers.length > 0) await this.options.logs.finish(deploymentId, LOG_DRAIN_MS);
+  }
+
+  private track(container: ContainerState): void {
+    this.runningNow.set(container.deploymentId, container);
+    this.watcher.watch(container.id, (exit) => void this.onExit(container, exit));
+  }
+
+  private async onExit(container: ContainerState, exit: ContainerExit): Promise<void> {
+    const { deploymentId, id } = container;
+    if (this.runningNow.get(deploymentId)?.id === id) this.runningNow.delete(deploymentId);
+    if (this.deliberate.delete(id)) return;
+    await this.options.logs.finish(deploymentId, LOG_DRAIN_MS);
+    this.options.logger.info("A deployment's container ended by itself", { deploymentId, containerId: id, exitCode: exit.exitCode });
+    this.options.reporter.status(deploymentId, runSeqOf(container), "exited", { exitCode: exit.exitCode, reason: describeExit(exit) });
+  }
+
+  private shipLogs(spec: DeploymentSpec, container: ContainerState, ended = false): void {
+    if (this.options.canShipLogs()) this.options.logs.ensure(spec.deploymentId, container, spec.logCursor, ended);
+  }
+
+  /** The deployment's containers, newest run first. */
+  private async containersOf(deploymentId: string): Promise<ContainerState[]> {
+    const containers = await this.options.runtime.listManaged({ ...this.options.containerLabels, [LABEL_DEPLOYMENT_ID]: deploymentId });
+    return containers.sort((a, b) => runSeqOf(b) - runSeqOf(a));
+  }
+}

@@ -1,0 +1,99 @@
+// Makes a desired-running deployment real from nothing: image, GPUs, limits,
+// container, start. Every failure becomes a DeploymentFailure whose message the
+// tenant can read.
+import type { DeploymentSpec } from "@cm/protocol";
+import type { GpuInfo } from "../host/types";
+import type { Logger } from "../logger";
+import type { ContainerRuntime } from "../runtime/container-runtime";
+import { ImageUnavailableError, dockerMessage } from "../runtime/errors";
+import type { ContainerState } from "../runtime/types";
+import { pickGpus } from "./gpu-assignment";
+import type { KeyedQueue } from "./keyed-queue";
+import { containerName, gpusOf, runLabels } from "./labels";
+import { containerResources } from "./resources";
+import type { StatusReporter } from "./status-reporter";
+
+export class DeploymentFailure extends Error {
+  override readonly name = "DeploymentFailure";
+}
+
+export interface NodeFacts {
+  gpus: GpuInfo[];
+  cpuThreads: number;
+  ramMb: number;
+}
+
+export interface StartContext {
+  runtime: ContainerRuntime;
+  reporter: StatusReporter;
+  logger: Logger;
+  nodeId: string;
+  /** extra labels on every container, and the filter that finds ours */
+  containerLabels: Record<string, string>;
+  nodeFacts(): Promise<NodeFacts>;
+  /** serializes GPU picking with container creation across deployments */
+  gpuLock: KeyedQueue;
+  /** true when a newer desired state for this deployment has arrived meanwhile */
+  superseded(): boolean;
+}
+
+/** Resolves with the running container, or undefined when superseded; rejects with DeploymentFailure. */
+export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): Promise<ContainerState | undefined> {
+  const image = await ensureImage(ctx, spec);
+  if (ctx.superseded()) return undefined;
+  const facts = await ctx.nodeFacts();
+  const resources = containerResources(spec, { cpuThreads: facts.cpuThreads, ramMb: facts.ramMb, gpuCount: facts.gpus.length });
+
+  const containerId = await ctx.gpuLock.run("gpus", async () => {
+    const gpuUuids = await pickFreeGpus(ctx, facts.gpus, spec.gpuCount);
+    ctx.reporter.status(spec.deploymentId, spec.runSeq, "starting");
+    let id: string;
+    try {
+      id = await ctx.runtime.createContainer({
+        deploymentId: spec.deploymentId,
+        nodeId: ctx.nodeId,
+        userId: spec.userId,
+        image,
+        env: spec.env,
+        exposedPorts: spec.ports,
+        cpuCores: resources.cpuCores,
+        memoryMb: resources.memoryMb,
+        gpuDeviceIds: gpuUuids,
+        labels: { ...ctx.containerLabels, ...runLabels(spec.runSeq, gpuUuids) },
+        name: containerName(spec.deploymentId, spec.runSeq),
+      });
+    } catch (error) {
+      throw new DeploymentFailure(`could not create the container: ${dockerMessage(error)}`);
+    }
+    try {
+      await ctx.runtime.start(id);
+    } catch (error) {
+      // A container that never ran is of no use to anyone; leave no debris behind.
+      await ctx.runtime.remove(id).catch(() => {});
+      throw new DeploymentFailure(`could not start the container: ${dockerMessage(error)}`);
+    }
+    return id;
+  });
+  ctx.logger.info("Started a deployment's container", { deploymentId: spec.deploymentId, runSeq: spec.runSeq, containerId, ...resources });
+  return ctx.runtime.inspect(containerId);
+}
+
+async function ensureImage(ctx: StartContext, spec: DeploymentSpec): Promise<string> {
+  try {
+    if (!(await ctx.runtime.imagePresent(spec.image))) ctx.reporter.status(spec.deploymentId, spec.runSeq, "pulling");
+    const ensured = await ctx.runtime.ensureImage(spec.image, (progress) => ctx.reporter.pullProgress(spec.deploymentId, progress));
+    return ensured.ref;
+  } catch (error) {
+    if (error instanceof ImageUnavailableError) throw new DeploymentFailure(error.message);
+    throw new DeploymentFailure(`could not get image "${spec.image}": ${dockerMessage(error)}`);
+  }
+}
+
+async function pickFreeGpus(ctx: StartContext, gpus: GpuInfo[], count: number): Promise<string[]> {
+  if (count === 0) return [];
+  // Every managed container on this machine counts, whichever node or run made it: the GPUs are physical.
+  const running = (await ctx.runtime.listManaged(ctx.containerLabels)).filter((container) => container.running);
+  const pick = pickGpus(gpus, new Set(running.flatMap(gpusOf)), count);
+  if (!pick.ok) throw new DeploymentFailure(pick.reason);
+  return pick.uuids;
+}

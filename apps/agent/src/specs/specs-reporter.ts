@@ -1,0 +1,59 @@
+// Sends `specs` after every welcome, then re-probes and re-sends on an interval
+// so replaced disks, added RAM or a GPU that fell off the bus reach the catalogue.
+import type { Clock, TimerHandle } from "../clock";
+import type { Logger } from "../logger";
+import type { HostFacts, HostSnapshot } from "./host-facts";
+
+export interface SpecsReporterOptions {
+  facts: HostFacts;
+  send(frame: ReturnType<typeof specsFrame>): boolean;
+  clock: Clock;
+  logger: Logger;
+  intervalMs: number;
+}
+
+export function specsFrame(snapshot: HostSnapshot & { specs: NonNullable<HostSnapshot["specs"]> }) {
+  return {
+    type: "specs" as const,
+    specs: snapshot.specs,
+    gpus: snapshot.gpus.gpus.map((gpu) => ({ ...gpu })),
+    ...(snapshot.gpus.warning ? { gpuWarning: snapshot.gpus.warning } : {}),
+  };
+}
+
+export class SpecsReporter {
+  private timer: TimerHandle | undefined;
+  private generation = 0;
+
+  constructor(private readonly options: SpecsReporterOptions) {}
+
+  /** On welcome: send what is known now (probing first if nothing is), then keep it fresh. */
+  start(): void {
+    this.stop();
+    const generation = ++this.generation;
+    void this.options.facts.current().then((snapshot) => {
+      if (generation === this.generation) this.send(snapshot);
+    });
+    this.schedule(generation);
+  }
+
+  stop(): void {
+    this.generation += 1;
+    this.options.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private schedule(generation: number): void {
+    this.timer = this.options.clock.setTimeout(async () => {
+      const snapshot = await this.options.facts.refresh();
+      if (generation !== this.generation) return;
+      this.send(snapshot);
+      this.schedule(generation);
+    }, this.options.intervalMs);
+  }
+
+  private send(snapshot: HostSnapshot): void {
+    if (!snapshot.specs) return this.options.logger.warn("Not sending specs: this machine's specs could not be read");
+    this.options.send(specsFrame({ ...snapshot, specs: snapshot.specs }));
+  }
+}

@@ -1,0 +1,99 @@
+import net from "node:net";
+import { WebSocket, createWebSocketStream } from "ws";
+import type { ContainerRuntime } from "../runtime/container-runtime";
+import { LABEL_DEPLOYMENT_ID } from "../runtime/labels";
+import type { Logger } from "../logger";
+
+export type TunnelRequest = { tunnelId: string; deploymentId: string; port: number };
+export type TunnelResult = { ok: true } | { ok: false; reason: string };
+
+export type TunnelOptions = {
+  /** ws(s)://control-plane/agent/tunnel */
+  tunnelUrl: string;
+  token: string;
+  runtime: ContainerRuntime;
+  logger: Logger;
+  connectTimeoutMs?: number;
+};
+
+/**
+ * Carries one public-endpoint connection: a TCP connection to the container's
+ * port, spliced to a WebSocket of its own to the control plane. One socket per
+ * connection keeps a large transfer from delaying the control connection's
+ * heartbeats and commands, and lets TCP's own flow control pace each stream.
+ *
+ * The agent connects only to the address of a container it runs for the named
+ * deployment, on a port that container exposes: never to the host or elsewhere.
+ */
+export class TunnelOpener {
+  private readonly open = new Set<{ close(): void }>();
+  constructor(private readonly o: TunnelOptions) {}
+
+  async openTunnel(req: TunnelRequest): Promise<TunnelResult> {
+    const containers = await this.o.runtime.listManaged({ [LABEL_DEPLOYMENT_ID]: req.deploymentId });
+    const c = containers.find((x) => x.running);
+    if (!c || !c.ipAddress) return { ok: false, reason: `deployment ${req.deploymentId} has no running container on this node` };
+    if (!c.ports.some((p) => p.containerPort === req.port)) return { ok: false, reason: `port ${req.port} is not exposed by deployment ${req.deploymentId}` };
+
+    const tcp = await this.connect(c.ipAddress, req.port).catch((err: Error) => err);
+    if (tcp instanceof Error) return { ok: false, reason: `nothing answers on port ${req.port} yet (${tcp.message})` };
+
+    const url = `${this.o.tunnelUrl}?id=${encodeURIComponent(req.tunnelId)}`;
+    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${this.o.token}` }, perMessageDeflate: false });
+    const handle = { close: () => (ws.terminate(), tcp.destroy()) };
+    this.open.add(handle);
+    const done = () => this.open.delete(handle);
+    ws.once("open", () => {
+      const stream = createWebSocketStream(ws);
+      tcp.pipe(stream).pipe(tcp);
+      stream.on("error", () => tcp.destroy());
+      tcp.on("error", () => stream.destroy());
+      stream.on("close", () => tcp.destroy());
+      tcp.on("close", () => {
+        stream.destroy();
+        done();
+      });
+    });
+    ws.once("error", (err) => {
+      this.o.logger.warn("tunnel socket failed", { tunnelId: req.tunnelId, error: err.message });
+      tcp.destroy();
+      done();
+    });
+    return { ok: true };
+  }
+
+  /** Which of the deployment's exposed ports accept a connection now (for the endpoint's `ready`). */
+  async probe(deploymentId: string): Promise<Array<{ port: number; ready: boolean }>> {
+    const c = (await this.o.runtime.listManaged({ [LABEL_DEPLOYMENT_ID]: deploymentId })).find((x) => x.running);
+    if (!c || !c.ipAddress) return [];
+    return Promise.all(
+      c.ports.map(async (p) => {
+        const s = await this.connect(c.ipAddress!, p.containerPort).catch(() => undefined);
+        s?.destroy();
+        return { port: p.containerPort, ready: s !== undefined };
+      }),
+    );
+  }
+
+  private connect(host: string, port: number) {
+    return new Promise<net.Socket>((resolve, reject) => {
+      const s = net.connect({ host, port });
+      s.setNoDelay(true);
+      const t = setTimeout(() => s.destroy(new Error("connect timed out")), this.o.connectTimeoutMs ?? 5_000);
+      s.once("connect", () => {
+        clearTimeout(t);
+        resolve(s);
+      });
+      s.once("error", (err) => {
+        clearTimeout(t);
+        reject(err);
+      });
+    });
+  }
+
+  /** Ends every open tunnel (the agent is shutting down). */
+  closeAll() {
+    for (const h of this.open) h.close();
+    this.open.clear();
+  }
+}

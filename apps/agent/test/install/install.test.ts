@@ -1,0 +1,125 @@
+// `install`: the unit and the env file it writes, and what it runs afterwards.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { runCli } from "../../src/cli/main";
+import { parseConfigFile } from "../../src/config";
+import { runInstall } from "../../src/install/install";
+import type { InstallIo } from "../../src/install/install";
+import { agentPaths } from "../../src/install/paths";
+import { renderEnvFile, systemdWord } from "../../src/install/systemd-unit";
+
+let dir = "";
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "cm-agent-install-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+function io(commands: string[] = [], systemctl = true): InstallIo & { lines: string[] } {
+  const lines: string[] = [];
+  return {
+    lines,
+    print: (line) => lines.push(line),
+    run: async (command, args) => {
+      commands.push([command, ...args].join(" "));
+      return { code: args.includes("is-active") ? 3 : 0, output: "" };
+    },
+    commandExists: () => systemctl,
+  };
+}
+
+async function cli(argv: string[]): Promise<{ code: number; out: string }> {
+  const out: string[] = [];
+  const code = await runCli(argv, { env: {}, stdout: (l) => out.push(l), stderr: (l) => out.push(l), onSignal: () => () => {} });
+  return { code, out: out.join("\n") };
+}
+
+describe("install", () => {
+  it("--dry-run --unit-dir writes the unit and a 0600 env file there, and runs no systemctl", async () => {
+    const envFile = join(dir, "etc/cm-agent/agent.env");
+    const { code, out } = await cli(["install", "--dry-run", "--unit-dir", dir, "--env-path", envFile, "--control-plane", "https://cp.example.com", "--token", "tok_secret"]);
+    expect(code).toBe(0);
+    expect(out).toContain("systemctl daemon-reload && systemctl enable --now cm-agent");
+
+    const unit = readFileSync(join(dir, "cm-agent.service"), "utf8");
+    const paths = agentPaths();
+    for (const line of [
+      "[Unit]",
+      "Requires=docker.service",
+      "After=docker.service network-online.target",
+      "Wants=network-online.target",
+      "[Service]",
+      `EnvironmentFile=${envFile}`,
+      `ExecStart=${paths.node} --import ${paths.tsxLoader} ${paths.entry} run`,
+      "Restart=always",
+      "RestartSec=5",
+      "RestartPreventExitStatus=78",
+      "KillSignal=SIGTERM",
+      "TimeoutStopSec=30",
+      "StateDirectory=cm-agent",
+      "[Install]",
+      "WantedBy=multi-user.target",
+    ]) {
+      expect(unit.split("\n")).toContain(line);
+    }
+    expect(unit).not.toContain("tok_secret");
+    expect(paths.tsxLoader).toMatch(/^\/.*node_modules\/tsx\/dist\/loader\.mjs$/);
+    expect(existsSync(paths.entry)).toBe(true);
+
+    expect(statSync(envFile).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, "etc/cm-agent")).mode & 0o777).toBe(0o700);
+    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile)).toEqual({ CONTROL_PLANE_URL: "https://cp.example.com", AGENT_TOKEN: "tok_secret", AGENT_STATE_DIR: "/var/lib/cm-agent" });
+  });
+
+  it("systemd accepts the unit", async () => {
+    let hasAnalyze = true;
+    try {
+      execFileSync("systemd-analyze", ["--version"], { stdio: "ignore" });
+    } catch {
+      hasAnalyze = false;
+    }
+    if (!hasAnalyze) return;
+    const envFile = join(dir, "agent.env");
+    await cli(["install", "--dry-run", "--unit-dir", dir, "--env-path", envFile, "--control-plane", "http://cp:8080", "--token", "t"]);
+    execFileSync("systemd-analyze", ["verify", join(dir, "cm-agent.service")], { stdio: "pipe" });
+  });
+
+  it("--dry-run alone writes nothing and prints both files with the token hidden", async () => {
+    const result = io();
+    const code = await runInstall({ flags: { CONTROL_PLANE_URL: "https://cp", AGENT_TOKEN: "tok_secret" }, env: {}, dryRun: true, envFile: undefined, paths: agentPaths() }, result);
+    expect(code).toBe(0);
+    const out = result.lines.join("\n");
+    expect(out).toContain("--- /etc/cm-agent/agent.env (not written: dry run)");
+    expect(out).toContain("AGENT_TOKEN=<hidden>");
+    expect(out).toContain("--- /etc/systemd/system/cm-agent.service (not written: dry run)");
+    expect(out).not.toContain("tok_secret");
+  });
+
+  it("enables the service with systemctl, keeps the token of an earlier install, and tightens the env file's mode", async () => {
+    const envFile = join(dir, "agent.env");
+    writeFileSync(envFile, "CONTROL_PLANE_URL=https://old\nAGENT_TOKEN=kept\n", { mode: 0o644 });
+    const commands: string[] = [];
+    const code = await runInstall({ flags: { CONTROL_PLANE_URL: "https://new" }, env: {}, dryRun: false, unitDir: dir, envFile, paths: agentPaths() }, io(commands));
+    expect(code).toBe(0);
+    expect(commands).toEqual(["systemctl is-active --quiet cm-agent", "systemctl daemon-reload", "systemctl enable --now cm-agent"]);
+    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile)).toEqual({ CONTROL_PLANE_URL: "https://new", AGENT_TOKEN: "kept", AGENT_STATE_DIR: "/var/lib/cm-agent" });
+    expect(statSync(envFile).mode & 0o777).toBe(0o600);
+  });
+
+  it("refuses to write anything without a token", async () => {
+    const result = io();
+    const code = await runInstall({ flags: { CONTROL_PLANE_URL: "https://cp" }, env: {}, dryRun: false, unitDir: dir, envFile: join(dir, "agent.env"), paths: agentPaths() }, result);
+    expect(code).toBe(2);
+    expect(result.lines[0]).toBe("✗ AGENT_TOKEN (or --token) is required");
+    expect(existsSync(join(dir, "cm-agent.service"))).toBe(false);
+  });
+
+  it("quotes what systemd and the env file would misread", () => {
+    expect(systemdWord("/opt/my repo/node")).toBe('"/opt/my repo/node"');
+    expect(systemdWord("/opt/100%/x$y")).toBe("/opt/100%%/x$$y");
+    const text = renderEnvFile({ CONTROL_PLANE_URL: "https://cp", AGENT_TOKEN: 'a b"c$d' });
+    expect(parseConfigFile(text, "x")).toEqual({ CONTROL_PLANE_URL: "https://cp", AGENT_TOKEN: 'a b"c$d' });
+  });
+});

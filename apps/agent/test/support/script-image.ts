@@ -1,0 +1,28 @@
+// Deployment specs carry no command (templates run their image's own), so tests
+// use an image whose CMD runs the shell script in the SCRIPT environment variable.
+import { execFileSync } from "node:child_process";
+import { ensureBusyboxImage } from "./busybox-image";
+
+export const SCRIPT_IMAGE = "cm-test-script:latest";
+
+function imageExists(ref: string): boolean {
+  try {
+    execFileSync("docker", ["image", "inspect", ref], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Builds SCRIPT_IMAGE from the local busybox image (no registry involved); returns its name. */
+export function ensureScriptImage(): string {
+  if (imageExists(SCRIPT_IMAGE)) return SCRIPT_IMAGE;
+  const base = ensureBusyboxImage();
+  // Concurrent builds from two test files are harmless: both produce the same image.
+  execFileSync("docker", ["build", "-q", "-t", SCRIPT_IMAGE, "-"], {
+    input: `FROM ${base}\nCMD ["sh", "-c", "eval \\"$SCRIPT\\""]\n`,
+    env: { ...process.env, DOCKER_BUILDKIT: "0" },
+    stdio: ["pipe", "ignore", "pipe"],
+  });
+  return SCRIPT_IMAGE;
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Installs the cm-agent on this machine from this checkout, in one command:
+#
+#   sudo scripts/install-agent.sh --control-plane https://cp.example.com --token cmn_xxxxxxxx
+#
+# Checks Node.js and Docker, installs the repository's dependencies when they are
+# missing, runs `doctor` (Docker, GPUs, the control plane, the token), then
+# `install`: writes /etc/systemd/system/cm-agent.service and /etc/cm-agent/agent.env
+# (mode 0600) and enables the service. Any `install` option may be passed
+# (--dry-run, --unit-dir, --env-path, --docker-socket, ...); see apps/agent/README.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fail() { printf '✗ %s\n' "$*" >&2; exit 1; }
+ok() { printf '✓ %s\n' "$*"; }
+
+dry_run=false
+doctor_args=()
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  case "${args[i]}" in
+    --dry-run) dry_run=true ;;
+    # The options that say how to reach the control plane and Docker matter to doctor too.
+    --control-plane | --token | --config | --docker-socket) doctor_args+=("${args[i]}" "${args[i + 1]:-}"); i=$((i + 1)) ;;
+    --control-plane=* | --token=* | --config=* | --docker-socket=*) doctor_args+=("${args[i]}") ;;
+  esac
+done
+
+if [ "$dry_run" = false ] && [ "$(id -u)" -ne 0 ]; then
+  fail "run as root (sudo $0 ...): the agent drives Docker and is installed as a systemd service"
+fi
+
+command -v node >/dev/null 2>&1 || fail "Node.js 20.19 or newer is needed (https://nodejs.org/en/download, or your distribution's nodejs package)"
+node_version="$(node -p 'process.versions.node')"
+node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a === 20 && b >= 19) ? 0 : 1)' ||
+  fail "Node.js $node_version is too old: 20.19 or newer is needed"
+ok "Node.js $node_version"
+
+command -v docker >/dev/null 2>&1 || fail "Docker is needed: https://docs.docker.com/engine/install/ (Debian/Ubuntu: apt-get install docker.io)"
+docker info >/dev/null 2>&1 || fail "Docker is installed but does not answer: systemctl enable --now docker"
+ok "Docker $(docker version --format '{{.Server.Version}}' 2>/dev/null)"
+
+if [ ! -x node_modules/.bin/tsx ]; then
+  printf 'Installing dependencies (npm ci)...\n'
+  npm ci --no-audit --no-fund || fail "npm ci failed; see above"
+fi
+
+# Re-running without options checks the settings an earlier install wrote.
+if [ ${#doctor_args[@]} -eq 0 ] && [ -r /etc/cm-agent/agent.env ]; then doctor_args=(--config /etc/cm-agent/agent.env); fi
+
+# doctor exits non-zero when a required check fails; nothing is installed then.
+npm run --silent agent -- doctor ${doctor_args[@]+"${doctor_args[@]}"} || fail "fix what doctor reports above, then run this again"
+
+exec npm run --silent agent -- install "$@"
