@@ -1,14 +1,96 @@
 /**
  * `npm start`: the whole marketplace on one machine, on the embedded database.
- * Starts the control plane; the local agent joins it when Docker is reachable.
+ * Runs the control plane; when a Docker engine answers, it also enrols this
+ * machine as a node (once, remembered in ./data/local-node.json) and runs its
+ * agent, so a newcomer can deploy a container a minute after cloning.
  */
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
+import { Keypair } from "@solana/web3.js";
+import { openRepos } from "@cm/db";
+import { loadConfig } from "../apps/control-plane/src/config";
+import { hashSecret, newSecret, randomId } from "../apps/control-plane/src/services/ids";
+import { DockerRuntime } from "../apps/agent/src/runtime/docker-runtime";
 
-const children = [spawn("npx", ["tsx", "apps/control-plane/src/index.ts"], { stdio: "inherit", env: process.env })];
+const config = loadConfig();
+const localNodeFile = path.resolve("data", "local-node.json");
+const children: ChildProcess[] = [];
+const say = (line: string) => process.stdout.write(`[start] ${line}\n`);
 
-const stop = (signal: NodeJS.Signals) => {
-  for (const c of children) c.kill(signal);
-};
-process.on("SIGINT", () => stop("SIGINT"));
-process.on("SIGTERM", () => stop("SIGTERM"));
-for (const c of children) c.on("exit", (code) => process.exit(code ?? 0));
+async function dockerVersion(): Promise<string | undefined> {
+  try {
+    return await new DockerRuntime({ socketPath: process.env.DOCKER_SOCKET ?? "/var/run/docker.sock" }).engineVersion();
+  } catch {
+    return undefined;
+  }
+}
+
+/** The local node's id and agent token, creating the node (and its operator) the first time. */
+async function ensureLocalNode(): Promise<{ nodeId: string; token: string }> {
+  const repos = await openRepos(config.DATABASE_URL);
+  try {
+    if (fs.existsSync(localNodeFile)) {
+      const saved = JSON.parse(fs.readFileSync(localNodeFile, "utf8")) as { nodeId: string; token: string };
+      if (await repos.nodes.byAgentTokenHash(hashSecret(saved.token))) return saved;
+    }
+    const now = Date.now();
+    const operator = await repos.auth.upsertUser(randomId("usr"), Keypair.generate().publicKey.toBase58(), now);
+    await repos.auth.setOperator(operator.id);
+    const token = newSecret("cmn");
+    const node = await repos.nodes.create({
+      id: randomId("node"), operatorId: operator.id, name: "this machine", region: "us-east", country: "US",
+      hourlyRateCents: 10, maxDeployments: 8, agentTokenHash: hashSecret(token), createdAt: now,
+    });
+    fs.mkdirSync(path.dirname(localNodeFile), { recursive: true });
+    fs.writeFileSync(localNodeFile, JSON.stringify({ nodeId: node.id, token }, null, 2), { mode: 0o600 });
+    say(`enrolled this machine as node ${node.id}`);
+    return { nodeId: node.id, token };
+  } finally {
+    await repos.handle.close();
+  }
+}
+
+async function waitForHealth(url: string, timeoutMs: number) {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    try {
+      if ((await fetch(`${url}/health`)).ok) return true;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
+}
+
+function run(name: string, args: string[], env: NodeJS.ProcessEnv) {
+  const child = spawn(process.execPath, ["--import", "tsx", ...args], { stdio: "inherit", env });
+  children.push(child);
+  child.on("exit", (code, signal) => {
+    say(`${name} exited (${signal ?? code})`);
+    shutdown("SIGTERM", code ?? 1);
+  });
+}
+
+let stopping = false;
+function shutdown(signal: NodeJS.Signals, code = 0) {
+  if (stopping) return;
+  stopping = true;
+  for (const c of children) if (c.exitCode === null) c.kill(signal);
+  setTimeout(() => process.exit(code), 5_000).unref();
+  Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once("exit", r))))).then(() => process.exit(code));
+}
+process.on("SIGINT", () => shutdown("SIGINT"));
+process.on("SIGTERM", () => shutdown("SIGTERM"));
+
+const docker = await dockerVersion();
+const local = docker ? await ensureLocalNode() : undefined;
+run("control plane", ["apps/control-plane/src/index.ts"], process.env);
+const url = `http://${config.HOST === "0.0.0.0" ? "127.0.0.1" : config.HOST}:${config.PORT}`;
+if (!docker) {
+  say("no Docker engine answered at /var/run/docker.sock: running the control plane without a local node");
+} else if (local && (await waitForHealth(url, 30_000))) {
+  say(`Docker ${docker} found: starting the agent for node ${local.nodeId}`);
+  run("agent", ["apps/agent/src/index.ts"], { ...process.env, CONTROL_PLANE_URL: url, AGENT_TOKEN: local.token });
+}

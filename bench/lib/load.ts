@@ -6,7 +6,7 @@ export type LoadResult = { requests: number; errors: number; rps: number; p50Ms:
  * A closed-loop load generator: `concurrency` clients on keep-alive sockets, each
  * sending its next request when the last one answers, for `durationMs`.
  */
-export async function load(base: string, nextPath: (i: number) => string, o: { concurrency: number; durationMs: number }): Promise<LoadResult> {
+export async function load(base: string, nextPath: (i: number) => string, o: { concurrency: number; durationMs: number; headers?: Record<string, string> }): Promise<LoadResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency });
   const url = new URL(base);
   const latencies: number[] = [];
@@ -16,7 +16,7 @@ export async function load(base: string, nextPath: (i: number) => string, o: { c
   const one = () =>
     new Promise<void>((resolve) => {
       const t0 = performance.now();
-      const req = http.request({ host: url.hostname, port: url.port, path: nextPath(i++), agent }, (res) => {
+      const req = http.request({ host: url.hostname, port: url.port, path: nextPath(i++), agent, headers: o.headers }, (res) => {
         res.resume();
         res.on("end", () => {
           if (res.statusCode !== 200) errors++;

@@ -1,0 +1,80 @@
+import { randomBytes } from "node:crypto";
+import { execFileSync } from "node:child_process";
+import { createAgent, type Agent } from "../../../../agent/src/agent";
+import { systemClock } from "../../../../agent/src/clock";
+import { parseAgentConfig } from "../../../../agent/src/config";
+import { wsSocketFactory } from "../../../../agent/src/connection/socket";
+import { SystemHostProbe } from "../../../../agent/src/host/probe";
+import { silentLogger } from "../../../../agent/src/logger";
+import { DockerRuntime } from "../../../../agent/src/runtime/docker-runtime";
+import { systemClock as cpClock } from "../../../src/services/ids";
+import { startHarness, type Harness } from "../../support/harness";
+import type { TestDatabase } from "@cm/db/testing";
+
+/**
+ * The whole product on one machine: the real control plane on a real socket
+ * (system clock, short timers) and a real agent in-process driving the real
+ * Docker engine. Containers carry a per-run label so cleanup never touches
+ * anyone else's.
+ */
+export async function startSystem(db: TestDatabase) {
+  const h = await startHarness(db, {
+    config: { HEARTBEAT_INTERVAL_MS: 1_000, METER_INTERVAL_MS: 1_000, ACCESS_TOKEN_TTL_S: 3600, GATEWAY_RESPONSE_TIMEOUT_MS: 1_500 },
+    overrides: { clock: cpClock },
+  });
+  const runLabel = { "cm.test-run": `e2e-${randomBytes(4).toString("hex")}` };
+  const operator = await h.signIn();
+  const node = await h.call("POST", "/operator/nodes", { token: operator.token, body: { name: "e2e", region: "eu-west", country: "DE", hourlyRateCents: 36, maxDeployments: 8 } });
+  const agents: Agent[] = [];
+
+  function agent() {
+    const runtime = new DockerRuntime();
+    const a = createAgent(
+      parseAgentConfig({
+        controlPlaneUrl: h.url,
+        token: node.json.agentToken,
+        containerLabels: runLabel,
+        timing: { backoffInitialMs: 50, backoffMaxMs: 500, pingIntervalMs: 500, pongTimeoutMs: 2_000, containerStopTimeoutS: 2 },
+      }),
+      { runtime, hostProbe: new SystemHostProbe({ dockerEngine: () => runtime.engineInfo() }), socketFactory: wsSocketFactory(), clock: systemClock, logger: silentLogger },
+    );
+    agents.push(a);
+    return a;
+  }
+
+  return {
+    h,
+    nodeId: node.json.node.id as string,
+    agent,
+    /** Stops every agent as SIGTERM would: the containers keep running. */
+    async stopAgents() {
+      await Promise.all(agents.splice(0).map((a) => a.stop()));
+    },
+    async close() {
+      await Promise.all(agents.map((a) => a.stop().catch(() => undefined)));
+      await h.close();
+      const ids = execFileSync("docker", ["ps", "-aq", "--filter", `label=cm.test-run=${runLabel["cm.test-run"]}`], { encoding: "utf8" }).split("\n").filter(Boolean);
+      if (ids.length) execFileSync("docker", ["rm", "-f", ...ids], { stdio: "ignore" });
+      const nets = execFileSync("docker", ["network", "ls", "-q", "--filter", `label=cm.test-run=${runLabel["cm.test-run"]}`], { encoding: "utf8" }).split("\n").filter(Boolean);
+      if (nets.length) execFileSync("docker", ["network", "rm", ...nets], { stdio: "ignore" });
+    },
+  };
+}
+export type System = Awaited<ReturnType<typeof startSystem>>;
+
+export async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+}
+
+export type { Harness };

@@ -1,0 +1,38 @@
+import { fork, spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+export type Plane = { url: string; agentToken: string; nodeId: string; tenantToken: string };
+
+/**
+ * The control plane and the agent each in a process of their own, as in
+ * production (where they are on different machines), so the load generator
+ * in this process does not share their event loops.
+ */
+export async function startProcesses() {
+  const plane = fork(fileURLToPath(new URL("./endpoint-plane.ts", import.meta.url)), [], { execArgv: ["--import", "tsx", ...(process.env.PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PROF_DIR}`] : [])], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const info = await new Promise<Plane>((resolve, reject) => {
+    plane.once("message", (m) => resolve(m as Plane));
+    plane.once("exit", (c) => reject(new Error(`control plane exited ${c}`)));
+  });
+  const agent: ChildProcess = spawn(process.execPath, ["--import", "tsx", ...(process.env.PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PROF_DIR}/agent`] : []), "apps/agent/src/index.ts", "--control-plane", info.url, "--token", info.agentToken], {
+    stdio: ["ignore", "ignore", "inherit"],
+    env: { ...process.env, LOG_LEVEL: "warn" },
+  });
+  const call = async (method: string, path: string, body?: unknown) => {
+    const r = await fetch(info.url + path, { method, headers: { authorization: `Bearer ${info.tenantToken}`, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined });
+    return (await r.json()) as any;
+  };
+  for (let i = 0; i < 300; i++) {
+    const n = (await (await fetch(`${info.url}/nodes/${info.nodeId}`)).json()) as { node: { status: string } };
+    if (n.node.status === "online") break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    ...info,
+    call,
+    stop() {
+      agent.kill("SIGTERM");
+      plane.kill("SIGTERM");
+    },
+  };
+}
