@@ -25,6 +25,8 @@ const handlers: Handlers = {
   },
 
   async endpoints(s, f) {
+    // A custom image's EXPOSE ports become its endpoints when the tenant named none.
+    await s.ctx.repos.deployments.setPortsIfEmpty(f.deploymentId, s.nodeId, f.ports.map((p) => p.port));
     await s.ctx.repos.deployments.setEndpointReadiness(f.deploymentId, s.nodeId, f.ports);
   },
 

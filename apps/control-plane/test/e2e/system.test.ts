@@ -138,6 +138,19 @@ describe("the system end to end", () => {
     ws.close();
   });
 
+  it("exposes a custom image's EXPOSE ports when the tenant names none", async () => {
+    const r = await api("POST", "/deployments", { nodeId: s.nodeId, customImage: image });
+    expect(r.json.deployment.ports).toEqual([]);
+    const d = await until("endpoint from EXPOSE", async () => {
+      const x = await detail(r.json.deployment.id);
+      return x.endpoints[0]?.ready && x;
+    });
+    expect(d.ports).toEqual([8080]);
+    expect(d.endpoints).toHaveLength(1);
+    await until("served", async () => (await viaEndpoint(d.endpoints[0].url, "/")).status === 200);
+    await api("DELETE", `/deployments/${d.id}`);
+  });
+
   it("answers 200 concurrent requests", async () => {
     const rs = await Promise.all(Array.from({ length: 200 }, () => viaEndpoint(dep.endpoints[0]!.url, "/")));
     expect(rs.filter((r) => r.status === 200 && r.body.toString() === "hello from the container")).toHaveLength(200);
@@ -187,9 +200,12 @@ describe("the system end to end", () => {
     expect((await api("DELETE", `/deployments/${dep.id}`)).json.success).toBe(true);
     await until("container removed", async () => containersOf(dep.id).length === 0);
     expect((await api("GET", `/deployments/${dep.id}`)).status).toBe(404);
-    const usage = (await api("GET", "/credits/transactions?type=usage&limit=100")).json.transactions;
+    const usage = (await api("GET", "/credits/transactions?type=usage&limit=100")).json.transactions.filter((t: { deploymentId: string }) => t.deploymentId === dep.id);
     expect(usage.length).toBeGreaterThan(0);
-    expect(usage.every((t: { deploymentId: string; amount: number }) => t.deploymentId === dep.id && t.amount < 0)).toBe(true);
+    expect(usage.every((t: { amount: number }) => t.amount < 0)).toBe(true);
+    // The ledger charged at least what the deployment showed before delete settled the rest.
+    const charged = -usage.reduce((a: number, t: { amount: number }) => a + t.amount, 0);
+    expect(charged).toBeGreaterThanOrEqual(cost);
   });
 
   it("reports a missing image as a failure the tenant can read", async () => {
