@@ -15,8 +15,8 @@ export async function startProcesses() {
     plane.once("exit", (c) => reject(new Error(`control plane exited ${c}`)));
   });
   const agent: ChildProcess = spawn(process.execPath, ["--import", "tsx", ...(process.env.PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PROF_DIR}/agent`] : []), "apps/agent/src/index.ts", "--control-plane", info.url, "--token", info.agentToken], {
-    stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, LOG_LEVEL: "warn" },
+    stdio: ["ignore", process.env.AGENT_LOG_LEVEL ? "inherit" : "ignore", "inherit"],
+    env: { ...process.env, LOG_LEVEL: process.env.AGENT_LOG_LEVEL ?? "warn" },
   });
   const call = async (method: string, path: string, body?: unknown) => {
     const r = await fetch(info.url + path, { method, headers: { authorization: `Bearer ${info.tenantToken}`, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined });
