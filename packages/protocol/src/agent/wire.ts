@@ -98,8 +98,6 @@ export const StatusFrame = z.object({
   /** Readable, for the tenant: "image ... is not present on this node and could not be pulled: ...". */
   reason: z.string().max(2000).optional(),
   exitCode: z.number().int().optional(),
-  /** With `running`: the host ports Docker published the container's ports on, for the tenant's endpoints. */
-  ports: z.array(z.object({ containerPort: z.number().int(), hostPort: z.number().int() })).optional(),
   at: z.number().int(),
 });
 export const PullProgressFrame = z.object({
