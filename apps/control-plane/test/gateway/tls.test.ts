@@ -29,7 +29,7 @@ describe("HTTPS with TLS_CERT and TLS_KEY", () => {
       https
         .get({ host: "127.0.0.1", port: u.port, path: p, servername: host, headers: { host }, ca: execFileSync("cat", [cert]) }, (res) => {
           let body = "";
-          const cn = (res.socket as import("node:tls").TLSSocket).getPeerCertificate().subject.CN;
+          const cn = String((res.socket as import("node:tls").TLSSocket).getPeerCertificate().subject.CN);
           res.on("data", (c) => (body += c));
           res.on("end", () => resolve({ status: res.statusCode!, body, cert: cn }));
         })
