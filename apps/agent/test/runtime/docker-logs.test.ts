@@ -63,7 +63,12 @@ describe("DockerRuntime logs", () => {
   });
 
   it("returns only lines since the given time", async () => {
-    const all = await collectLogs(runtime, containerId, { follow: false });
+    // Under load the loop may not have written "err 3" yet: wait for a few lines past it.
+    let all = await collectLogs(runtime, containerId, { follow: false });
+    for (let i = 0; i < 100 && numbered(all, "stderr").length < 6; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      all = await collectLogs(runtime, containerId, { follow: false });
+    }
     const third = all.filter((line) => line.stream === "stdout")[3];
     expect(third?.message).toBe("line 3");
     // Truncated to milliseconds, `since` falls between "line 2" and "line 3" (200 ms apart).

@@ -78,8 +78,9 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
     upstream.on("response", (up) => {
       clearTimeout(firstByte);
       res.writeHead(up.statusCode ?? 502, up.statusMessage, forwardResponseHeaders(up.headers));
-      // Flushed at once so server-sent events and chunked streams reach the client as they come.
-      res.flushHeaders();
+      // A response of unknown length (server-sent events, chunked streams) gets its
+      // headers at once; one with a length goes out with its body in one write.
+      if (up.headers["content-length"] === undefined) res.flushHeaders();
       up.pipe(res);
       up.on("error", () => res.destroy());
     });
