@@ -10,6 +10,7 @@ import { DockerRuntime } from "../../../../agent/src/runtime/docker-runtime";
 import { systemClock as cpClock } from "../../../src/services/ids";
 import { startHarness, type Harness } from "../../support/harness";
 import type { TestDatabase } from "@cm/db/testing";
+import type { Config } from "../../../src/config";
 
 /**
  * The whole product on one machine: the real control plane on a real socket
@@ -17,9 +18,9 @@ import type { TestDatabase } from "@cm/db/testing";
  * Docker engine. Containers carry a per-run label so cleanup never touches
  * anyone else's.
  */
-export async function startSystem(db: TestDatabase) {
+export async function startSystem(db: TestDatabase, config: Partial<Config> = {}) {
   const h = await startHarness(db, {
-    config: { HEARTBEAT_INTERVAL_MS: 1_000, METER_INTERVAL_MS: 1_000, ACCESS_TOKEN_TTL_S: 3600, GATEWAY_RESPONSE_TIMEOUT_MS: 1_500 },
+    config: { HEARTBEAT_INTERVAL_MS: 1_000, METER_INTERVAL_MS: 1_000, ACCESS_TOKEN_TTL_S: 3600, GATEWAY_RESPONSE_TIMEOUT_MS: 1_500, ...config },
     overrides: { clock: cpClock },
   });
   const runLabel = { "cm.test-run": `e2e-${randomBytes(4).toString("hex")}` };
