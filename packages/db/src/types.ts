@@ -3,8 +3,8 @@ import type * as pg from "./schema/pg";
 
 export type { NodeSpecs, Gpu };
 export type TemplatePort = { internal: number; protocol: string; description: string };
-/** An endpoint as stored: the URL is derived at read time from the label and the gateway domain. */
-export type StoredEndpoint = { label: string; internalPort: number; ready: boolean };
+/** An exposed port's readiness as the agent last probed it; the URL is derived at read time. */
+export type StoredEndpoint = { internalPort: number; ready: boolean };
 
 export type UserRow = typeof pg.users.$inferSelect;
 export type NodeRow = typeof pg.nodes.$inferSelect;

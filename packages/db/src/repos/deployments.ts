@@ -102,11 +102,6 @@ export function createDeploymentsRepo(h: DbHandle) {
       });
     },
 
-    /** Deployments the node should be told about: everything not yet removed from it. */
-    async forNode(nodeId: string): Promise<DeploymentRow[]> {
-      return h.run((db) => db.select().from(deployments).where(and(eq(deployments.nodeId, nodeId), inArray(deployments.desiredState, ["running", "stopped", "removed"]))));
-    },
-
     /** What a node should converge to: all its deployments except the deleted ones its agent confirmed gone. */
     async desiredForNode(nodeId: string): Promise<DeploymentRow[]> {
       return h.run((db) =>
@@ -168,7 +163,7 @@ export function createDeploymentsRepo(h: DbHandle) {
     async setEndpointReadiness(id: string, nodeId: string, ready: Array<{ port: number; ready: boolean }>) {
       await h.run((db) =>
         db.update(deployments)
-          .set({ endpoints: ready.map((r) => ({ label: "", internalPort: r.port, ready: r.ready })) })
+          .set({ endpoints: ready.map((r) => ({ internalPort: r.port, ready: r.ready })) })
           .where(and(eq(deployments.id, id), eq(deployments.nodeId, nodeId))),
       );
     },
