@@ -9,7 +9,7 @@ import { join } from "node:path";
 export const BUSYBOX_IMAGE = "cm-test-busybox:latest";
 const HOST_BUSYBOX = "/bin/busybox";
 
-function imageExists(ref: string): boolean {
+export function imageExists(ref: string): boolean {
   try {
     execFileSync("docker", ["image", "inspect", ref], { stdio: "ignore" });
     return true;

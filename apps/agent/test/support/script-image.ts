@@ -1,18 +1,9 @@
 // Deployment specs carry no command (templates run their image's own), so tests
 // use an image whose CMD runs the shell script in the SCRIPT environment variable.
 import { execFileSync } from "node:child_process";
-import { ensureBusyboxImage } from "./busybox-image";
+import { ensureBusyboxImage, imageExists } from "./busybox-image";
 
 export const SCRIPT_IMAGE = "cm-test-script:latest";
-
-function imageExists(ref: string): boolean {
-  try {
-    execFileSync("docker", ["image", "inspect", ref], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Builds SCRIPT_IMAGE from the local busybox image (no registry involved); returns its name. */
 export function ensureScriptImage(): string {

@@ -5,21 +5,13 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, cpSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
+import { imageExists } from "../../../../agent/test/support/busybox-image";
 import path from "node:path";
 
 export const WEB_IMAGE = "cm-test-web:2";
 
-const exists = (ref: string) => {
-  try {
-    execFileSync("docker", ["image", "inspect", ref], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-};
-
 export function ensureWebImage(): string {
-  if (exists(WEB_IMAGE)) return WEB_IMAGE;
+  if (imageExists(WEB_IMAGE)) return WEB_IMAGE;
   const root = mkdtempSync(path.join(tmpdir(), "cm-web-rootfs-"));
   try {
     const put = (from: string, to = from) => {
