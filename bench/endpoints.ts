@@ -29,7 +29,9 @@ try {
   }, 60_000);
   const endpointHost = new URL(dep.endpoints[0].url).host;
   const cid = execFileSync("docker", ["ps", "-q", "--filter", `label=cm.deployment-id=${dep.id}`], { encoding: "utf8" }).trim();
-  const ip = execFileSync("docker", ["inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", cid], { encoding: "utf8" }).trim();
+  // The container joined its sandbox's network namespace: the address is the sandbox's.
+  const sandbox = execFileSync("docker", ["inspect", "-f", '{{index .Config.Labels "cm.sandbox-name"}}', cid], { encoding: "utf8" }).trim();
+  const ip = execFileSync("docker", ["inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", sandbox], { encoding: "utf8" }).trim();
   const direct = `http://${ip}:8080`;
   const gateway = s.url;
 
@@ -66,6 +68,6 @@ try {
 } finally {
   for (const id of created) await s.call("DELETE", `/deployments/${id}`).catch(() => undefined);
   await new Promise((r) => setTimeout(r, 3000));
-  s.stop();
+  await s.stop();
 }
 process.exit(0);

@@ -54,6 +54,6 @@ try {
 } finally {
   for (const id of created) await s.call("DELETE", `/deployments/${id}`).catch(() => undefined);
   await new Promise((r) => setTimeout(r, 3000));
-  s.stop();
+  await s.stop();
 }
 process.exit(0);

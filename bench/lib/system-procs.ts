@@ -1,5 +1,8 @@
 import { fork, spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import Docker from "dockerode";
+
+const docker = new Docker();
 
 export type Plane = { url: string; agentToken: string; nodeId: string; tenantToken: string };
 
@@ -8,7 +11,7 @@ export type Plane = { url: string; agentToken: string; nodeId: string; tenantTok
  * production (where they are on different machines), so the load generator
  * in this process does not share their event loops.
  */
-export async function startProcesses() {
+export async function startProcesses(options: { agentEnv?: Record<string, string> } = {}) {
   const plane = fork(fileURLToPath(new URL("./endpoint-plane.ts", import.meta.url)), [], { execArgv: ["--import", "tsx", ...(process.env.PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PROF_DIR}`] : [])], stdio: ["ignore", "inherit", "inherit", "ipc"] });
   const info = await new Promise<Plane>((resolve, reject) => {
     plane.once("message", (m) => resolve(m as Plane));
@@ -16,7 +19,7 @@ export async function startProcesses() {
   });
   const agent: ChildProcess = spawn(process.execPath, ["--import", "tsx", ...(process.env.PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PROF_DIR}/agent`] : []), "apps/agent/src/index.ts", "--control-plane", info.url, "--token", info.agentToken], {
     stdio: ["ignore", process.env.AGENT_LOG_LEVEL ? "inherit" : "ignore", "inherit"],
-    env: { ...process.env, LOG_LEVEL: process.env.AGENT_LOG_LEVEL ?? "warn" },
+    env: { ...process.env, LOG_LEVEL: process.env.AGENT_LOG_LEVEL ?? "warn", ...options.agentEnv },
   });
   const call = async (method: string, path: string, body?: unknown) => {
     const r = await fetch(info.url + path, { method, headers: { authorization: `Bearer ${info.tenantToken}`, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined });
@@ -30,9 +33,15 @@ export async function startProcesses() {
   return {
     ...info,
     call,
-    stop() {
+    /** Ends both processes, then removes what the agent left on the engine: its bench node never comes back. */
+    async stop() {
+      const agentExit = new Promise((resolve) => agent.once("exit", resolve));
       agent.kill("SIGTERM");
       plane.kill("SIGTERM");
+      await agentExit;
+      const byNode = { label: [`cm.node-id=${info.nodeId}`] };
+      for (const c of await docker.listContainers({ all: true, filters: byNode })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {});
+      for (const n of await docker.listNetworks({ filters: byNode })) await docker.getNetwork(n.Id).remove().catch(() => {});
     },
   };
 }

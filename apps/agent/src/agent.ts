@@ -116,6 +116,7 @@ export class Agent {
   /** Closes the connection (1001) and stops following logs. Tenants' containers keep running. */
   async stop(): Promise<void> {
     this.reconciler.stop();
+    await this.deps.runtime.stopWarming();
     this.logs.stopAll();
     this.specs.stop();
     this.endpoints.stop();
@@ -132,6 +133,7 @@ export class Agent {
 
   private onReady(welcome: Welcome): void {
     this.reconciler.setNodeId(welcome.nodeId);
+    this.deps.runtime.keepSandboxesWarm({ nodeId: welcome.nodeId, labels: this.config.containerLabels });
     this.specs.start();
     this.endpoints.start();
   }

@@ -3,13 +3,14 @@
 // EnvironmentFile reads them, or a JSON object with the same keys). Nothing
 // else in the agent reads the environment.
 import { z } from "zod";
+import { DEFAULT_SANDBOX_POOL } from "./runtime/sandboxes";
 
 /** "silent" too, as the control plane's LOG_LEVEL allows it (`npm start` passes its environment on). */
 export const LOG_LEVELS = ["debug", "info", "warn", "error", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** The keys a config file or the environment may set. */
-export const CONFIG_KEYS = ["CONTROL_PLANE_URL", "AGENT_TOKEN", "DOCKER_SOCKET", "AGENT_STATE_DIR", "LOG_LEVEL"] as const;
+export const CONFIG_KEYS = ["CONTROL_PLANE_URL", "AGENT_TOKEN", "DOCKER_SOCKET", "AGENT_STATE_DIR", "LOG_LEVEL", "AGENT_SANDBOX_POOL"] as const;
 export type ConfigKey = (typeof CONFIG_KEYS)[number];
 export type RawConfig = Partial<Record<ConfigKey, string>>;
 
@@ -51,6 +52,13 @@ export const AgentConfigInput = z.object({
   dockerSocket: z.string().min(1).default(DEFAULT_DOCKER_SOCKET),
   stateDir: z.string().min(1).optional(),
   logLevel: z.enum(LOG_LEVELS).default("info"),
+  /** network sandboxes kept ready so deployments start at once (runtime/sandboxes.ts); 0 makes each on demand */
+  sandboxPool: z.coerce
+    .number({ error: "AGENT_SANDBOX_POOL must be a whole number from 0 to 32" })
+    .int("AGENT_SANDBOX_POOL must be a whole number from 0 to 32")
+    .min(0, "AGENT_SANDBOX_POOL must be a whole number from 0 to 32")
+    .max(32, "AGENT_SANDBOX_POOL must be a whole number from 0 to 32")
+    .default(DEFAULT_SANDBOX_POOL),
   /** extra labels stamped on every container, and the filter for adopting them (tests use a per-run label) */
   containerLabels: z.record(z.string(), z.string()).default({}),
   timing: Timing.default(Timing.parse({})),
@@ -181,6 +189,7 @@ export function configFromRaw(raw: RawConfig): AgentConfig {
     dockerSocket: raw.DOCKER_SOCKET,
     stateDir: raw.AGENT_STATE_DIR,
     logLevel: raw.LOG_LEVEL as LogLevel | undefined,
+    ...(raw.AGENT_SANDBOX_POOL === undefined ? {} : { sandboxPool: raw.AGENT_SANDBOX_POOL }),
   });
 }
 

@@ -8,8 +8,8 @@ import type { Logger } from "./logger";
 import { DockerRuntime } from "./runtime/docker-runtime";
 import type { AgentDeps } from "./agent";
 
-export function createDeps(config: Pick<AgentConfig, "dockerSocket" | "logLevel">, logger: Logger = createLogger({ level: config.logLevel })): AgentDeps {
-  const runtime = new DockerRuntime({ socketPath: dockerSocketPath(config.dockerSocket), logger });
+export function createDeps(config: Pick<AgentConfig, "dockerSocket" | "logLevel"> & Partial<Pick<AgentConfig, "sandboxPool">>, logger: Logger = createLogger({ level: config.logLevel })): AgentDeps {
+  const runtime = new DockerRuntime({ socketPath: dockerSocketPath(config.dockerSocket), logger, ...(config.sandboxPool === undefined ? {} : { sandboxPool: config.sandboxPool }) });
   const hostProbe = new SystemHostProbe({ dockerEngine: () => runtime.engineInfo() });
   return { runtime, hostProbe, socketFactory: wsSocketFactory(), clock: systemClock, logger };
 }

@@ -36,6 +36,16 @@ describe("agent config", () => {
     expect(config.timing).toMatchObject({ backoffInitialMs: 250, backoffMaxMs: 30_000, logBatchLines: 1000, specsIntervalMs: 600_000 });
   });
 
+  it("reads AGENT_SANDBOX_POOL, 2 by default, and refuses what is not 0 to 32", () => {
+    const load = (env: Record<string, string>) => loadAgentConfig({ flags: {}, env: { CONTROL_PLANE_URL: "https://cp", AGENT_TOKEN: "t", ...env }, readFile });
+    expect(load({}).sandboxPool).toBe(2);
+    expect(load({ AGENT_SANDBOX_POOL: "0" }).sandboxPool).toBe(0);
+    expect(load({ AGENT_SANDBOX_POOL: "8" }).sandboxPool).toBe(8);
+    for (const bad of ["-1", "33", "1.5", "many"]) {
+      expect(() => load({ AGENT_SANDBOX_POOL: bad }), bad).toThrow("AGENT_SANDBOX_POOL must be a whole number from 0 to 32");
+    }
+  });
+
   it("lists every problem at once", () => {
     try {
       parseAgentConfig({ controlPlaneUrl: "ftp://nope", token: undefined as unknown as string, logLevel: "loud" as "info" });

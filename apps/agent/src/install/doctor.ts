@@ -4,6 +4,7 @@ import type { AgentConfig } from "../config";
 import type { SocketFactory } from "../connection/socket";
 import type { HostProbe } from "../host/probe";
 import type { EngineClient } from "../runtime/container-runtime";
+import { isSandboxArch } from "../runtime/sandbox-program";
 import type { EngineInfo } from "../runtime/types";
 import type { AgentStatus } from "../state-file";
 import { checkToken } from "./token-check";
@@ -51,7 +52,8 @@ export async function runDoctor(deps: DoctorDeps): Promise<number> {
   let engine: EngineInfo | undefined;
   try {
     engine = await deps.engine.engineInfo();
-    report({ status: "ok", title: "Docker", detail: `engine ${engine.version} at ${deps.dockerSocket}` });
+    if (isSandboxArch(engine.architecture)) report({ status: "ok", title: "Docker", detail: `engine ${engine.version} (${engine.architecture}) at ${deps.dockerSocket}` });
+    else report({ status: "fail", title: "Docker", detail: `engine ${engine.version} runs on ${engine.architecture || "an unknown machine"}: the agent's network sandboxes exist for x86_64 and aarch64 only`, fix: "run the agent on an x86_64 or aarch64 machine" });
   } catch (error) {
     report({ status: "fail", title: "Docker", detail: `cannot reach the engine at ${deps.dockerSocket}: ${(error as Error).message}`, fix: "start Docker (systemctl start docker), run the agent as root or in the docker group, or point DOCKER_SOCKET at the engine's socket" });
   }

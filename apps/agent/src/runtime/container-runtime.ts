@@ -1,6 +1,7 @@
 // The agent's only view of the container engine, split per concern like
 // testcontainers-node's container-runtime clients. DockerRuntime implements it;
 // tests and the agent's state machine can use fakes.
+import type { SandboxOwner } from "./sandboxes";
 import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine, LogOptions, LogStreamHandle, PullProgress } from "./types";
 
 export interface EngineClient {
@@ -24,13 +25,23 @@ export interface ImageClient {
   ensureImage(ref: string, onProgress?: (progress: PullProgress) => void): Promise<EnsuredImage>;
 }
 
+export interface SandboxClient {
+  /**
+   * Keeps a few network sandboxes ready for `owner`'s next containers, so a
+   * deployment starts without waiting for its network to be made.
+   */
+  keepSandboxesWarm(owner: SandboxOwner): void;
+  /** Stops making sandboxes (ready ones stay for the next agent); settles when none is being made. */
+  stopWarming(): Promise<void>;
+}
+
 export interface ContainerClient {
-  /** Creates the deployment's network (if needed) and the container on it; returns the container id. */
+  /** Creates the container in a network sandbox of its own; returns the container id. */
   createContainer(spec: ContainerSpec): Promise<string>;
   start(id: string): Promise<void>;
   /** SIGTERM, then SIGKILL after timeoutS. Stopping a stopped container is not an error. */
   stop(id: string, timeoutS: number): Promise<void>;
-  /** Force-removes the container and then its deployment network; already-gone is not an error. */
+  /** Force-removes the container and then its sandbox and network; already-gone is not an error. */
   remove(id: string): Promise<void>;
   /** Rejects with ContainerNotFoundError when there is no such container. */
   inspect(id: string): Promise<ContainerState>;
@@ -51,4 +62,4 @@ export interface LogClient {
   logs(id: string, options: LogOptions, onLine: (line: LogLine) => void): Promise<LogStreamHandle>;
 }
 
-export interface ContainerRuntime extends EngineClient, ImageClient, ContainerClient, LogClient {}
+export interface ContainerRuntime extends EngineClient, ImageClient, SandboxClient, ContainerClient, LogClient {}

@@ -1,6 +1,6 @@
 // Pure translation of `docker inspect` output into ContainerState.
 import type Docker from "dockerode";
-import { LABEL_DEPLOYMENT_ID, LABEL_NODE_ID, LABEL_USER_ID, deploymentNetworkName } from "./labels";
+import { LABEL_DEPLOYMENT_ID, LABEL_NODE_ID, LABEL_PORTS, LABEL_USER_ID, deploymentNetworkName } from "./labels";
 import type { ContainerExit, ContainerState, PortMapping } from "./types";
 
 // Docker's zero time.Time, which it reports for "never".
@@ -18,7 +18,10 @@ function tcpPort(key: string): number | undefined {
 }
 
 function portMappings(info: Docker.ContainerInspectInfo): PortMapping[] {
-  const exposed = Object.keys(info.Config?.ExposedPorts ?? {});
+  // The image's EXPOSE, plus the deployment's own ports (a label: a container in a
+  // joined network may not declare ExposedPorts itself).
+  const labelled = (info.Config?.Labels?.[LABEL_PORTS] ?? "").split(",").filter((port) => /^\d+$/.test(port));
+  const exposed = [...Object.keys(info.Config?.ExposedPorts ?? {}), ...labelled.map((port) => `${port}/tcp`)];
   // Ports is {} before start and maps a port to null when it is exposed but unpublished.
   const published = (info.NetworkSettings?.Ports ?? {}) as Record<string, { HostPort: string }[] | null>;
   const ports: PortMapping[] = [];
@@ -31,13 +34,18 @@ function portMappings(info: Docker.ContainerInspectInfo): PortMapping[] {
   return ports.sort((a, b) => a.containerPort - b.containerPort);
 }
 
-export function toContainerState(info: Docker.ContainerInspectInfo): ContainerState {
+/**
+ * `sandboxAddress` is the address of the sandbox whose network the container
+ * joined (its own NetworkSettings are empty then); containers made before
+ * sandboxes have theirs on their deployment network.
+ */
+export function toContainerState(info: Docker.ContainerInspectInfo, sandboxAddress: string | null = null): ContainerState {
   const labels = info.Config?.Labels ?? {};
   const deploymentId = labels[LABEL_DEPLOYMENT_ID] ?? "";
   const state = info.State;
   const startedAt = dockerTime(state.StartedAt);
   const running = state.Running;
-  const network = info.NetworkSettings?.Networks?.[deploymentNetworkName(deploymentId)];
+  const ownAddress = info.NetworkSettings?.Networks?.[deploymentNetworkName(deploymentId)]?.IPAddress || null;
   return {
     id: info.Id,
     name: info.Name.replace(/^\//, ""),
@@ -54,7 +62,7 @@ export function toContainerState(info: Docker.ContainerInspectInfo): ContainerSt
     finishedAt: running ? null : dockerTime(state.FinishedAt),
     oomKilled: state.OOMKilled,
     error: state.Error ?? "",
-    ipAddress: network?.IPAddress || null,
+    ipAddress: running ? (sandboxAddress ?? ownAddress) : null,
     ports: portMappings(info),
     logPath: info.HostConfig?.LogConfig?.Type === "json-file" && info.LogPath ? info.LogPath : null,
   };

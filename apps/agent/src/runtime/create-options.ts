@@ -1,7 +1,7 @@
 // Pure builders of what we ask Docker to create. Every tenant container gets the
 // same hardened HostConfig; only limits, ports and GPUs vary with the spec.
 import type Docker from "dockerode";
-import { deploymentNetworkName, managedLabels } from "./labels";
+import { LABEL_PORTS, LABEL_SANDBOX, LABEL_SANDBOX_NAME, managedLabels } from "./labels";
 import type { ContainerSpec } from "./types";
 
 /**
@@ -33,17 +33,16 @@ export const CONTAINER_LOG_CONFIG = { Type: "json-file", Config: { "max-size": "
 const NANO_CPUS_PER_CORE = 1_000_000_000;
 const BYTES_PER_MB = 1024 * 1024;
 
-function portKey(port: number): string {
-  return `${port}/tcp`;
-}
-
 /**
  * Options for `docker.createContainer`. A cpuCores or memoryMb of 0 means "no
  * limit". No Binds, Mounts or Volumes are ever set: tenants see nothing of the
  * host's filesystem, and never the Docker socket.
+ *
+ * The container joins the network namespace of `sandbox`, a container holding
+ * the deployment's own bridge network (sandboxes.ts): it gets that network's
+ * address, DNS and hostname, and starts without waiting for a network to be set up.
  */
-export function buildContainerCreateOptions(spec: ContainerSpec): Docker.ContainerCreateOptions {
-  const network = deploymentNetworkName(spec.deploymentId);
+export function buildContainerCreateOptions(spec: ContainerSpec, sandbox: string): Docker.ContainerCreateOptions {
   const hostConfig: Docker.HostConfig = {
     Privileged: false,
     CapDrop: ["ALL"],
@@ -53,7 +52,7 @@ export function buildContainerCreateOptions(spec: ContainerSpec): Docker.Contain
     // tini as PID 1 reaps zombies and forwards SIGTERM, so `stop` is graceful for any image.
     Init: true,
     LogConfig: CONTAINER_LOG_CONFIG,
-    NetworkMode: network,
+    NetworkMode: `container:${sandbox}`,
     // No host ports: a tenant's port is reached only through the control plane's
     // tunnel to the container's address on its own network, never from outside.
     // The agent restarts (or not) deployments itself; Docker must not race it.
@@ -74,24 +73,51 @@ export function buildContainerCreateOptions(spec: ContainerSpec): Docker.Contain
     Image: spec.image,
     Env: Object.entries(spec.env).map(([key, value]) => `${key}=${value}`),
     ...(spec.cmd ? { Cmd: [...spec.cmd] } : {}),
-    Labels: managedLabels(spec, spec.labels),
-    ExposedPorts: Object.fromEntries(spec.exposedPorts.map((port) => [portKey(port), {}])),
+    Labels: { ...managedLabels(spec, spec.labels), [LABEL_SANDBOX_NAME]: sandbox, [LABEL_PORTS]: spec.exposedPorts.join(",") },
     Tty: false,
     OpenStdin: false,
     AttachStdin: false,
     AttachStdout: false,
     AttachStderr: false,
     HostConfig: hostConfig,
-    NetworkingConfig: { EndpointsConfig: { [network]: {} } },
   };
 }
 
-/** The deployment's own bridge network: tenants on one node cannot reach each other. */
-export function buildNetworkCreateOptions(spec: ContainerSpec): Docker.NetworkCreateOptions {
+/** A sandbox's own bridge network: tenants on one node cannot reach each other. */
+export function buildSandboxNetworkOptions(name: string, labels: Record<string, string>): Docker.NetworkCreateOptions {
+  return { Name: name, Driver: "bridge", CheckDuplicate: true, Labels: { ...labels, [LABEL_SANDBOX]: "true" } };
+}
+
+/**
+ * The sandbox container: runs the pause program (sandbox-program.ts) and
+ * nothing else, as nobody, with no capabilities and a read-only root, so
+ * holding a tenant's network is all it can ever do.
+ */
+export function buildSandboxCreateOptions(name: string, image: string, labels: Record<string, string>): Docker.ContainerCreateOptions {
   return {
-    Name: deploymentNetworkName(spec.deploymentId),
-    Driver: "bridge",
-    CheckDuplicate: true,
-    Labels: managedLabels(spec, spec.labels),
+    name,
+    Image: image,
+    Entrypoint: [SANDBOX_PROGRAM_PATH],
+    Cmd: [],
+    User: "65534:65534",
+    // As PID 1 it ignores SIGTERM; without this a host shutdown would wait out Docker's stop timeout on it.
+    StopSignal: "SIGKILL",
+    Labels: { ...labels, [LABEL_SANDBOX]: "true" },
+    HostConfig: {
+      NetworkMode: name,
+      CapDrop: ["ALL"],
+      SecurityOpt: ["no-new-privileges"],
+      ReadonlyRootfs: true,
+      PidsLimit: 4,
+      Memory: SANDBOX_MEMORY_MB * BYTES_PER_MB,
+      MemorySwap: SANDBOX_MEMORY_MB * BYTES_PER_MB,
+      LogConfig: { Type: "none", Config: {} },
+      RestartPolicy: { Name: "no" },
+    },
+    NetworkingConfig: { EndpointsConfig: { [name]: {} } },
   };
 }
+
+export const SANDBOX_PROGRAM_PATH = "/pause";
+/** Docker's smallest allowed limit is 6 MB; the program itself needs a page or two. */
+const SANDBOX_MEMORY_MB = 8;

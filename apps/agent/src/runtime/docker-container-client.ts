@@ -1,10 +1,11 @@
 import type Docker from "dockerode";
 import type { ContainerClient } from "./container-runtime";
 import { toContainerExit, toContainerState } from "./container-state";
-import { buildContainerCreateOptions, buildNetworkCreateOptions } from "./create-options";
+import { buildContainerCreateOptions } from "./create-options";
 import { ContainerNotFoundError, dockerStatusCode } from "./errors";
-import { LABEL_DEPLOYMENT_ID, deploymentNetworkName, managedLabelFilter } from "./labels";
+import { LABEL_DEPLOYMENT_ID, LABEL_SANDBOX_NAME, deploymentNetworkName, managedLabelFilter } from "./labels";
 import type { RuntimeLogger } from "./logger";
+import type { DockerSandboxes } from "./sandboxes";
 import type { ContainerExit, ContainerSpec, ContainerState } from "./types";
 
 const NOT_FOUND = 404;
@@ -15,18 +16,18 @@ export class DockerContainerClient implements ContainerClient {
   constructor(
     private readonly docker: Docker,
     private readonly logger: RuntimeLogger,
+    private readonly sandboxes: DockerSandboxes,
   ) {}
 
   async createContainer(spec: ContainerSpec): Promise<string> {
-    const createdNetwork = await this.ensureNetwork(spec);
-    const options = buildContainerCreateOptions(spec);
-    this.logger.debug("Creating container", { deploymentId: spec.deploymentId, image: spec.image });
+    const sandbox = await this.sandboxes.take({ nodeId: spec.nodeId, labels: spec.labels ?? {} });
+    this.logger.debug("Creating container", { deploymentId: spec.deploymentId, image: spec.image, sandbox });
     try {
-      const container = await this.docker.createContainer(options);
+      const container = await this.docker.createContainer(buildContainerCreateOptions(spec, sandbox));
       this.logger.debug("Created container", { deploymentId: spec.deploymentId, containerId: container.id });
       return container.id;
     } catch (error) {
-      if (createdNetwork) await this.removeNetworkIfUnused(deploymentNetworkName(spec.deploymentId));
+      await this.sandboxes.remove(sandbox).catch(() => {});
       throw error;
     }
   }
@@ -43,9 +44,9 @@ export class DockerContainerClient implements ContainerClient {
   }
 
   async remove(id: string): Promise<void> {
-    let deploymentId: string | undefined;
+    let labels: Record<string, string>;
     try {
-      deploymentId = (await this.docker.getContainer(id).inspect()).Config?.Labels?.[LABEL_DEPLOYMENT_ID];
+      labels = (await this.docker.getContainer(id).inspect()).Config?.Labels ?? {};
     } catch (error) {
       if (dockerStatusCode(error) !== NOT_FOUND) throw error;
       this.logger.debug("Container already removed", { containerId: id });
@@ -57,11 +58,16 @@ export class DockerContainerClient implements ContainerClient {
     } catch (error) {
       if (![NOT_FOUND, CONFLICT].includes(dockerStatusCode(error) ?? 0)) throw error;
     }
-    if (deploymentId) await this.removeNetworkIfUnused(deploymentNetworkName(deploymentId));
+    const sandbox = labels[LABEL_SANDBOX_NAME];
+    const deploymentId = labels[LABEL_DEPLOYMENT_ID];
+    if (sandbox) await this.sandboxes.remove(sandbox);
+    else if (deploymentId) await this.removeNetworkIfUnused(deploymentNetworkName(deploymentId));
   }
 
   async inspect(id: string): Promise<ContainerState> {
-    return toContainerState(await this.inspectRaw(id));
+    const info = await this.inspectRaw(id);
+    const sandbox = info.Config?.Labels?.[LABEL_SANDBOX_NAME];
+    return toContainerState(info, sandbox && info.State.Running ? await this.sandboxes.address(sandbox) : null);
   }
 
   async listManaged(filterLabels: Record<string, string> = {}): Promise<ContainerState[]> {
@@ -93,25 +99,7 @@ export class DockerContainerClient implements ContainerClient {
     return this.onContainer(id, () => this.docker.getContainer(id).inspect());
   }
 
-  /** Returns true when this call created the network. */
-  private async ensureNetwork(spec: ContainerSpec): Promise<boolean> {
-    const name = deploymentNetworkName(spec.deploymentId);
-    try {
-      await this.docker.getNetwork(name).inspect();
-      return false;
-    } catch (error) {
-      if (dockerStatusCode(error) !== NOT_FOUND) throw error;
-    }
-    this.logger.debug("Creating network", { network: name });
-    try {
-      await this.docker.createNetwork(buildNetworkCreateOptions(spec));
-      return true;
-    } catch (error) {
-      if (dockerStatusCode(error) === CONFLICT) return false; // created concurrently
-      throw error;
-    }
-  }
-
+  /** Only for containers made before sandboxes, each with its deployment's own network. */
   private async removeNetworkIfUnused(name: string): Promise<void> {
     try {
       const network = this.docker.getNetwork(name);

@@ -7,6 +7,8 @@ import { DockerContainerClient } from "./docker-container-client";
 import { DockerImageClient } from "./docker-image-client";
 import { DockerLogClient } from "./docker-log-client";
 import { silentLogger } from "./logger";
+import { DEFAULT_SANDBOX_POOL, DockerSandboxes } from "./sandboxes";
+import type { SandboxOwner } from "./sandboxes";
 import type { RuntimeLogger } from "./logger";
 import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine, LogOptions, LogStreamHandle, PullProgress } from "./types";
 
@@ -16,6 +18,8 @@ export interface DockerRuntimeOptions {
   /** the engine's Unix socket, used when `docker` is not given */
   socketPath?: string;
   logger?: RuntimeLogger;
+  /** ready network sandboxes kept once keepSandboxesWarm() is called (sandboxes.ts) */
+  sandboxPool?: number;
 }
 
 export class DockerRuntime implements ContainerRuntime {
@@ -24,12 +28,14 @@ export class DockerRuntime implements ContainerRuntime {
   private readonly images: DockerImageClient;
   private readonly containers: DockerContainerClient;
   private readonly logClient: DockerLogClient;
+  private readonly sandboxes: DockerSandboxes;
 
   constructor(options: DockerRuntimeOptions = {}) {
     this.docker = options.docker ?? new Docker(options.socketPath ? { socketPath: options.socketPath } : undefined);
     this.logger = options.logger ?? silentLogger;
     this.images = new DockerImageClient(this.docker, this.logger);
-    this.containers = new DockerContainerClient(this.docker, this.logger);
+    this.sandboxes = new DockerSandboxes(this.docker, this.logger, options.sandboxPool ?? DEFAULT_SANDBOX_POOL);
+    this.containers = new DockerContainerClient(this.docker, this.logger, this.sandboxes);
     this.logClient = new DockerLogClient(this.docker, this.logger);
   }
 
@@ -40,11 +46,12 @@ export class DockerRuntime implements ContainerRuntime {
 
   async engineInfo(): Promise<EngineInfo> {
     this.logger.debug("Fetching Docker engine info");
-    const info = (await this.docker.info()) as { ServerVersion?: string; DockerRootDir?: string; Runtimes?: Record<string, unknown> };
+    const info = (await this.docker.info()) as { ServerVersion?: string; DockerRootDir?: string; Runtimes?: Record<string, unknown>; Architecture?: string };
     return {
       version: info.ServerVersion ?? (await this.engineVersion()),
       dataRoot: info.DockerRootDir ?? "/var/lib/docker",
       runtimes: Object.keys(info.Runtimes ?? {}).sort(),
+      architecture: info.Architecture ?? "",
     };
   }
 
@@ -54,6 +61,14 @@ export class DockerRuntime implements ContainerRuntime {
 
   ensureImage(ref: string, onProgress?: (progress: PullProgress) => void): Promise<EnsuredImage> {
     return this.images.ensureImage(ref, onProgress);
+  }
+
+  keepSandboxesWarm(owner: SandboxOwner): void {
+    this.sandboxes.keepWarm(owner);
+  }
+
+  stopWarming(): Promise<void> {
+    return this.sandboxes.stopWarming();
   }
 
   createContainer(spec: ContainerSpec): Promise<string> {

@@ -1,4 +1,4 @@
-export type { ContainerClient, ContainerRuntime, EngineClient, EnsuredImage, ImageClient, LogClient } from "./container-runtime";
+export type { ContainerClient, ContainerRuntime, EngineClient, EnsuredImage, ImageClient, LogClient, SandboxClient } from "./container-runtime";
 export { DockerRuntime } from "./docker-runtime";
 export type { DockerRuntimeOptions } from "./docker-runtime";
 export { ContainerNotFoundError, ImageUnavailableError } from "./errors";

@@ -5,6 +5,12 @@ export const LABEL_MANAGED = "cm.managed";
 export const LABEL_DEPLOYMENT_ID = "cm.deployment-id";
 export const LABEL_NODE_ID = "cm.node-id";
 export const LABEL_USER_ID = "cm.user-id";
+/** "true" on the agent's sandbox containers (see sandboxes.ts): never a tenant's. */
+export const LABEL_SANDBOX = "cm.sandbox";
+/** On a tenant's container: the name of the sandbox whose network it joined. */
+export const LABEL_SANDBOX_NAME = "cm.sandbox-name";
+/** On a tenant's container: the ports the deployment exposes, "8080,9000" (Docker refuses ExposedPorts in a joined network). */
+export const LABEL_PORTS = "cm.ports";
 
 export interface LabelOwners {
   deploymentId: string;
@@ -29,7 +35,10 @@ export function managedLabelFilter(extra: Record<string, string> = {}): { label:
   return { label: Object.entries(pairs).map(([key, value]) => `${key}=${value}`) };
 }
 
-/** One bridge network per deployment isolates tenants from each other. */
+/**
+ * The network agents before sandboxes made per deployment. Kept so an upgraded
+ * agent still finds the address of, and cleans up after, containers made then.
+ */
 export function deploymentNetworkName(deploymentId: string): string {
   return `cm-${deploymentId}`;
 }

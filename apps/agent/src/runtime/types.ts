@@ -101,4 +101,6 @@ export interface EngineInfo {
   dataRoot: string;
   /** names of the OCI runtimes Docker knows (`docker info` Runtimes), e.g. ["io.containerd.runc.v2", "nvidia", "runc"] */
   runtimes: string[];
+  /** the engine's machine (uname -m), e.g. "x86_64", "aarch64" */
+  architecture: string;
 }

@@ -54,7 +54,8 @@ describe("deployments", () => {
     const info = await run.docker.getContainer(listed!.Id).inspect();
     expect(info.Config.Labels).toMatchObject({ "cm.managed": "true", "cm.deployment-id": spec.deploymentId, "cm.node-id": TEST_NODE_ID, "cm.user-id": "user-sync", "cm.run-seq": "1", "cm.gpus": "" });
     expect(info.Config.Env).toEqual(expect.arrayContaining(["GREETING=hi"]));
-    expect(info.Config.ExposedPorts).toEqual({ "8080/tcp": {} });
+    expect(info.Config.Labels["cm.ports"]).toBe("8080");
+    expect(info.HostConfig.NetworkMode).toMatch(/^container:[0-9a-f]{64}$/);
     expect(info.HostConfig).toMatchObject({ Privileged: false, CapDrop: ["ALL"], SecurityOpt: ["no-new-privileges"], NanoCpus: 500_000_000, Memory: 128 * 1024 * 1024, RestartPolicy: { Name: "no" } });
     expect(info.Name).toBe(`/cm-${spec.deploymentId}-run1`);
 
@@ -88,6 +89,8 @@ describe("deployments", () => {
     expect(fake.of("ack").find((a) => a.commandId === created)).toMatchObject({ ok: true });
     expect(statusesOf(spec.deploymentId)).toEqual(["starting", "running"]);
     const [container] = await containersOf(spec.deploymentId);
+    const sandbox = container!.Labels["cm.sandbox-name"]!;
+    expect((await run.docker.getNetwork(sandbox).inspect()).Name).toBe(sandbox);
 
     const stopped = fake.command("stop", { ...spec, desiredState: "stopped" });
     const ack = await fake.waitFor(() => fake.of("ack").find((a) => a.commandId === stopped), 15_000, "the stop ack");
@@ -102,8 +105,8 @@ describe("deployments", () => {
     await fake.waitFor(() => fake.of("ack").find((a) => a.commandId === removed), 15_000, "the remove ack");
     expect(statusesOf(spec.deploymentId).at(-1)).toBe("removed");
     expect(await containersOf(spec.deploymentId)).toEqual([]);
-    const networks = await run.docker.listNetworks({ filters: { name: [`cm-${spec.deploymentId}`] } });
-    expect(networks).toEqual([]);
+    await expect(run.docker.getContainer(sandbox).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    await expect(run.docker.getNetwork(sandbox).inspect()).rejects.toMatchObject({ statusCode: 404 });
   });
 
   it("starts a new container for a new run and removes the old one", async () => {

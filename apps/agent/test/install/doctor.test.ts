@@ -4,6 +4,7 @@ import { parseAgentConfig } from "../../src/config";
 import { wsSocketFactory } from "../../src/connection/socket";
 import { runDoctor } from "../../src/install/doctor";
 import type { DoctorDeps } from "../../src/install/doctor";
+import type { EngineClient } from "../../src/runtime/container-runtime";
 import { DockerRuntime } from "../../src/runtime/docker-runtime";
 import { fakeHostProbe, testGpu } from "../support/agent-harness";
 import { FakeControlPlane, TEST_TOKEN } from "../support/fake-control-plane";
@@ -37,7 +38,7 @@ describe("doctor", () => {
     const { code, lines } = await doctor();
     expect(lines).toEqual([
       `✓ Configuration: control plane ${fake.url}, socket ws://127.0.0.1:${fake.port}/agent/ws`,
-      expect.stringMatching(/^✓ Docker: engine \d+\.\d+\.\d+\S* at \/var\/run\/docker\.sock$/),
+      expect.stringMatching(/^✓ Docker: engine \d+\.\d+\.\d+\S* \(x86_64\) at \/var\/run\/docker\.sock$/),
       "! NVIDIA GPUs: none: nvidia-smi was not found: no NVIDIA driver is installed on this machine. This node will take CPU-only deployments",
       "    fix: if this machine has NVIDIA GPUs, install the NVIDIA driver so that nvidia-smi lists them",
       "- NVIDIA container runtime: not needed without GPUs",
@@ -68,6 +69,15 @@ describe("doctor", () => {
     expect(gpus.lines).toContain("✓ NVIDIA GPUs: 2 found: #0 Test GPU (24 GB), #1 Test GPU (24 GB)");
     expect(gpus.lines).toContainEqual(expect.stringMatching(/^✗ NVIDIA container runtime: Docker knows no "nvidia" runtime \(runtimes: .*runc.*\)/));
     expect(gpus.lines).toContain("    fix: install nvidia-container-toolkit, then: nvidia-ctk runtime configure --runtime=docker && systemctl restart docker");
+  });
+
+  it("fails on an engine whose architecture has no sandbox program", async () => {
+    fake = await FakeControlPlane.start();
+    const real = new DockerRuntime();
+    const power: EngineClient = { engineVersion: () => real.engineVersion(), engineInfo: async () => ({ ...(await real.engineInfo()), architecture: "ppc64le" }) };
+    const { code, lines } = await doctor({ engine: power });
+    expect(code).toBe(1);
+    expect(lines).toContainEqual(expect.stringMatching(/^✗ Docker: engine \S+ runs on ppc64le: the agent's network sandboxes exist for x86_64 and aarch64 only$/));
   });
 
   it("fails when Docker or the control plane cannot be reached", async () => {

@@ -42,6 +42,21 @@ describe("toContainerState", () => {
     });
   });
 
+  it("maps a running container in a sandbox: the sandbox's address and the labelled ports", () => {
+    const info = inspect("inspect-running-sandboxed.json");
+    expect(info.HostConfig.NetworkMode).toMatch(/^container:[0-9a-f]{64}$/);
+    expect(toContainerState(info, "172.27.0.2")).toMatchObject({
+      deploymentId: "dep-rec3",
+      running: true,
+      ipAddress: "172.27.0.2",
+      ports: [{ containerPort: 8080 }, { containerPort: 9000 }],
+    });
+    // No sandbox address known: no address, rather than a wrong one.
+    expect(toContainerState(info).ipAddress).toBeNull();
+    // Stopped: no address even if the sandbox still has one.
+    expect(toContainerState({ ...info, State: { ...info.State, Running: false, Status: "exited" } }, "172.27.0.2").ipAddress).toBeNull();
+  });
+
   it("maps an exited container with its exit code", () => {
     expect(toContainerState(inspect("inspect-exited-code-3.json"))).toMatchObject({
       deploymentId: "dep-rec2",

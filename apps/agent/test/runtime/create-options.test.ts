@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { buildContainerCreateOptions, buildNetworkCreateOptions } from "../../src/runtime/create-options";
+import { buildContainerCreateOptions, buildSandboxCreateOptions, buildSandboxNetworkOptions } from "../../src/runtime/create-options";
 import type { ContainerSpec } from "../../src/runtime/types";
 
 const spec: ContainerSpec = {
@@ -17,7 +17,7 @@ const spec: ContainerSpec = {
 
 describe("buildContainerCreateOptions", () => {
   it("hardens every container the same way", () => {
-    const { HostConfig } = buildContainerCreateOptions(spec);
+    const { HostConfig } = buildContainerCreateOptions(spec, "cm-sbx-1");
     expect(HostConfig).toMatchObject({
       Privileged: false,
       CapDrop: ["ALL"],
@@ -33,54 +33,74 @@ describe("buildContainerCreateOptions", () => {
     expect(HostConfig?.DeviceRequests).toBeUndefined();
   });
 
-  it("translates the spec's limits, env, command, ports and network", () => {
-    const options = buildContainerCreateOptions(spec);
+  it("translates the spec's limits, env, command, ports and sandbox", () => {
+    const options = buildContainerCreateOptions(spec, "cm-sbx-1");
     expect(options).toMatchObject({
       Image: "pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime",
       Env: ["HF_TOKEN=x=y", "PORT=8080"],
       Cmd: ["python", "serve.py"],
       Tty: false,
-      ExposedPorts: { "8080/tcp": {}, "22/tcp": {} },
-      NetworkingConfig: { EndpointsConfig: { "cm-dep-1": {} } },
-      Labels: { "cm.managed": "true", "cm.deployment-id": "dep-1", "cm.node-id": "node-1", "cm.user-id": "user-1" },
+      Labels: { "cm.managed": "true", "cm.deployment-id": "dep-1", "cm.node-id": "node-1", "cm.user-id": "user-1", "cm.sandbox-name": "cm-sbx-1", "cm.ports": "8080,22" },
     });
+    // Docker refuses both in a joined network namespace: the ports travel as a label.
+    expect(options).not.toHaveProperty("ExposedPorts");
+    expect(options).not.toHaveProperty("NetworkingConfig");
     expect(options.HostConfig).toMatchObject({
       NanoCpus: 7_500_000_000,
       Memory: 65536 * 1024 * 1024,
       MemorySwap: 65536 * 1024 * 1024,
-      NetworkMode: "cm-dep-1",
+      NetworkMode: "container:cm-sbx-1",
     });
     expect(options.name).toBeUndefined();
   });
 
   it("requests exactly the given GPUs from the nvidia driver", () => {
-    const options = buildContainerCreateOptions({ ...spec, gpuDeviceIds: ["GPU-36f675cc-81e7-4ef5-a8e2-5d940ed90475", "3"] });
+    const options = buildContainerCreateOptions({ ...spec, gpuDeviceIds: ["GPU-36f675cc-81e7-4ef5-a8e2-5d940ed90475", "3"] }, "cm-sbx-1");
     expect(options.HostConfig?.DeviceRequests).toEqual([
       { Driver: "nvidia", DeviceIDs: ["GPU-36f675cc-81e7-4ef5-a8e2-5d940ed90475", "3"], Capabilities: [["gpu"]] },
     ]);
   });
 
   it("keeps the image's CMD when none is given, and sets no limit for 0", () => {
-    const options = buildContainerCreateOptions({ ...spec, cmd: undefined, cpuCores: 0, memoryMb: 0, exposedPorts: [] });
+    const options = buildContainerCreateOptions({ ...spec, cmd: undefined, cpuCores: 0, memoryMb: 0, exposedPorts: [] }, "cm-sbx-1");
     expect(options).not.toHaveProperty("Cmd");
     expect(options.HostConfig).not.toHaveProperty("NanoCpus");
     expect(options.HostConfig).not.toHaveProperty("Memory");
-    expect(options.ExposedPorts).toEqual({});
+    expect(options.Labels?.["cm.ports"]).toBe("");
   });
 
   it("does not let extra labels overwrite the cm.* ones", () => {
-    const options = buildContainerCreateOptions({ ...spec, labels: { "cm.user-id": "someone-else", team: "a" } });
+    const options = buildContainerCreateOptions({ ...spec, labels: { "cm.user-id": "someone-else", team: "a" } }, "cm-sbx-1");
     expect(options.Labels).toMatchObject({ "cm.user-id": "user-1", team: "a" });
   });
 });
 
-describe("buildNetworkCreateOptions", () => {
-  it("makes a labelled bridge network named after the deployment", () => {
-    expect(buildNetworkCreateOptions(spec)).toEqual({
-      Name: "cm-dep-1",
+describe("sandbox options", () => {
+  const labels = { "cm.node-id": "node-1", "cm.test-run": "r1" };
+
+  it("makes a labelled bridge network named after the sandbox", () => {
+    expect(buildSandboxNetworkOptions("cm-sbx-1", labels)).toEqual({
+      Name: "cm-sbx-1",
       Driver: "bridge",
       CheckDuplicate: true,
-      Labels: { "cm.managed": "true", "cm.deployment-id": "dep-1", "cm.node-id": "node-1", "cm.user-id": "user-1" },
+      Labels: { "cm.node-id": "node-1", "cm.test-run": "r1", "cm.sandbox": "true" },
     });
+  });
+
+  it("runs only the pause program, as nobody, with nothing it could use", () => {
+    const options = buildSandboxCreateOptions("cm-sbx-1", "cm-sandbox:abc", labels);
+    expect(options).toMatchObject({
+      name: "cm-sbx-1",
+      Image: "cm-sandbox:abc",
+      Entrypoint: ["/pause"],
+      User: "65534:65534",
+      StopSignal: "SIGKILL",
+      Labels: { "cm.sandbox": "true", "cm.node-id": "node-1" },
+      NetworkingConfig: { EndpointsConfig: { "cm-sbx-1": {} } },
+    });
+    expect(options.HostConfig).toMatchObject({ NetworkMode: "cm-sbx-1", CapDrop: ["ALL"], ReadonlyRootfs: true, SecurityOpt: ["no-new-privileges"], PidsLimit: 4 });
+    expect(options.HostConfig).not.toHaveProperty("CapAdd");
+    // Never counted as a tenant's container.
+    expect(options.Labels).not.toHaveProperty("cm.managed");
   });
 });

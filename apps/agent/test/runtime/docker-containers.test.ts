@@ -5,7 +5,10 @@ import { ContainerNotFoundError } from "../../src/runtime/errors";
 import type { ContainerSpec } from "../../src/runtime/types";
 import { ensureBusyboxImage } from "../support/busybox-image";
 import { dockerTestRun } from "../support/docker-test-run";
+import { eventually } from "../support/eventually";
 import { collectLogs } from "../support/log-collector";
+
+
 
 const run = dockerTestRun();
 const runtime = new DockerRuntime({ docker: run.docker });
@@ -48,7 +51,6 @@ describe("DockerRuntime containers", () => {
       Init: true,
       NanoCpus: 500_000_000,
       Memory: 64 * 1024 * 1024,
-      NetworkMode: `cm-${spec.deploymentId}`,
       LogConfig: { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } },
     });
     expect(info.HostConfig.Binds ?? []).toEqual([]);
@@ -59,9 +61,17 @@ describe("DockerRuntime containers", () => {
       "cm.node-id": "node-test",
       "cm.user-id": "user-hardened",
     });
-    const network = await run.docker.getNetwork(`cm-${spec.deploymentId}`).inspect();
+    // Its network: a bridge of its own, held by a running sandbox that is never a tenant's container.
+    const sandbox = info.Config.Labels["cm.sandbox-name"]!;
+    expect(sandbox).toMatch(/^cm-sbx-[0-9a-f]{12}$/);
+    const network = await run.docker.getNetwork(sandbox).inspect();
     expect(network.Driver).toBe("bridge");
-    expect(network.Labels).toMatchObject({ "cm.managed": "true", "cm.deployment-id": spec.deploymentId });
+    expect(network.Labels).toMatchObject({ "cm.sandbox": "true", "cm.node-id": "node-test" });
+    const holder = await run.docker.getContainer(sandbox).inspect();
+    expect(info.HostConfig.NetworkMode).toBe(`container:${holder.Id}`);
+    expect(holder.State.Running).toBe(true);
+    expect(holder.Config.Labels).not.toHaveProperty("cm.managed");
+    expect(holder.HostConfig).toMatchObject({ CapDrop: ["ALL"], ReadonlyRootfs: true, Privileged: false });
 
     // And from inside: exactly the 8 capabilities (bits 0,1,3,4,5,6,7,10) and no privilege gain.
     await runtime.start(id);
@@ -77,7 +87,7 @@ describe("DockerRuntime containers", () => {
     expect(await runtime.inspect(id)).toMatchObject({ running: false, status: "exited", exitCode: 3, ipAddress: null });
   });
 
-  it("stops gracefully, lists by label, and removes container and network", async () => {
+  it("stops gracefully, lists by label, and removes container, sandbox and network", async () => {
     const spec = specFor("lifecycle", ["sh", "-c", "while true; do sleep 0.2; done"]);
     const id = await runtime.createContainer(spec);
     expect(await runtime.inspect(id)).toMatchObject({ status: "created", running: false, exitCode: null, startedAt: null });
@@ -103,9 +113,11 @@ describe("DockerRuntime containers", () => {
     expect(stopped).toMatchObject({ running: false, status: "exited", exitCode: 143 });
     expect(stopped.finishedAt).not.toBeNull();
 
+    const sandbox = stopped.labels["cm.sandbox-name"]!;
     await runtime.remove(id);
     await expect(runtime.inspect(id)).rejects.toBeInstanceOf(ContainerNotFoundError);
-    await expect(run.docker.getNetwork(`cm-${spec.deploymentId}`).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    await expect(run.docker.getContainer(sandbox).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    await expect(run.docker.getNetwork(sandbox).inspect()).rejects.toMatchObject({ statusCode: 404 });
     await runtime.remove(id); // already gone: not an error
   });
 
@@ -115,6 +127,25 @@ describe("DockerRuntime containers", () => {
     await runtime.start(id);
     await runtime.remove(id);
     expect(await runtime.listManaged({ ...run.labels, "cm.deployment-id": spec.deploymentId })).toEqual([]);
+  });
+
+  it("isolates deployments: one cannot reach another, the agent reaches both", async () => {
+    const server = await runtime.createContainer(specFor("iso-server", ["httpd", "-f", "-p", "8080", "-h", "/"]));
+    await runtime.start(server);
+    const address = (await runtime.inspect(server)).ipAddress!;
+    expect(address).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    // The host (where the agent runs) reaches the server on its own network...
+    await eventually(async () => (await fetch(`http://${address}:8080/`)).status === 404, 5_000, "the server answering the agent");
+    // ...a second deployment on the same node does not, while it can reach itself.
+    const probe = await runtime.createContainer(
+      specFor("iso-client", ["sh", "-c", `httpd -p 8081 -h /; ask() { printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 2 "$1" "$2" | grep -q HTTP; }; ask 127.0.0.1 8081 && echo self-ok; ask ${address} 8080 && echo reached || echo blocked`]),
+    );
+    await runtime.start(probe);
+    expect((await runtime.waitExit(probe)).exitCode).toBe(0);
+    const lines = (await collectLogs(runtime, probe, { follow: false })).map((line) => line.message);
+    expect(lines).toContain("self-ok");
+    expect(lines).toContain("blocked");
+    expect(lines).not.toContain("reached");
   });
 
   it("fails clearly for an unknown container", async () => {

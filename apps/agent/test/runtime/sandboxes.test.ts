@@ -1,0 +1,99 @@
+// The pool of network sandboxes, against the real Docker engine.
+import { afterAll, describe, expect, it } from "vitest";
+import { DockerSandboxes } from "../../src/runtime/sandboxes";
+import { silentLogger } from "../../src/runtime/logger";
+import { ensureBusyboxImage } from "../support/busybox-image";
+import { dockerTestRun } from "../support/docker-test-run";
+import { eventually } from "../support/eventually";
+
+const run = dockerTestRun();
+afterAll(async () => {
+  await run.cleanup();
+});
+
+function ownerFor(nodeId: string) {
+  return { nodeId, labels: run.labels };
+}
+
+async function sandboxesOf(nodeId: string) {
+  const listed = await run.docker.listContainers({ all: true, filters: { label: [`cm.sandbox=true`, `cm.node-id=${nodeId}`, `cm.test-run=${run.labels["cm.test-run"]}`] } });
+  return listed.map((c) => ({ name: c.Names[0]!.slice(1), running: c.State === "running" })).sort((a, b) => a.name.localeCompare(b.name));
+}
+
+describe("DockerSandboxes", () => {
+  it("keeps the pool full, hands out ready sandboxes, and a restarted agent adopts the spares", async () => {
+    const pool = new DockerSandboxes(run.docker, silentLogger, 2);
+    pool.keepWarm(ownerFor("node-pool"));
+    const ready = await eventually(async () => {
+      const now = await sandboxesOf("node-pool");
+      return now.length === 2 && now.every((s) => s.running) && now;
+    }, 20_000, "two ready sandboxes");
+
+    const taken = await pool.take(ownerFor("node-pool"));
+    expect(ready.map((s) => s.name)).toContain(taken);
+    expect(await pool.address(taken)).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    // Refilled after the take, in the background.
+    await eventually(async () => (await sandboxesOf("node-pool")).length === 3, 20_000, "the pool refilled");
+    await pool.stopWarming();
+    // The deployment's container that joined it (never started here: only its label matters).
+    await run.docker.createContainer({ Image: ensureBusyboxImage(), Cmd: ["true"], Labels: { ...run.labels, "cm.sandbox-name": taken } });
+
+    // A new agent process: the two unused sandboxes are adopted, not made again; the taken one is not a spare.
+    const before = await sandboxesOf("node-pool");
+    const restarted = new DockerSandboxes(run.docker, silentLogger, 2);
+    restarted.keepWarm(ownerFor("node-pool"));
+    const spares = before.map((s) => s.name).filter((name) => name !== taken);
+    const next = await restarted.take(ownerFor("node-pool"));
+    await restarted.stopWarming();
+    expect(spares).toContain(next);
+    // Nothing of the last agent's was thrown away.
+    expect((await sandboxesOf("node-pool")).map((s) => s.name)).toEqual(expect.arrayContaining(before.map((s) => s.name)));
+  });
+
+  it("never hands out a stopped sandbox, and removes it", async () => {
+    const pool = new DockerSandboxes(run.docker, silentLogger, 1);
+    pool.keepWarm(ownerFor("node-stale"));
+    const [spare] = await eventually(async () => {
+      const now = await sandboxesOf("node-stale");
+      return now.length === 1 && now[0]!.running && now;
+    }, 20_000, "a ready sandbox");
+    await run.docker.getContainer(spare!.name).stop({ t: 0 }); // e.g. the host rebooted
+
+    const taken = await pool.take(ownerFor("node-stale"));
+    await pool.stopWarming();
+    expect(taken).not.toBe(spare!.name);
+    expect(await pool.address(taken)).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    await eventually(async () => !(await sandboxesOf("node-stale")).some((s) => s.name === spare!.name), 10_000, "the stopped one removed");
+  });
+
+  it("makes one on demand for a node it does not keep warm, and removes sandbox and network", async () => {
+    const pool = new DockerSandboxes(run.docker, silentLogger, 2);
+    const name = await pool.take(ownerFor("node-cold"));
+    expect(await sandboxesOf("node-cold")).toEqual([{ name, running: true }]);
+    expect((await run.docker.getNetwork(name).inspect()).Labels).toMatchObject({ "cm.sandbox": "true", "cm.node-id": "node-cold" });
+
+    await pool.remove(name);
+    expect(await sandboxesOf("node-cold")).toEqual([]);
+    await expect(run.docker.getNetwork(name).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    await pool.remove(name); // already gone: not an error
+  });
+
+  it("says which machines it supports when the engine is another", async () => {
+    const power = Object.create(run.docker) as typeof run.docker;
+    power.info = async () => ({ ...(await run.docker.info()), Architecture: "ppc64le" });
+    const pool = new DockerSandboxes(power, silentLogger, 1);
+    await expect(pool.take(ownerFor("node-power"))).rejects.toThrow('this agent runs containers on x86_64 and aarch64 Docker engines; this one is "ppc64le"');
+    expect(await sandboxesOf("node-power")).toEqual([]);
+  });
+
+  it("cleans up a network whose sandbox was never made", async () => {
+    const labels = { ...run.labels, "cm.sandbox": "true", "cm.node-id": "node-debris" };
+    await run.docker.createNetwork({ Name: `cm-sbx-debris${run.labels["cm.test-run"]}`, Driver: "bridge", Labels: labels });
+    const pool = new DockerSandboxes(run.docker, silentLogger, 1);
+    pool.keepWarm(ownerFor("node-debris"));
+    await eventually(async () => (await sandboxesOf("node-debris")).length === 1, 20_000, "a ready sandbox");
+    await pool.stopWarming();
+    const networks = await run.docker.listNetworks({ filters: { label: [`cm.node-id=node-debris`, `cm.test-run=${run.labels["cm.test-run"]}`] } });
+    expect(networks.map((n) => n.Name)).toEqual([(await sandboxesOf("node-debris"))[0]!.name]);
+  });
+});
