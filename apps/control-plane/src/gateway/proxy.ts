@@ -4,6 +4,8 @@ import type { Logger } from "../services/logger";
 import { endpointLabel, forwardRequestHeaders, forwardResponseHeaders } from "./headers";
 import { failurePage, type GatewayFailure } from "./pages";
 
+const RETRIABLE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
 export type EndpointTarget = { deploymentId: string; nodeId: string; port: number };
 
 export type Resolution = { kind: "ok"; target: EndpointTarget } | { kind: "unknown_host" } | { kind: "not_running" } | { kind: "node_unreachable" };
@@ -69,31 +71,43 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
     const label = endpointLabel(req.headers.host, o.domain)!;
     const r = await o.resolver.resolve(label);
     if (r.kind !== "ok") return fail(res, r.kind);
-    const upstream = http.request({ agent: agentFor(r.target), method: req.method, path: req.url, headers: forwardRequestHeaders(req.headers, clientOf(req)) });
-    const firstByte = setTimeout(() => {
-      upstream.destroy();
-      fail(res, "timeout", `no response within ${o.timeouts.responseMs / 1000} s`);
-    }, o.timeouts.responseMs);
-    upstream.setTimeout(o.timeouts.idleMs, () => upstream.destroy(new Error("idle")));
-    upstream.on("response", (up) => {
-      clearTimeout(firstByte);
-      res.writeHead(up.statusCode ?? 502, up.statusMessage, forwardResponseHeaders(up.headers));
-      // A response of unknown length (server-sent events, chunked streams) gets its
-      // headers at once; one with a length goes out with its body in one write.
-      if (up.headers["content-length"] === undefined) res.flushHeaders();
-      up.pipe(res);
-      up.on("error", () => res.destroy());
-    });
-    upstream.on("error", (err) => {
-      clearTimeout(firstByte);
-      if (err instanceof DialError) return fail(res, err.kind, err.message);
-      fail(res, "port_not_ready", err.message);
-    });
-    // The client went away: stop the upstream request too.
-    res.on("close", () => {
-      if (!res.writableFinished) upstream.destroy();
-    });
-    req.pipe(upstream);
+    const bodyless = req.headers["transfer-encoding"] === undefined && Number(req.headers["content-length"] ?? 0) === 0;
+    // A container may close an idle keep-alive connection just as the gateway
+    // reuses it (the close takes a moment to cross the tunnel). As Node's docs
+    // advise, such a request is sent again once on a fresh tunnel, when sending
+    // it twice cannot matter: no body, a method without side effects.
+    const retriable = bodyless && RETRIABLE_METHODS.has(req.method ?? "");
+    const send = (retry: boolean) => {
+      const upstream = http.request({ agent: agentFor(r.target), method: req.method, path: req.url, headers: forwardRequestHeaders(req.headers, clientOf(req)) });
+      const firstByte = setTimeout(() => {
+        upstream.destroy();
+        fail(res, "timeout", `no response within ${o.timeouts.responseMs / 1000} s`);
+      }, o.timeouts.responseMs);
+      upstream.setTimeout(o.timeouts.idleMs, () => upstream.destroy(new Error("idle")));
+      upstream.on("response", (up) => {
+        clearTimeout(firstByte);
+        res.writeHead(up.statusCode ?? 502, up.statusMessage, forwardResponseHeaders(up.headers));
+        // A response of unknown length (server-sent events, chunked streams) gets its
+        // headers at once; one with a length goes out with its body in one write.
+        if (up.headers["content-length"] === undefined) res.flushHeaders();
+        up.pipe(res);
+        up.on("error", () => res.destroy());
+      });
+      upstream.on("error", (err) => {
+        clearTimeout(firstByte);
+        if (retry && upstream.reusedSocket && !res.headersSent && !res.destroyed) return send(false);
+        if (err instanceof DialError) return fail(res, err.kind, err.message);
+        fail(res, "port_not_ready", err.message);
+      });
+      // The client went away: stop the upstream request too.
+      res.on("close", () => {
+        if (!res.writableFinished) upstream.destroy();
+      });
+      if (bodyless) upstream.end();
+      else req.pipe(upstream);
+    };
+    if (bodyless) req.resume();
+    send(retriable);
   }
 
   async function handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer) {
@@ -126,7 +140,10 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
     socket.on("error", () => tunnel.destroy());
     tunnel.on("error", () => socket.destroy());
     socket.on("close", () => tunnel.destroy());
-    tunnel.on("close", () => socket.destroy());
+    // A tunnel that ended cleanly has had the pipe end the client's side: let those last bytes flush.
+    tunnel.on("close", () => {
+      if (!socket.writableEnded) socket.destroy();
+    });
   }
 
   return {

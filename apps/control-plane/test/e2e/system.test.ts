@@ -61,7 +61,7 @@ describe("the system end to end", () => {
   });
 
   it("runs a deployment: pending to running, with startedAt and a hardened, labelled container", async () => {
-    const r = await api("POST", "/deployments", { nodeId: s.nodeId, customImage: image, ports: [8080], env: { GREETING: "hi" } });
+    const r = await api("POST", "/deployments", { nodeId: s.nodeId, customImage: image, ports: [8080], env: { GREETING: "hi", KEEP_ALIVE_MS: "3000" } });
     expect(r.status).toBe(201);
     expect(r.json.deployment).toMatchObject({ status: "pending", endpoints: [], totalCost: 0 });
     dep = r.json.deployment;
@@ -112,6 +112,29 @@ describe("the system end to end", () => {
     const h = JSON.parse((await viaEndpoint(d.endpoints[0].url, "/headers")).body.toString());
     expect(h["x-forwarded-for"]).toBe("127.0.0.1");
     expect(h["x-forwarded-host"]).toBe(new URL(d.endpoints[0].url).host);
+  });
+
+  it("keeps answering after the container closed idle keep-alive connections", async () => {
+    // The container closes a connection idle for 3 s; the next request must get a
+    // fresh tunnel, not a 502 from the closed one (it did: the closed tunnel stayed
+    // in the gateway's keep-alive pool).
+    const url = dep.endpoints[0]!.url;
+    // New client connections each time: only the gateway's own pool of tunnels is under test.
+    const client = new http.Agent({ keepAlive: false });
+    const get = () =>
+      new Promise<number>((resolve, reject) => {
+        http.get({ host: "127.0.0.1", port, path: "/", headers: { host: new URL(url).host }, agent: client }, (res) => {
+          res.resume();
+          res.on("end", () => resolve(res.statusCode!));
+        }).on("error", reject);
+      });
+    try {
+      expect(await Promise.all([get(), get(), get()])).toEqual([200, 200, 200]);
+      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      expect(await Promise.all([get(), get(), get()])).toEqual([200, 200, 200]);
+    } finally {
+      client.destroy();
+    }
   });
 
   it("carries a large upload, a large download, server-sent events and a WebSocket", async () => {

@@ -3,8 +3,12 @@
 import http from "node:http";
 import { WebSocketServer } from "ws";
 
+// QUIET_REQUESTS=1 (the endpoint benchmark): no line per request, so the
+// benchmark measures the proxy path, not log shipping.
+const logRequests = !process.env.QUIET_REQUESTS;
+
 const server = http.createServer((req, res) => {
-  console.log(`request ${req.method} ${req.url} xff=${req.headers["x-forwarded-for"] ?? ""} proto=${req.headers["x-forwarded-proto"] ?? ""}`);
+  if (logRequests) console.log(`request ${req.method} ${req.url} xff=${req.headers["x-forwarded-for"] ?? ""} proto=${req.headers["x-forwarded-proto"] ?? ""}`);
   if (req.url === "/echo") {
     let bytes = 0;
     req.on("data", (c) => (bytes += c.length));
@@ -41,6 +45,9 @@ const server = http.createServer((req, res) => {
   res.end("hello from the container");
 });
 new WebSocketServer({ server }).on("connection", (ws) => ws.on("message", (m, binary) => ws.send(m, { binary })));
+// KEEP_ALIVE_MS: close idle keep-alive connections sooner than Node's 5 s, as
+// many servers do (gunicorn: 2 s), so tests see it happen.
+if (process.env.KEEP_ALIVE_MS) server.keepAliveTimeout = Number(process.env.KEEP_ALIVE_MS);
 server.listen(8080, () => console.log("listening on 8080"));
 let n = 0;
 setInterval(() => console.log(`tick ${n++}`), 200);
