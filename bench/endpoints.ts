@@ -3,25 +3,40 @@
  * container) cost next to reaching the same container port directly, in the
  * same run? Small requests (req/s, p50, p99) and one large transfer (MB/s).
  *
- *   npx tsx bench/endpoints.ts            (DURATION_MS=5000 CONCURRENCY=16)
+ *   npx tsx bench/endpoints.ts            (DURATION_MS=5000 CONCURRENCY=16; REQUEST_LOGS=1: the server logs each request)
  *
  * Goal: at least half the direct throughput, under 2 ms added median latency.
  */
-import { execFileSync } from "node:child_process";
+import { type ChildProcess, execFileSync, fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import http from "node:http";
 import { ensureWebImage } from "../apps/control-plane/test/e2e/support/web-image";
 import { until } from "../apps/control-plane/test/e2e/support/system";
 import { startProcesses } from "./lib/system-procs";
+
+async function relay(host: string, port: number): Promise<{ port: number; proc: ChildProcess }> {
+  const proc = fork(fileURLToPath(new URL("./lib/tcp-relay.ts", import.meta.url)), ["0", host, String(port)], { execArgv: ["--import", "tsx"] });
+  return { port: await new Promise<number>((resolve) => proc.once("message", (m) => resolve(m as number))), proc };
+}
+
+async function relayChain(host: string, port: number) {
+  const agentSide = await relay(host, port);
+  const gatewaySide = await relay("127.0.0.1", agentSide.port);
+  return { url: `http://127.0.0.1:${gatewaySide.port}`, stop: () => [agentSide, gatewaySide].forEach((r) => r.proc.kill()) };
+}
 import { fmt, load } from "./lib/load";
 
 const durationMs = Number(process.env.DURATION_MS ?? 5000);
 const concurrency = Number(process.env.CONCURRENCY ?? 16);
+// The server logs a line per request unless told not to; those lines flow to the
+// control plane in both phases and take CPU from everything on a 2-core machine.
+const QUIET = process.env.REQUEST_LOGS !== "1";
 
 const image = ensureWebImage();
 const s = await startProcesses();
 const created: string[] = [];
 try {
-  const r = await s.call("POST", "/deployments", { nodeId: s.nodeId, customImage: image, ports: [8080] });
+  const r = await s.call("POST", "/deployments", { nodeId: s.nodeId, customImage: image, ports: [8080], env: QUIET ? { QUIET_REQUESTS: "1" } : {} });
   created.push(r.deployment.id);
   const dep = await until("endpoint ready", async () => {
     const d = (await s.call("GET", `/deployments/${r.deployment.id}`)).deployment;
@@ -46,6 +61,17 @@ try {
   const e1 = await load(gateway, () => "/", { concurrency: 1, durationMs: 2000, headers: { host: endpointHost } });
   console.log(`one client: direct p50 ${d1.p50Ms.toFixed(3)} ms, endpoint p50 ${e1.p50Ms.toFixed(3)} ms: +${(e1.p50Ms - d1.p50Ms).toFixed(3)} ms added median latency`);
   console.log(`throughput ratio (endpoint/direct): ${(e.rps / d.rps).toFixed(2)}`);
+
+  // The floor on this machine: two processes that only pipe bytes (no HTTP, no
+  // WebSocket) in front of the same container, as the gateway and the agent are.
+  const relays = await relayChain(ip, 8080);
+  try {
+    await load(relays.url, () => "/", { concurrency, durationMs: 1000 });
+    const bare = await load(relays.url, () => "/", { concurrency, durationMs });
+    console.log(`two bare TCP relays ${fmt(bare)}  ratio ${(bare.rps / d.rps).toFixed(2)}: the most two relay processes allow here`);
+  } finally {
+    relays.stop();
+  }
 
   const big = (base: string, headers: Record<string, string>) =>
     new Promise<number>((resolve, reject) => {
