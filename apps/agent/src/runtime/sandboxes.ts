@@ -33,7 +33,8 @@ const SANDBOX_IMAGE_REPO = "cm-sandbox";
 
 export class DockerSandboxes {
   private owner: SandboxOwner | undefined;
-  private spares: string[] = [];
+  /** ready and unclaimed; changed in place only (an await may hold on to it) */
+  private readonly spares: string[] = [];
   private readonly addresses = new Map<string, string>();
   private image: Promise<string> | undefined;
   private filling: Promise<void> | undefined;
@@ -45,6 +46,9 @@ export class DockerSandboxes {
   private readonly taken = new Set<string>();
   /** being made right now: adopt() must not take them for debris */
   private readonly creating = new Set<string>();
+  /** being removed right now: neither a spare nor adoptable */
+  private readonly removing = new Set<string>();
+  private adoptedFor: string | undefined;
 
   constructor(
     private readonly docker: Docker,
@@ -54,10 +58,16 @@ export class DockerSandboxes {
 
   /** Keeps `poolSize` sandboxes ready for `owner`: adopts those a previous agent left, makes the rest. */
   keepWarm(owner: SandboxOwner): void {
-    if (this.owner && this.owner.nodeId !== owner.nodeId) this.spares = []; // re-enrolled: the old ones stay for cleanup
+    if (this.owner && this.owner.nodeId !== owner.nodeId) {
+      // Re-enrolled as another node: the old node's spares are of no use to anyone.
+      for (const name of this.spares.splice(0)) void this.remove(name).catch(() => {});
+    }
     this.owner = owner;
     this.warming = true;
-    this.adoption = this.adopt(owner).catch((error: unknown) => this.logger.warn("Could not look for unused network sandboxes", { error: (error as Error).message }));
+    if (this.adoptedFor !== owner.nodeId) {
+      this.adoptedFor = owner.nodeId;
+      this.adoption = this.adopt(owner).catch((error: unknown) => this.logger.warn("Could not look for unused network sandboxes", { error: (error as Error).message }));
+    }
     void this.adoption.then(() => this.fillSoon(0));
   }
 
@@ -75,24 +85,33 @@ export class DockerSandboxes {
     let name: string | undefined;
     while (pooled && !name && this.spares.length > 0) {
       const candidate = this.spares.shift()!;
+      this.taken.add(candidate); // claimed before the await below: nothing else may hand it out meanwhile
       // An operator may have stopped it, or the host rebooted since it was made.
-      if (await this.running(candidate)) name = candidate;
+      if (await this.running(candidate).catch(() => false)) name = candidate;
       else void this.remove(candidate).catch(() => {});
     }
     if (pooled) this.fillSoon(REFILL_DELAY_MS);
-    name ??= await this.create(owner);
-    this.taken.add(name);
+    if (!name) {
+      name = await this.create(owner);
+      this.taken.add(name);
+    }
     return name;
   }
 
   /** Removes the sandbox and its network; already gone is not an error. */
   async remove(name: string): Promise<void> {
-    this.addresses.delete(name);
-    this.taken.delete(name);
-    this.spares = this.spares.filter((spare) => spare !== name);
+    this.removing.add(name);
+    const spare = this.spares.indexOf(name);
+    if (spare >= 0) this.spares.splice(spare, 1);
     this.logger.debug("Removing sandbox", { sandbox: name });
-    await ignoringNotFound(() => this.docker.getContainer(name).remove({ force: true }));
-    await ignoringNotFound(() => this.docker.getNetwork(name).remove());
+    try {
+      await ignoringNotFound(() => this.docker.getContainer(name).remove({ force: true }));
+      await ignoringNotFound(() => this.docker.getNetwork(name).remove());
+    } finally {
+      this.removing.delete(name);
+      this.taken.delete(name);
+      this.addresses.delete(name);
+    }
   }
 
   /** The sandbox's address on its network: the address of every container that joined it. */
@@ -113,11 +132,12 @@ export class DockerSandboxes {
   private fillSoon(delayMs: number): void {
     clearTimeout(this.refillTimer);
     this.refillTimer = setTimeout(() => {
-      if (this.warming && !this.filling) {
-        this.filling = this.fill()
-          .catch((error: unknown) => this.logger.warn("Could not prepare network sandboxes; deployments will make their own", { error: (error as Error).message }))
-          .finally(() => (this.filling = undefined));
-      }
+      if (!this.warming) return;
+      // One fill at a time; one still busy (perhaps for a node this agent no longer is) goes first.
+      if (this.filling) return void this.filling.then(() => this.fillSoon(0));
+      this.filling = this.fill()
+        .catch((error: unknown) => this.logger.warn("Could not prepare network sandboxes; deployments will make their own", { error: (error as Error).message }))
+        .finally(() => (this.filling = undefined));
     }, delayMs);
     this.refillTimer.unref();
   }
@@ -126,8 +146,13 @@ export class DockerSandboxes {
   private async fill(): Promise<void> {
     const owner = this.owner;
     if (!owner) return;
-    while (this.warming && this.owner === owner && this.spares.length < this.poolSize) {
-      this.spares.push(await this.create(owner));
+    const same = () => this.owner?.nodeId === owner.nodeId; // a reconnect brings a new owner object for the same node
+    while (this.warming && same() && this.spares.length < this.poolSize) {
+      const made = await this.create(owner);
+      // The agent may have been enrolled as another node while it was being made.
+      // (If warming stopped meanwhile, it stays a spare: the next agent adopts it.)
+      if (same() && this.spares.length < this.poolSize) this.spares.push(made);
+      else await this.remove(made);
     }
   }
 
@@ -139,19 +164,26 @@ export class DockerSandboxes {
     const holders = await this.docker.listContainers({ all: true, filters });
     for (const holder of holders) {
       const name = holder.Names[0]?.replace(/^\//, "") ?? "";
-      if (!name || inUse.has(name) || this.taken.has(name) || this.creating.has(name) || this.spares.includes(name)) continue;
+      if (!name || inUse.has(name) || this.known(name)) continue;
       if (holder.State === "running" && this.spares.length < this.poolSize) this.spares.push(name);
       else await this.remove(name);
     }
     // A network whose sandbox container never got made (the agent died in between).
     const names = new Set(holders.map((holder) => holder.Names[0]?.replace(/^\//, "")));
     for (const network of await this.docker.listNetworks({ filters })) {
-      if (!names.has(network.Name) && !this.creating.has(network.Name)) await ignoringNotFound(() => this.docker.getNetwork(network.Name).remove());
+      if (names.has(network.Name) || this.known(network.Name)) continue;
+      // One made since the listing above is in use: Docker refuses, and that is fine.
+      await ignoringNotFound(() => this.docker.getNetwork(network.Name).remove()).catch(() => {});
     }
     if (this.spares.length > 0) this.logger.debug("Adopted network sandboxes", { count: this.spares.length });
   }
 
-  private async create(owner: SandboxOwner): Promise<string> {
+  /** In one of this pool's hands: ready, claimed, being made or being removed. */
+  private known(name: string): boolean {
+    return this.spares.includes(name) || this.taken.has(name) || this.creating.has(name) || this.removing.has(name);
+  }
+
+  private async create(owner: SandboxOwner, imageRetry = true): Promise<string> {
     const image = await this.ensureImage();
     const name = `cm-sbx-${randomBytes(6).toString("hex")}`;
     const labels = { ...owner.labels, [LABEL_NODE_ID]: owner.nodeId };
@@ -164,6 +196,11 @@ export class DockerSandboxes {
       return name;
     } catch (error) {
       await this.remove(name).catch(() => {});
+      if (imageRetry && dockerStatusCode(error) === 404) {
+        // The image was removed (an operator's `docker image prune`): make it again, once.
+        this.image = undefined;
+        return this.create(owner, false);
+      }
       throw error;
     } finally {
       this.creating.delete(name);

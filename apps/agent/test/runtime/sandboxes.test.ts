@@ -78,6 +78,33 @@ describe("DockerSandboxes", () => {
     await pool.remove(name); // already gone: not an error
   });
 
+  it("removes the old node's spares when the agent is enrolled as another node", async () => {
+    const pool = new DockerSandboxes(run.docker, silentLogger, 1);
+    pool.keepWarm(ownerFor("node-before"));
+    await eventually(async () => (await sandboxesOf("node-before")).length === 1, 20_000, "a spare for the first node");
+    pool.keepWarm(ownerFor("node-after"));
+    await eventually(async () => (await sandboxesOf("node-before")).length === 0 && (await sandboxesOf("node-after")).length === 1, 20_000, "spares moved to the new node");
+    await pool.stopWarming();
+  });
+
+  it("makes the sandbox image again when it was removed meanwhile", async () => {
+    // Removing the real image would pull it from under other test files' sandboxes,
+    // so Docker's answer for a missing image is played once, as it would come.
+    const pruned = Object.create(run.docker) as typeof run.docker;
+    let missing = true;
+    pruned.createContainer = async (options) => {
+      if (missing && String(options.Image).startsWith("cm-sandbox:")) {
+        missing = false;
+        throw Object.assign(new Error("(HTTP code 404) no such container - No such image: " + options.Image), { statusCode: 404 });
+      }
+      return run.docker.createContainer(options);
+    };
+    const pool = new DockerSandboxes(pruned, silentLogger, 0);
+    const name = await pool.take(ownerFor("node-pruned"));
+    expect(missing).toBe(false);
+    expect(await sandboxesOf("node-pruned")).toEqual([{ name, running: true }]);
+  });
+
   it("says which machines it supports when the engine is another", async () => {
     const power = Object.create(run.docker) as typeof run.docker;
     power.info = async () => ({ ...(await run.docker.info()), Architecture: "ppc64le" });

@@ -74,12 +74,19 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
     const bodyless = req.headers["transfer-encoding"] === undefined && Number(req.headers["content-length"] ?? 0) === 0;
     // A container may close an idle keep-alive connection just as the gateway
     // reuses it (the close takes a moment to cross the tunnel). As Node's docs
-    // advise, such a request is sent again once on a fresh tunnel, when sending
+    // advise, such a request is sent again once, on a new tunnel, when sending
     // it twice cannot matter: no body, a method without side effects.
     const retriable = bodyless && RETRIABLE_METHODS.has(req.method ?? "");
     const send = (retry: boolean) => {
-      const upstream = http.request({ agent: agentFor(r.target), method: req.method, path: req.url, headers: forwardRequestHeaders(req.headers, clientOf(req)) });
+      // The retry gets a tunnel of its own: when a container closes its idle
+      // connections, every pooled tunnel to it may be dead at once.
+      const connection = retry
+        ? { agent: agentFor(r.target) }
+        : { createConnection: (_opts: unknown, done: (err: Error | null, s?: Duplex) => void) => void o.dialer.dial(r.target).then((s) => done(null, s), (err: Error) => done(err)) };
+      const upstream = http.request({ ...connection, method: req.method, path: req.url, headers: forwardRequestHeaders(req.headers, clientOf(req)) } as http.RequestOptions);
+      let timedOut = false;
       const firstByte = setTimeout(() => {
+        timedOut = true;
         upstream.destroy();
         fail(res, "timeout", `no response within ${o.timeouts.responseMs / 1000} s`);
       }, o.timeouts.responseMs);
@@ -95,6 +102,7 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
       });
       upstream.on("error", (err) => {
         clearTimeout(firstByte);
+        if (timedOut) return; // the 504 page is already on its way
         if (retry && upstream.reusedSocket && !res.headersSent && !res.destroyed) return send(false);
         if (err instanceof DialError) return fail(res, err.kind, err.message);
         fail(res, "port_not_ready", err.message);
