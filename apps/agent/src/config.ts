@@ -46,6 +46,8 @@ const Timing = z.object({
 });
 export type Timing = z.infer<typeof Timing>;
 
+const SANDBOX_POOL_ERROR = "AGENT_SANDBOX_POOL must be a whole number from 0 to 32";
+
 export const AgentConfigInput = z.object({
   controlPlaneUrl: z.url({ protocol: /^(https?|wss?)$/, error: "CONTROL_PLANE_URL (or --control-plane) must be an http(s):// or ws(s):// URL" }),
   token: z.string({ error: "AGENT_TOKEN (or --token) is required" }).trim().min(1, "AGENT_TOKEN is empty").max(200),
@@ -53,12 +55,7 @@ export const AgentConfigInput = z.object({
   stateDir: z.string().min(1).optional(),
   logLevel: z.enum(LOG_LEVELS).default("info"),
   /** network sandboxes kept ready so deployments start at once (runtime/sandboxes.ts); 0 makes each on demand */
-  sandboxPool: z.coerce
-    .number({ error: "AGENT_SANDBOX_POOL must be a whole number from 0 to 32" })
-    .int("AGENT_SANDBOX_POOL must be a whole number from 0 to 32")
-    .min(0, "AGENT_SANDBOX_POOL must be a whole number from 0 to 32")
-    .max(32, "AGENT_SANDBOX_POOL must be a whole number from 0 to 32")
-    .default(DEFAULT_SANDBOX_POOL),
+  sandboxPool: z.coerce.number({ error: SANDBOX_POOL_ERROR }).int(SANDBOX_POOL_ERROR).min(0, SANDBOX_POOL_ERROR).max(32, SANDBOX_POOL_ERROR).default(DEFAULT_SANDBOX_POOL),
   /** extra labels stamped on every container, and the filter for adopting them (tests use a per-run label) */
   containerLabels: z.record(z.string(), z.string()).default({}),
   timing: Timing.default(Timing.parse({})),

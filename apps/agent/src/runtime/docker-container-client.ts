@@ -2,7 +2,7 @@ import type Docker from "dockerode";
 import type { ContainerClient } from "./container-runtime";
 import { toContainerExit, toContainerState } from "./container-state";
 import { buildContainerCreateOptions } from "./create-options";
-import { ContainerNotFoundError, dockerStatusCode } from "./errors";
+import { ContainerNotFoundError, dockerStatusCode, ignoringStatus } from "./errors";
 import { LABEL_DEPLOYMENT_ID, LABEL_SANDBOX_NAME, deploymentNetworkName, managedLabelFilter } from "./labels";
 import type { RuntimeLogger } from "./logger";
 import type { DockerSandboxes } from "./sandboxes";
@@ -34,12 +34,12 @@ export class DockerContainerClient implements ContainerClient {
 
   async start(id: string): Promise<void> {
     this.logger.debug("Starting container", { containerId: id });
-    await this.onContainer(id, () => ignoring(NOT_MODIFIED, () => this.docker.getContainer(id).start()));
+    await this.onContainer(id, () => ignoringStatus(NOT_MODIFIED, () => this.docker.getContainer(id).start()));
   }
 
   async stop(id: string, timeoutS: number): Promise<void> {
     this.logger.debug("Stopping container", { containerId: id, timeoutS });
-    await this.onContainer(id, () => ignoring(NOT_MODIFIED, () => this.docker.getContainer(id).stop({ t: timeoutS })));
+    await this.onContainer(id, () => ignoringStatus(NOT_MODIFIED, () => this.docker.getContainer(id).stop({ t: timeoutS })));
     this.logger.debug("Stopped container", { containerId: id });
   }
 
@@ -123,13 +123,5 @@ export class DockerContainerClient implements ContainerClient {
       if (dockerStatusCode(error) === NOT_FOUND) throw new ContainerNotFoundError(id);
       throw error;
     }
-  }
-}
-
-async function ignoring(status: number, call: () => Promise<unknown>): Promise<void> {
-  try {
-    await call();
-  } catch (error) {
-    if (dockerStatusCode(error) !== status) throw error;
   }
 }

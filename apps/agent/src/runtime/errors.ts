@@ -23,6 +23,15 @@ export function dockerStatusCode(error: unknown): number | undefined {
   return typeof statusCode === "number" ? statusCode : undefined;
 }
 
+/** Runs a Docker call, treating Docker's answer `status` (e.g. 404: already gone) as success. */
+export async function ignoringStatus(status: number, call: () => Promise<unknown>): Promise<void> {
+  try {
+    await call();
+  } catch (error) {
+    if (dockerStatusCode(error) !== status) throw error;
+  }
+}
+
 /**
  * Docker's own message from a dockerode error. dockerode parses the body into
  * `json` for most calls, but not for streaming ones like pull, where only its

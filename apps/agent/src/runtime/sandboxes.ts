@@ -13,7 +13,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type Docker from "dockerode";
 import { SANDBOX_PROGRAM_PATH, buildSandboxCreateOptions, buildSandboxNetworkOptions } from "./create-options";
-import { dockerStatusCode } from "./errors";
+import { dockerStatusCode, ignoringStatus } from "./errors";
 import { LABEL_NODE_ID, LABEL_SANDBOX, LABEL_SANDBOX_NAME } from "./labels";
 import type { RuntimeLogger } from "./logger";
 import { isSandboxArch, pauseProgram, singleFileTar } from "./sandbox-program";
@@ -30,6 +30,7 @@ export const DEFAULT_SANDBOX_POOL = 2;
 /** Refilling waits this long after a take, so it never competes with the start it made fast. */
 const REFILL_DELAY_MS = 1_000;
 const SANDBOX_IMAGE_REPO = "cm-sandbox";
+const NOT_FOUND = 404;
 
 export class DockerSandboxes {
   private owner: SandboxOwner | undefined;
@@ -105,8 +106,8 @@ export class DockerSandboxes {
     if (spare >= 0) this.spares.splice(spare, 1);
     this.logger.debug("Removing sandbox", { sandbox: name });
     try {
-      await ignoringNotFound(() => this.docker.getContainer(name).remove({ force: true }));
-      await ignoringNotFound(() => this.docker.getNetwork(name).remove());
+      await ignoringStatus(NOT_FOUND, () => this.docker.getContainer(name).remove({ force: true }));
+      await ignoringStatus(NOT_FOUND, () => this.docker.getNetwork(name).remove());
     } finally {
       this.removing.delete(name);
       this.taken.delete(name);
@@ -124,7 +125,7 @@ export class DockerSandboxes {
       if (address) this.addresses.set(name, address);
       return address;
     } catch (error) {
-      if (dockerStatusCode(error) === 404) return null;
+      if (dockerStatusCode(error) === NOT_FOUND) return null;
       throw error;
     }
   }
@@ -173,7 +174,7 @@ export class DockerSandboxes {
     for (const network of await this.docker.listNetworks({ filters })) {
       if (names.has(network.Name) || this.known(network.Name)) continue;
       // One made since the listing above is in use: Docker refuses, and that is fine.
-      await ignoringNotFound(() => this.docker.getNetwork(network.Name).remove()).catch(() => {});
+      await ignoringStatus(NOT_FOUND, () => this.docker.getNetwork(network.Name).remove()).catch(() => {});
     }
     if (this.spares.length > 0) this.logger.debug("Adopted network sandboxes", { count: this.spares.length });
   }
@@ -196,7 +197,7 @@ export class DockerSandboxes {
       return name;
     } catch (error) {
       await this.remove(name).catch(() => {});
-      if (imageRetry && dockerStatusCode(error) === 404) {
+      if (imageRetry && dockerStatusCode(error) === NOT_FOUND) {
         // The image was removed (an operator's `docker image prune`): make it again, once.
         this.image = undefined;
         return this.create(owner, false);
@@ -211,7 +212,7 @@ export class DockerSandboxes {
     try {
       return (await this.docker.getContainer(name).inspect()).State.Running;
     } catch (error) {
-      if (dockerStatusCode(error) === 404) return false;
+      if (dockerStatusCode(error) === NOT_FOUND) return false;
       throw error;
     }
   }
@@ -235,7 +236,7 @@ export class DockerSandboxes {
       await this.docker.getImage(ref).inspect();
       return ref;
     } catch (error) {
-      if (dockerStatusCode(error) !== 404) throw error;
+      if (dockerStatusCode(error) !== NOT_FOUND) throw error;
     }
     this.logger.debug("Making the sandbox image", { ref, arch });
     const archive = Readable.from([singleFileTar(SANDBOX_PROGRAM_PATH.slice(1), program)]);
@@ -248,13 +249,5 @@ export class DockerSandboxes {
       });
     });
     return ref;
-  }
-}
-
-async function ignoringNotFound(call: () => Promise<unknown>): Promise<void> {
-  try {
-    await call();
-  } catch (error) {
-    if (dockerStatusCode(error) !== 404) throw error;
   }
 }
