@@ -7,21 +7,16 @@
  *
  * Goal: at least half the direct throughput, under 2 ms added median latency.
  */
-import { type ChildProcess, execFileSync, fork } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { execFileSync } from "node:child_process";
 import http from "node:http";
 import { ensureWebImage } from "../apps/control-plane/test/e2e/support/web-image";
 import { until } from "../apps/control-plane/test/e2e/support/system";
+import { startRelay } from "./lib/relays";
 import { startProcesses } from "./lib/system-procs";
 
-async function relay(host: string, port: number): Promise<{ port: number; proc: ChildProcess }> {
-  const proc = fork(fileURLToPath(new URL("./lib/tcp-relay.ts", import.meta.url)), ["0", host, String(port)], { execArgv: ["--import", "tsx"] });
-  return { port: await new Promise<number>((resolve) => proc.once("message", (m) => resolve(m as number))), proc };
-}
-
 async function relayChain(host: string, port: number) {
-  const agentSide = await relay(host, port);
-  const gatewaySide = await relay("127.0.0.1", agentSide.port);
+  const agentSide = await startRelay("tcp-relay.ts", host, port);
+  const gatewaySide = await startRelay("tcp-relay.ts", "127.0.0.1", agentSide.port);
   return { url: `http://127.0.0.1:${gatewaySide.port}`, stop: () => [agentSide, gatewaySide].forEach((r) => r.proc.kill()) };
 }
 import { fmt, load } from "./lib/load";

@@ -8,20 +8,20 @@
  *
  *   npx tsx bench/relay-floor.ts          (DURATION_MS=3000 CONCURRENCY=16 ROUNDS=2)
  */
-import { type ChildProcess, execFileSync, fork } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { type ChildProcess, execFileSync } from "node:child_process";
 import { ensureWebImage } from "../apps/control-plane/test/e2e/support/web-image";
 import { load } from "./lib/load";
+import { type RelayScript, startRelay } from "./lib/relays";
 
 const durationMs = Number(process.env.DURATION_MS ?? 3000);
 const concurrency = Number(process.env.CONCURRENCY ?? 16);
 const rounds = Number(process.env.ROUNDS ?? 2);
 
 const procs: ChildProcess[] = [];
-async function relay(script: string, host: string, port: number): Promise<number> {
-  const proc = fork(fileURLToPath(new URL(`./lib/${script}`, import.meta.url)), ["0", host, String(port)], { execArgv: ["--import", "tsx"] });
-  procs.push(proc);
-  return new Promise<number>((resolve) => proc.once("message", (m) => resolve(m as number)));
+async function relay(script: RelayScript, host: string, port: number): Promise<number> {
+  const started = await startRelay(script, host, port);
+  procs.push(started.proc);
+  return started.port;
 }
 
 const container = execFileSync("docker", ["run", "-d", "--label", "cm.bench=relay-floor", "-e", "QUIET_REQUESTS=1", ensureWebImage()], { encoding: "utf8" }).trim();
