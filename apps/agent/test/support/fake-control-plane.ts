@@ -31,6 +31,8 @@ export class FakeControlPlane {
   readonly logs = new Map<string, LogLineFrame[]>();
   /** lines received again with a seq already stored */
   duplicateLines = 0;
+  /** sockets closeAgent() closed: their late frames are not read */
+  private readonly hungUp = new WeakSet<WebSocket>();
   /** false: logs frames are dropped unstored and unacknowledged, like frames lost when an agent dies */
   storeLogs = true;
   /** the desired state, sent as a sync after each welcome */
@@ -120,6 +122,10 @@ export class FakeControlPlane {
   }
 
   closeAgent(code: number, reason = ""): void {
+    // Frames the agent sent before it saw the close still arrive; a control plane
+    // that has hung up reads no more of them. Without this, a batch dropped while
+    // storeLogs was off and a later one stored off the closing socket made a gap.
+    if (this.socket) this.hungUp.add(this.socket);
     this.socket?.close(code, reason);
   }
 
@@ -190,7 +196,7 @@ export class FakeControlPlane {
     const frame = parsed.frame;
     this.frames.push(frame);
     if (frame.type === "hello") return this.onHello(ws, frame);
-    if (frame.type === "logs") this.onLogs(ws, frame);
+    if (frame.type === "logs" && !this.hungUp.has(ws)) this.onLogs(ws, frame);
   }
 
   private onHello(ws: WebSocket, hello: Frame<"hello">): void {
