@@ -2,6 +2,7 @@
 // flags, environment variables, then a config file (KEY=VALUE lines as systemd's
 // EnvironmentFile reads them, or a JSON object with the same keys). Nothing
 // else in the agent reads the environment.
+import { AGENT_TUNNEL_PATH } from "@cm/protocol";
 import { z } from "zod";
 import { DEFAULT_SANDBOX_POOL } from "./runtime/sandboxes";
 
@@ -16,7 +17,6 @@ export type RawConfig = Partial<Record<ConfigKey, string>>;
 
 export const DEFAULT_DOCKER_SOCKET = "/var/run/docker.sock";
 export const AGENT_WS_PATH = "/agent/ws";
-export const AGENT_TUNNEL_PATH = "/agent/tunnel";
 
 /** Tuning with production defaults; not read from the environment, tests shorten them. */
 const Timing = z.object({
@@ -103,9 +103,9 @@ export function controlPlaneUrls(controlPlaneUrl: string): { wsUrl: string; http
   return { wsUrl: `ws${origin}${base}${AGENT_WS_PATH}`, httpUrl: `http${origin}${base}` };
 }
 
-/** The tunnel endpoint beside the agent socket: ws(s)://host:port[/base]/agent/tunnel. */
+/** The tunnel endpoint beside the agent socket: http(s)://host:port[/base]/agent/tunnel. */
 export function tunnelUrlOf(httpUrl: string): string {
-  return `${httpUrl.replace(/^http/, "ws")}${AGENT_TUNNEL_PATH}`;
+  return `${httpUrl}${AGENT_TUNNEL_PATH}`;
 }
 
 /** Reads a config file: KEY=VALUE lines (comments, `export`, quotes allowed) or a JSON object. */

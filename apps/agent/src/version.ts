@@ -1,2 +1,2 @@
 /** Reported in hello; bump with every agent release the control plane should tell apart. */
-export const AGENT_VERSION = "0.1.0";
+export const AGENT_VERSION = "0.2.0";

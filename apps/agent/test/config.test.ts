@@ -30,8 +30,8 @@ describe("controlPlaneUrls", () => {
 describe("agent config", () => {
   it("applies defaults and derives the socket URL", () => {
     const config = parseAgentConfig({ controlPlaneUrl: "https://cp.example.com", token: "t" });
-    expect(config).toMatchObject({ wsUrl: "wss://cp.example.com/agent/ws", tunnelUrl: "wss://cp.example.com/agent/tunnel", dockerSocket: "/var/run/docker.sock", logLevel: "info", containerLabels: {} });
-    expect(parseAgentConfig({ controlPlaneUrl: "http://h:8080/base/", token: "t" }).tunnelUrl).toBe("ws://h:8080/base/agent/tunnel");
+    expect(config).toMatchObject({ wsUrl: "wss://cp.example.com/agent/ws", tunnelUrl: "https://cp.example.com/agent/tunnel", dockerSocket: "/var/run/docker.sock", logLevel: "info", containerLabels: {} });
+    expect(parseAgentConfig({ controlPlaneUrl: "http://h:8080/base/", token: "t" }).tunnelUrl).toBe("http://h:8080/base/agent/tunnel");
     expect(config.stateDir).toBeUndefined();
     expect(config.timing).toMatchObject({ backoffInitialMs: 250, backoffMaxMs: 30_000, logBatchLines: 1000, specsIntervalMs: 600_000 });
   });

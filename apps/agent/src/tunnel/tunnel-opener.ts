@@ -1,5 +1,7 @@
+import http from "node:http";
+import https from "node:https";
 import net from "node:net";
-import { WebSocket, createWebSocketStream } from "ws";
+import { AGENT_TUNNEL_UPGRADE } from "@cm/protocol";
 import type { ContainerRuntime } from "../runtime/container-runtime";
 import { LABEL_DEPLOYMENT_ID } from "../runtime/labels";
 import type { Logger } from "../logger";
@@ -8,7 +10,7 @@ export type TunnelRequest = { tunnelId: string; deploymentId: string; port: numb
 export type TunnelResult = { ok: true } | { ok: false; reason: string };
 
 export type TunnelOptions = {
-  /** ws(s)://control-plane/agent/tunnel */
+  /** http(s)://control-plane/agent/tunnel */
   tunnelUrl: string;
   token: string;
   runtime: ContainerRuntime;
@@ -18,7 +20,7 @@ export type TunnelOptions = {
 
 /**
  * Carries one public-endpoint connection: a TCP connection to the container's
- * port, spliced to a WebSocket of its own to the control plane. One socket per
+ * port, spliced to a connection of its own to the control plane. One socket per
  * connection keeps a large transfer from delaying the control connection's
  * heartbeats and commands, and lets TCP's own flow control pace each stream.
  *
@@ -38,28 +40,49 @@ export class TunnelOpener {
     const tcp = await this.connect(c.ipAddress, req.port).catch((err: Error) => err);
     if (tcp instanceof Error) return { ok: false, reason: `nothing answers on port ${req.port} yet (${tcp.message})` };
 
-    const url = `${this.o.tunnelUrl}?id=${encodeURIComponent(req.tunnelId)}`;
-    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${this.o.token}` }, perMessageDeflate: false });
-    const handle = { close: () => (ws.terminate(), tcp.destroy()) };
+    const handle = { close: () => tcp.destroy() };
     this.open.add(handle);
-    const done = () => this.open.delete(handle);
-    ws.once("open", () => {
-      const stream = createWebSocketStream(ws);
-      tcp.pipe(stream).pipe(tcp);
-      stream.on("error", () => tcp.destroy());
-      tcp.on("error", () => stream.destroy());
-      stream.on("close", () => tcp.destroy());
-      tcp.on("close", () => {
-        stream.destroy();
-        done();
-      });
-    });
-    ws.once("error", (err) => {
-      this.o.logger.warn("tunnel socket failed", { tunnelId: req.tunnelId, error: err.message });
-      tcp.destroy();
-      done();
-    });
+    tcp.on("close", () => this.open.delete(handle));
+    this.dialControlPlane(req.tunnelId).then(
+      (tunnel) => {
+        handle.close = () => (tunnel.destroy(), tcp.destroy());
+        if (tcp.destroyed) return void tunnel.destroy();
+        tcp.pipe(tunnel).pipe(tcp);
+        tunnel.on("error", () => tcp.destroy());
+        tcp.on("error", () => tunnel.destroy());
+        tunnel.on("close", () => tcp.destroy());
+        tcp.on("close", () => tunnel.destroy());
+      },
+      (err: Error) => {
+        this.o.logger.warn("tunnel socket failed", { tunnelId: req.tunnelId, error: err.message });
+        tcp.destroy();
+      },
+    );
     return { ok: true };
+  }
+
+  /** The tunnel's own connection to the control plane, upgraded to raw bytes. */
+  private dialControlPlane(tunnelId: string): Promise<net.Socket> {
+    const url = `${this.o.tunnelUrl}?id=${encodeURIComponent(tunnelId)}`;
+    const request = (url.startsWith("https:") ? https : http).request(url, {
+      agent: false,
+      headers: { authorization: `Bearer ${this.o.token}`, connection: "Upgrade", upgrade: AGENT_TUNNEL_UPGRADE },
+    });
+    return new Promise<net.Socket>((resolve, reject) => {
+      request.setTimeout(this.o.connectTimeoutMs ?? 5_000, () => request.destroy(new Error("the control plane did not answer")));
+      request.once("upgrade", (_res, socket: net.Socket, head: Buffer) => {
+        socket.setTimeout(0);
+        socket.setNoDelay(true);
+        if (head.length) socket.unshift(head);
+        resolve(socket);
+      });
+      request.once("response", (res) => {
+        res.resume();
+        reject(new Error(`the control plane refused the tunnel (${res.statusCode})`));
+      });
+      request.once("error", reject);
+      request.end();
+    });
   }
 
   /** Which of the deployment's exposed ports accept a connection now (for the endpoint's `ready`). */

@@ -47,9 +47,9 @@ describe("endpoints", () => {
     expect(tunnel.authorization).toBe(`Bearer ${TEST_TOKEN}`);
     const response = await new Promise<string>((resolve) => {
       const chunks: Buffer[] = [];
-      tunnel.ws.on("message", (data: Buffer) => chunks.push(data));
-      tunnel.ws.on("close", () => resolve(Buffer.concat(chunks).toString("utf8")));
-      tunnel.ws.send(Buffer.from("GET /index.html HTTP/1.0\r\nHost: x\r\n\r\n"));
+      tunnel.socket.on("data", (data: Buffer) => chunks.push(data));
+      tunnel.socket.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+      tunnel.socket.write("GET /index.html HTTP/1.0\r\nHost: x\r\n\r\n");
     });
     expect(response).toMatch(/^HTTP\/1\.[01] 200 OK/);
     expect(response).toContain("hello-from-container");

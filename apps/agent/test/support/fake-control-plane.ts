@@ -1,11 +1,12 @@
 // A control plane small enough to read: a real `ws` server on port 0 that speaks
 // the agent protocol, stores log lines the way the real one does (by seq, acking
 // each frame), sends a sync built from what it stored after every welcome, and
-// takes the agent's tunnel sockets on /agent/tunnel.
+// takes the agent's tunnel connections on /agent/tunnel.
 import { createServer } from "node:http";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { AgentFrame, parseFrame } from "@cm/protocol";
+import type { Duplex } from "node:stream";
+import { AGENT_TUNNEL_PATH, AGENT_TUNNEL_UPGRADE, AgentFrame, TUNNEL_SWITCHING_PROTOCOLS, parseFrame } from "@cm/protocol";
 import type { DeploymentSpec, LogCursor, LogLineFrame, ServerFrame } from "@cm/protocol";
 import { WebSocketServer } from "ws";
 import type { WebSocket } from "ws";
@@ -44,19 +45,18 @@ export class FakeControlPlane {
   private socket: WebSocket | undefined;
   private commandSeq = 0;
   /** tunnel sockets the agent opened, by tunnel id, with the token they came with */
-  readonly tunnels = new Map<string, { ws: WebSocket; authorization: string | undefined }>();
+  readonly tunnels = new Map<string, { socket: Duplex; authorization: string | undefined }>();
 
   private constructor(
     private server: Server,
     private wss: WebSocketServer,
-    private tunnelWss: WebSocketServer,
     readonly port: number,
     private readonly options: FakeControlPlaneOptions,
   ) {}
 
   static async start(options: FakeControlPlaneOptions = {}): Promise<FakeControlPlane> {
-    const { server, wss, tunnelWss, port } = await listen(options.port ?? 0);
-    const fake = new FakeControlPlane(server, wss, tunnelWss, port, options);
+    const { server, wss, port } = await listen(options.port ?? 0);
+    const fake = new FakeControlPlane(server, wss, port, options);
     fake.attach();
     return fake;
   }
@@ -146,19 +146,18 @@ export class FakeControlPlane {
 
   /** Goes away: the server stops listening and every agent connection is cut. */
   async stop(): Promise<void> {
-    for (const client of [...this.wss.clients, ...this.tunnelWss.clients]) client.terminate();
+    for (const client of this.wss.clients) client.terminate();
+    for (const tunnel of this.tunnels.values()) tunnel.socket.destroy();
     this.socket = undefined;
     await new Promise<void>((resolve) => this.wss.close(() => resolve()));
-    await new Promise<void>((resolve) => this.tunnelWss.close(() => resolve()));
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
   /** Comes back on the same port. */
   async restart(): Promise<void> {
-    const { server, wss, tunnelWss } = await listen(this.port);
+    const { server, wss } = await listen(this.port);
     this.server = server;
     this.wss = wss;
-    this.tunnelWss = tunnelWss;
     this.attach();
   }
 
@@ -172,12 +171,11 @@ export class FakeControlPlane {
     });
     this.server.on("upgrade", (req, socket, head) => {
       const url = new URL(req.url ?? "/", "http://fake");
-      const target = url.pathname === "/agent/ws" ? this.wss : url.pathname === "/agent/tunnel" ? this.tunnelWss : undefined;
-      if (!target) return socket.destroy();
-      target.handleUpgrade(req, socket, head, (ws) => {
-        if (target === this.wss) return target.emit("connection", ws, req);
-        this.tunnels.set(url.searchParams.get("id") ?? "", { ws, authorization: req.headers.authorization });
-      });
+      if (url.pathname === "/agent/ws") return this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit("connection", ws, req));
+      if (url.pathname !== AGENT_TUNNEL_PATH || req.headers.upgrade !== AGENT_TUNNEL_UPGRADE) return socket.destroy();
+      socket.write(TUNNEL_SWITCHING_PROTOCOLS);
+      if (head.length) socket.unshift(head);
+      this.tunnels.set(url.searchParams.get("id") ?? "", { socket, authorization: req.headers.authorization });
     });
     this.wss.on("connection", (ws) => {
       ws.on("message", (data) => this.onMessage(ws, String(data)));
@@ -230,13 +228,12 @@ export class FakeControlPlane {
   }
 }
 
-async function listen(port: number): Promise<{ server: Server; wss: WebSocketServer; tunnelWss: WebSocketServer; port: number }> {
+async function listen(port: number): Promise<{ server: Server; wss: WebSocketServer; port: number }> {
   const server = createServer();
   const wss = new WebSocketServer({ noServer: true });
-  const tunnelWss = new WebSocketServer({ noServer: true });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, "127.0.0.1", () => resolve());
   });
-  return { server, wss, tunnelWss, port: (server.address() as AddressInfo).port };
+  return { server, wss, port: (server.address() as AddressInfo).port };
 }

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
 import type { IncomingMessage } from "node:http";
+import type net from "node:net";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, createWebSocketStream, type WebSocket } from "ws";
 import type { Repos } from "@cm/db";
-import type { ServerFrame } from "@cm/protocol";
+import { AGENT_TUNNEL_UPGRADE, TUNNEL_SWITCHING_PROTOCOLS, type ServerFrame } from "@cm/protocol";
 import { DialError, type EndpointTarget, type TunnelDialer } from "../gateway/proxy";
 import { asSocketLike } from "../gateway/socket-like";
 import type { EventBus } from "../services/events";
@@ -24,14 +25,14 @@ export type TunnelBrokerOptions = {
 
 /**
  * Opens tunnels to containers through their node's agent: asks over the
- * control connection, then waits for the agent's own WebSocket carrying the
+ * control connection, then waits for the agent's own connection carrying the
  * bytes. Each connection gets its own socket, so one large transfer never
  * queues in front of the node's heartbeats, commands or other tunnels.
  */
 export class TunnelBroker implements TunnelDialer {
   private readonly pending = new Map<string, Pending>();
   private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 16 * 1024 * 1024 });
-  private readonly open = new Set<WebSocket>();
+  private readonly open = new Set<{ destroy(): void } | WebSocket>();
 
   constructor(private readonly o: TunnelBrokerOptions) {
     o.events.on("tunnel-error", (tunnelId, nodeId, reason) => {
@@ -74,21 +75,37 @@ export class TunnelBroker implements TunnelDialer {
       return;
     }
     this.settle(id);
-    this.wss.handleUpgrade(req, socket, head, (ws) => {
-      this.open.add(ws);
-      ws.on("close", () => this.open.delete(ws));
-      let idle = setTimeout(() => ws.terminate(), this.o.idleMs);
-      const touch = () => {
-        clearTimeout(idle);
-        idle = setTimeout(() => ws.terminate(), this.o.idleMs);
-      };
-      ws.on("message", touch);
-      ws.on("close", () => clearTimeout(idle));
-      const stream = asSocketLike(createWebSocketStream(ws));
-      const write = stream.write.bind(stream);
-      stream.write = ((chunk: unknown, ...rest: unknown[]) => (touch(), write(chunk as Buffer, ...(rest as [])))) as typeof stream.write;
-      p.resolve(stream);
-    });
+    if (String(req.headers.upgrade ?? "").toLowerCase() === AGENT_TUNNEL_UPGRADE) return p.resolve(this.rawTunnel(socket as net.Socket, head));
+    // Agents before 0.2 carry the bytes in WebSocket messages.
+    this.wss.handleUpgrade(req, socket, head, (ws) => p.resolve(this.webSocketTunnel(ws)));
+  }
+
+  private rawTunnel(socket: net.Socket, head: Buffer): Duplex {
+    socket.write(TUNNEL_SWITCHING_PROTOCOLS);
+    socket.setNoDelay(true);
+    if (head.length) socket.unshift(head);
+    // Whoever uses the tunnel may set its own timeout on it; any that fires ends it.
+    socket.setTimeout(this.o.idleMs);
+    socket.on("timeout", () => socket.destroy());
+    this.open.add(socket);
+    socket.on("close", () => this.open.delete(socket));
+    return asSocketLike(socket);
+  }
+
+  private webSocketTunnel(ws: WebSocket): Duplex {
+    this.open.add(ws);
+    ws.on("close", () => this.open.delete(ws));
+    let idle = setTimeout(() => ws.terminate(), this.o.idleMs);
+    const touch = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => ws.terminate(), this.o.idleMs);
+    };
+    ws.on("message", touch);
+    ws.on("close", () => clearTimeout(idle));
+    const stream = asSocketLike(createWebSocketStream(ws));
+    const write = stream.write.bind(stream);
+    stream.write = ((chunk: unknown, ...rest: unknown[]) => (touch(), write(chunk as Buffer, ...(rest as [])))) as typeof stream.write;
+    return stream;
   }
 
   private settle(tunnelId: string) {
@@ -102,7 +119,7 @@ export class TunnelBroker implements TunnelDialer {
       this.settle(id);
       p.reject(new DialError("node_unreachable", "the control plane is shutting down"));
     }
-    for (const ws of this.open) ws.terminate();
+    for (const t of this.open) "terminate" in t ? t.terminate() : t.destroy();
     this.wss.close();
   }
 }
