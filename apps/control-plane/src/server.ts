@@ -24,6 +24,7 @@ export async function startServer(deps: Deps, opts: { port: number; host: string
   const server: http.Server = tls ? https.createServer(tls, listener) : http.createServer(listener);
   // Long uploads and streams are bounded by the gateway's own idle timeout instead.
   server.requestTimeout = 0;
+  deps.endpoints.intercept(server);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port, opts.host, () => resolve());

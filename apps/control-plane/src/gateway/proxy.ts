@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "../services/logger";
+import { createConnectionRouter, interceptConnections } from "./connections";
 import { endpointLabel, forwardRequestHeaders, forwardResponseHeaders } from "./headers";
 import { failurePage, type GatewayFailure } from "./pages";
 
@@ -154,7 +155,14 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
     });
   }
 
+  const router = createConnectionRouter(o);
   return {
+    /**
+     * Gives connections whose first request is for a running endpoint to the
+     * byte relay, before the server's HTTP parser sees them; handleRequest and
+     * handleUpgrade below serve endpoint requests on every other connection.
+     */
+    intercept: (server: http.Server) => interceptConnections(server, router),
     /** Whether a request's Host is one of the gateway's endpoint hosts. */
     owns: (host: string | undefined) => endpointLabel(host, o.domain) !== undefined,
     handleRequest: (req: http.IncomingMessage, res: http.ServerResponse) =>

@@ -14,8 +14,8 @@ import { createLogger } from "../../src/services/logger";
 
 let upstream: http.Server;
 let upstreamPort: number;
-let front: http.Server;
-let frontPort: number;
+let fronts: http.Server[] = [];
+const ports = { relay: 0, http: 0 };
 const seen: http.IncomingHttpHeaders[] = [];
 let dials = 0;
 
@@ -60,6 +60,7 @@ beforeAll(async () => {
       }, 100);
       return;
     }
+    if (req.url === "/until-close") return void req.socket.end("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nthe body ends when the connection does");
     if (req.url === "/slow") return void setTimeout(() => res.end("late"), 3_000);
     res.setHeader("connection", "keep-alive, x-secret");
     res.setHeader("x-secret", "hop");
@@ -86,21 +87,33 @@ beforeAll(async () => {
         }),
     },
   });
-  front = http.createServer((req, res) => void gateway.handleRequest(req, res));
-  front.on("upgrade", (req, socket, head) => void gateway.handleUpgrade(req, socket, head));
-  await new Promise<void>((r) => front.listen(0, "127.0.0.1", r));
-  frontPort = (front.address() as AddressInfo).port;
+  // The same gateway in front of two servers: one with the byte relay taking
+  // the connections whose first request is for an endpoint (as server.ts has
+  // it), one serving every request through Node's HTTP server and client (what
+  // a connection that mixes hosts falls back to).
+  for (const mode of ["relay", "http"] as const) {
+    const front = http.createServer((req, res) => {
+      if (gateway.owns(req.headers.host)) return void gateway.handleRequest(req, res);
+      res.end("the API");
+    });
+    front.on("upgrade", (req, socket, head) => void gateway.handleUpgrade(req, socket, head));
+    if (mode === "relay") gateway.intercept(front);
+    await new Promise<void>((r) => front.listen(0, "127.0.0.1", r));
+    ports[mode] = (front.address() as AddressInfo).port;
+    fronts.push(front);
+  }
 });
 afterAll(async () => {
-  front.closeAllConnections();
+  for (const front of fronts) front.closeAllConnections();
   upstream.closeAllConnections();
-  await new Promise((r) => front.close(r));
+  await Promise.all(fronts.map((front) => new Promise((r) => front.close(r))));
   await new Promise((r) => upstream.close(r));
 });
 
-function get(host: string, path: string, init: { method?: string; body?: Buffer | string; headers?: Record<string, string> } = {}) {
+let frontPort = 0;
+function get(host: string, path: string, init: { method?: string; body?: Buffer | string; headers?: Record<string, string>; agent?: http.Agent } = {}) {
   return new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
-    const req = http.request({ host: "127.0.0.1", port: frontPort, path, method: init.method ?? "GET", headers: { host, ...init.headers } }, (res) => {
+    const req = http.request({ host: "127.0.0.1", port: frontPort, path, method: init.method ?? "GET", headers: { host, ...init.headers }, agent: init.agent }, (res) => {
       const parts: Buffer[] = [];
       res.on("data", (c: Buffer) => parts.push(c));
       res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) }));
@@ -110,7 +123,7 @@ function get(host: string, path: string, init: { method?: string; body?: Buffer 
   });
 }
 
-describe("gateway", () => {
+describe("gateway headers", () => {
   it("reads the endpoint label from the Host header", () => {
     expect(endpointLabel("abc-8888.gw.test", "gw.test")).toBe("abc-8888");
     expect(endpointLabel("ABC-8888.GW.test:443", "gw.test")).toBe("abc-8888");
@@ -122,6 +135,13 @@ describe("gateway", () => {
   it("drops hop-by-hop headers and adds X-Forwarded-*", () => {
     const h = forwardRequestHeaders({ connection: "keep-alive, x-private", "x-private": "1", "keep-alive": "5", te: "trailers", accept: "*/*", "x-forwarded-for": "1.2.3.4" }, { ip: "5.6.7.8", proto: "https", host: "a.gw.test" });
     expect(h).toEqual({ accept: "*/*", "x-forwarded-for": "1.2.3.4, 5.6.7.8", "x-forwarded-proto": "https", "x-forwarded-host": "a.gw.test" });
+  });
+
+});
+
+describe.each(["relay", "http"] as const)("gateway (%s)", (mode) => {
+  beforeAll(() => {
+    frontPort = ports[mode];
   });
 
   it("carries a GET to the container and the answer back, without hop-by-hop headers", async () => {
@@ -194,4 +214,61 @@ describe("gateway", () => {
     const r = await get("app-1.gw.test", "/slow");
     expect(r.status).toBe(504);
   });
+
+  it("answers each request on a connection that moves between endpoints and the API", async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const hosts = ["app-1.gw.test", "nope-1.gw.test", "app-2.gw.test", "gw.test", "gone-1.gw.test", "app-1.gw.test"];
+    const answers = [];
+    for (const host of hosts) answers.push(await get(host, "/mixed", { agent }));
+    agent.destroy();
+    expect(answers.map((a) => a.status)).toEqual([200, 404, 200, 200, 404, 200]);
+    expect(answers[2]!.body.toString()).toBe("hello GET /mixed");
+    expect(answers[3]!.body.toString()).toBe("the API");
+    expect(seen.at(-1)!["x-forwarded-host"]).toBe("app-1.gw.test");
+  });
+
+  it("answers pipelined requests in order, a chunked upload and a HEAD among them", async () => {
+    const host = "Host: app-1.gw.test\r\n";
+    const text = await exchange(
+      `GET /first HTTP/1.1\r\n${host}\r\n` +
+        `POST /echo HTTP/1.1\r\n${host}Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nx-trailer: 1\r\n\r\n` +
+        `HEAD /third HTTP/1.1\r\n${host}\r\n` +
+        `GET /last HTTP/1.1\r\n${host}Connection: close\r\n\r\n`,
+    );
+    const bodies = text.split(/HTTP\/1\.1 200 OK\r\n/).slice(1);
+    expect(bodies).toHaveLength(4);
+    expect(bodies[0]).toMatch(/hello GET \/first$/);
+    expect(bodies[1]).toMatch(/\{"bytes":11,"method":"POST"\}$/);
+    expect(bodies[2]).toMatch(/\r\n\r\n$/); // a head and no body
+    expect(bodies[2]).not.toContain("hello");
+    expect(bodies[3]).toMatch(/connection: close\r\n/i);
+    expect(bodies[3]).toMatch(/hello GET \/last$/);
+  });
+
+  it("refuses a request with both Content-Length and Transfer-Encoding before it reaches the container", async () => {
+    const before = seen.length;
+    const text = await exchange("POST /echo HTTP/1.1\r\nHost: app-1.gw.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: app-1.gw.test\r\n\r\n");
+    expect(text).toMatch(/^HTTP\/1\.1 400 /);
+    expect(seen.length).toBe(before);
+  });
+
+  it("carries a response that ends when the container closes its connection", async () => {
+    // The relay passes it on as it is and closes after; Node's HTTP path re-frames it as chunked.
+    const text = await exchange("GET /until-close HTTP/1.1\r\nHost: app-1.gw.test\r\nConnection: close\r\n\r\n");
+    expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(text).toContain("the body ends when the connection does");
+    if (mode === "relay") expect(text).toMatch(/connection: close\r\n\r\nthe body ends when the connection does$/);
+  });
 });
+
+/** Writes raw bytes to the gateway and reads until it closes the connection. */
+function exchange(text: string) {
+  return new Promise<string>((resolve, reject) => {
+    const s = net.connect(frontPort, "127.0.0.1", () => s.write(text));
+    let got = "";
+    s.on("data", (c) => (got += c.toString("latin1")));
+    s.on("close", () => resolve(got));
+    s.on("error", reject);
+    setTimeout(() => (s.destroy(), reject(new Error(`no close; got ${JSON.stringify(got)}`))), 5_000);
+  });
+}

@@ -1,0 +1,87 @@
+import type http from "node:http";
+import https from "node:https";
+import type net from "node:net";
+import { endpointLabel } from "./headers";
+import { MAX_HEAD_BYTES, headEnd, parseRequestHead, requestFraming } from "./http1";
+import type { EndpointResolver } from "./proxy";
+import { Relay, hostOf, type RelayOptions } from "./relay";
+
+/** A client that sends no complete request head within this long is let go, as Node's headersTimeout does. */
+const FIRST_HEAD_TIMEOUT_MS = 60_000;
+
+type Router = { take(socket: net.Socket, toHttp: (s: net.Socket) => void): void };
+
+/**
+ * Looks at the first request head of each connection: a request for an
+ * endpoint that is running gets the byte relay (relay.ts); everything else
+ * (the API, an unknown or stopped endpoint, a head it cannot read) goes to
+ * Node's HTTP server with its bytes put back, as if nothing had looked.
+ */
+export function createConnectionRouter(o: Omit<RelayOptions, "reroute"> & { resolver: EndpointResolver }): Router {
+  const take = (socket: net.Socket, toHttp: (s: net.Socket) => void) => {
+    let buf: Buffer | undefined;
+    const timer = setTimeout(() => socket.destroy(), FIRST_HEAD_TIMEOUT_MS);
+    const give = () => {
+      socket.off("error", onError); // the HTTP server has its own
+      if (buf) socket.unshift(buf);
+      toHttp(socket);
+      // Paused while we looked; the HTTP server reads the bytes put back first.
+      socket.resume();
+    };
+    const stop = () => {
+      clearTimeout(timer);
+      socket.off("data", onData);
+      socket.off("end", onEnd);
+      socket.off("close", onClose);
+      socket.pause();
+    };
+    // A reset while looking (or while the endpoint is looked up) must not crash the process.
+    const onError = () => socket.destroy();
+    const onClose = () => clearTimeout(timer);
+    const onEnd = () => {
+      stop();
+      give();
+    };
+    const onData = (chunk: Buffer) => {
+      buf = buf ? Buffer.concat([buf, chunk]) : chunk;
+      const end = headEnd(buf);
+      if (end < 0 && buf.length <= MAX_HEAD_BYTES) return;
+      stop();
+      const head = end < 0 ? undefined : parseRequestHead(buf, end);
+      // The relay's own test for each request: a head whose framing is unclear goes to Node's strict parser.
+      const label = head && requestFraming(head) && endpointLabel(hostOf(head), o.domain);
+      if (!label) return give();
+      o.resolver.resolve(label).then(
+        (r) => {
+          if (socket.destroyed) return;
+          if (r.kind !== "ok") return give();
+          socket.off("error", onError); // the relay has its own
+          new Relay(socket, buf!, label, r.target, { ...o, reroute: (s) => take(s, toHttp) });
+        },
+        () => give(),
+      );
+    };
+    socket.on("data", onData);
+    socket.on("end", onEnd);
+    socket.on("error", onError);
+    socket.on("close", onClose);
+    socket.resume(); // a connection routed afresh comes paused
+  };
+  return { take };
+}
+
+/**
+ * Puts the router in front of a listening HTTP(S) server's own connection
+ * handling. Node documents handing a connection to an HTTP server by emitting
+ * 'connection'; this is the same, with its handler called directly (an HTTPS
+ * server's is on 'secureConnection', after the TLS handshake).
+ */
+export function interceptConnections(server: http.Server, router: Router) {
+  const event = server instanceof https.Server ? "secureConnection" : "connection";
+  const handlers = server.listeners(event) as Array<(s: net.Socket) => void>;
+  server.removeAllListeners(event);
+  const toHttp = (s: net.Socket) => {
+    for (const h of handlers) h.call(server, s);
+  };
+  server.on(event, (socket: net.Socket) => router.take(socket, toHttp));
+}

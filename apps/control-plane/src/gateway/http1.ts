@@ -1,0 +1,217 @@
+// HTTP/1.1 message framing for the byte relay (relay.ts): where a head ends,
+// what it says, and how long the body after it is, without decoding the body.
+// Pure functions and one small state machine; the relay does the I/O.
+//
+// Anything this module finds ambiguous (a request with both Content-Length and
+// Transfer-Encoding, folded header lines, a bare CR or LF) is refused rather
+// than guessed at: the relay then hands the connection to Node's HTTP server,
+// whose strict parser answers it. Two parsers that disagree on where a message
+// ends are how requests get smuggled past a proxy.
+
+export type Field = [name: string, value: string];
+export type Head = { line: string; fields: Field[] };
+export type RequestHead = Head & { method: string; target: string; version: string };
+export type ResponseHead = Head & { status: number; version: string };
+
+/** Heads larger than this are left to Node's HTTP server (which answers 431), as its own default limit. */
+export const MAX_HEAD_BYTES = 16 * 1024;
+
+const CRLFCRLF = Buffer.from("\r\n\r\n");
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/** The offset just past the head's blank line, or -1 while it is incomplete. */
+export function headEnd(buf: Buffer, from = 0): number {
+  const i = buf.indexOf(CRLFCRLF, from);
+  return i < 0 ? -1 : i + 4;
+}
+
+function parseFields(text: string): { line: string; fields: Field[] } | undefined {
+  const lines = text.split("\r\n");
+  const line = lines[0]!;
+  const fields: Field[] = [];
+  for (let i = 1; i < lines.length; i++) {
+    const l = lines[i]!;
+    if (l === "") continue; // the blank line(s) closing the head
+    const colon = l.indexOf(":");
+    if (colon <= 0) return undefined;
+    const name = l.slice(0, colon);
+    if (!TOKEN.test(name)) return undefined; // also refuses obs-fold (a line starting with a space)
+    fields.push([name, l.slice(colon + 1).trim()]);
+  }
+  return /[\r\n]/.test(text.replace(/\r\n/g, "")) ? undefined : { line, fields };
+}
+
+export function parseRequestHead(buf: Buffer, end: number): RequestHead | undefined {
+  const h = parseFields(buf.toString("latin1", 0, end));
+  const m = h && /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) (\S+) HTTP\/(1\.[01])$/.exec(h.line);
+  return m ? { ...h!, method: m[1]!, target: m[2]!, version: m[3]! } : undefined;
+}
+
+export function parseResponseHead(buf: Buffer, end: number): ResponseHead | undefined {
+  const h = parseFields(buf.toString("latin1", 0, end));
+  const m = h && /^HTTP\/(1\.[01]) (\d{3})(?: .*)?$/.exec(h.line);
+  return m ? { ...h!, version: m[1]!, status: Number(m[2]) } : undefined;
+}
+
+/** Every value of a header, comma-joined lists split, lowercased. */
+export function tokens(fields: Field[], name: string): string[] {
+  return fields
+    .filter(([n]) => n.toLowerCase() === name)
+    .flatMap(([, v]) => v.split(","))
+    .map((t) => t.trim().toLowerCase())
+    .filter(Boolean);
+}
+
+export function value(fields: Field[], name: string): string | undefined {
+  return fields.find(([n]) => n.toLowerCase() === name)?.[1];
+}
+
+/** How a message body is delimited (RFC 9112 §6). */
+export type Framing = { kind: "none" } | { kind: "length"; bytes: number } | { kind: "chunked" } | { kind: "until-close" };
+
+function lengthOf(fields: Field[]): number | undefined | "bad" {
+  const all = fields.filter(([n]) => n.toLowerCase() === "content-length").flatMap(([, v]) => v.split(",").map((s) => s.trim()));
+  if (all.length === 0) return undefined;
+  if (!all.every((v) => /^\d{1,15}$/.test(v) && v === all[0])) return "bad";
+  return Number(all[0]);
+}
+
+/** A request's body framing, or undefined when it is anything but clear. */
+export function requestFraming(h: RequestHead): Framing | undefined {
+  const te = tokens(h.fields, "transfer-encoding");
+  const length = lengthOf(h.fields);
+  if (length === "bad") return undefined;
+  if (te.length > 0) {
+    // Chunked, and only chunked, with no length beside it: anything else is a smuggling vector.
+    if (length !== undefined || te.length !== 1 || te[0] !== "chunked" || h.version === "1.0") return undefined;
+    return { kind: "chunked" };
+  }
+  return length ? { kind: "length", bytes: length } : { kind: "none" };
+}
+
+/** A response's body framing, given the method of the request it answers. */
+export function responseFraming(h: ResponseHead, method: string): Framing | undefined {
+  if (method === "HEAD" || (h.status >= 100 && h.status < 200) || h.status === 204 || h.status === 304) return { kind: "none" };
+  const te = tokens(h.fields, "transfer-encoding");
+  const length = lengthOf(h.fields);
+  if (te.length > 0) return te.at(-1) === "chunked" ? { kind: "chunked" } : { kind: "until-close" };
+  if (length === "bad") return undefined;
+  return length === undefined ? { kind: "until-close" } : length === 0 ? { kind: "none" } : { kind: "length", bytes: length };
+}
+
+/**
+ * Walks over one message body as its bytes arrive, without copying them:
+ * `take` says how many bytes of a chunk belong to the body and whether the
+ * body ended there. A chunked body is followed through its size lines and
+ * trailers; its bytes pass on unchanged.
+ */
+export class BodyWalker {
+  private left: number;
+  private phase: "data" | "size" | "crlf" | "trailers" | "done";
+  private line = "";
+
+  constructor(private readonly framing: Framing) {
+    this.left = framing.kind === "length" ? framing.bytes : 0;
+    this.phase = framing.kind === "chunked" ? "size" : framing.kind === "none" ? "done" : "data";
+  }
+
+  get done() {
+    return this.phase === "done";
+  }
+
+  /** The body ends when the connection does (a response with neither length nor chunks). */
+  get untilClose() {
+    return this.framing.kind === "until-close";
+  }
+
+  /** Bytes of buf (from offset) that belong to this body; throws on a malformed chunked body. */
+  take(buf: Buffer, offset = 0): { bytes: number; done: boolean } {
+    if (this.framing.kind === "until-close") return { bytes: buf.length - offset, done: false };
+    let i = offset;
+    while (i < buf.length && this.phase !== "done") {
+      if (this.phase === "data") {
+        const n = Math.min(this.left, buf.length - i);
+        i += n;
+        this.left -= n;
+        if (this.left === 0) this.phase = this.framing.kind === "chunked" ? "crlf" : "done";
+        if (this.phase === "crlf") this.left = 2;
+      } else if (this.phase === "crlf") {
+        const expected = this.left === 2 ? 13 : 10;
+        if (buf[i] !== expected) throw new Error("chunk data not followed by CRLF");
+        i++;
+        if (--this.left === 0) this.phase = "size";
+      } else {
+        const nl = buf.indexOf(10, i);
+        const upTo = nl < 0 ? buf.length : nl + 1;
+        this.line += buf.toString("latin1", i, upTo);
+        i = upTo;
+        if (this.line.length > 4096) throw new Error("chunk line too long");
+        if (nl < 0) break;
+        const line = this.line;
+        this.line = "";
+        if (!line.endsWith("\r\n")) throw new Error("chunk line not ended by CRLF");
+        if (this.phase === "trailers") {
+          if (line === "\r\n") this.phase = "done";
+          continue;
+        }
+        const m = /^([0-9a-fA-F]{1,12})(?:[ \t]*;[^\r\n]*)?\r\n$/.exec(line);
+        if (!m) throw new Error("bad chunk size");
+        this.left = parseInt(m[1]!, 16);
+        this.phase = this.left === 0 ? "trailers" : "data";
+      }
+    }
+    return { bytes: i - offset, done: this.phase === "done" };
+  }
+}
+
+/** RFC 9110 §7.6.1. Transfer-Encoding stays: the relay passes bodies on framed as they came. */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "upgrade"]);
+
+function hopByHop(fields: Field[]): Set<string> {
+  const named = tokens(fields, "connection").filter((t) => t !== "transfer-encoding" && t !== "content-length");
+  return new Set([...HOP_BY_HOP, ...named]);
+}
+
+export type Client = { ip: string; proto: "http" | "https"; host: string };
+
+/**
+ * The request head as sent on to the container: hop-by-hop headers dropped,
+ * the client's address, scheme and host added to whatever X-Forwarded-* a
+ * proxy in front already set (as forwardRequestHeaders does for the HTTP path).
+ */
+export function forwardRequestHead(h: RequestHead, client: Client, upgrade: string | undefined): string {
+  const drop = hopByHop(h.fields);
+  let out = `${h.line}\r\n`;
+  const prior: string[] = [];
+  let proto: string | undefined;
+  let host: string | undefined;
+  let protoCount = 0;
+  let hostCount = 0;
+  for (const [name, v] of h.fields) {
+    const n = name.toLowerCase();
+    if (drop.has(n)) continue;
+    if (n === "x-forwarded-for") prior.push(v);
+    else if (n === "x-forwarded-proto") (proto = v), protoCount++;
+    else if (n === "x-forwarded-host") (host = v), hostCount++;
+    else out += `${name}: ${v}\r\n`;
+  }
+  out += `x-forwarded-for: ${[...prior, client.ip].join(", ")}\r\n`;
+  out += `x-forwarded-proto: ${protoCount === 1 ? proto : client.proto}\r\n`;
+  out += `x-forwarded-host: ${hostCount === 1 ? host : client.host}\r\n`;
+  if (upgrade !== undefined) out += `connection: Upgrade\r\nupgrade: ${upgrade}\r\n`;
+  return out + "\r\n";
+}
+
+/**
+ * The response head as sent back: hop-by-hop headers dropped, except the
+ * Upgrade of a 101 that switches protocols; `close` says the relay will end the
+ * client's connection after this response.
+ */
+export function forwardResponseHead(h: ResponseHead, o: { close: boolean; upgrade: boolean }): string {
+  const drop = hopByHop(h.fields);
+  let out = `${h.line}\r\n`;
+  for (const [name, v] of h.fields) if (!drop.has(name.toLowerCase())) out += `${name}: ${v}\r\n`;
+  if (o.upgrade) out += `connection: Upgrade\r\nupgrade: ${value(h.fields, "upgrade") ?? ""}\r\n`;
+  else if (o.close) out += "connection: close\r\n";
+  return out + "\r\n";
+}

@@ -1,0 +1,397 @@
+import type net from "node:net";
+import type { Duplex } from "node:stream";
+import { endpointLabel } from "./headers";
+import { BodyWalker, MAX_HEAD_BYTES, forwardRequestHead, forwardResponseHead, headEnd, parseRequestHead, parseResponseHead, requestFraming, responseFraming, tokens, value, type Client, type RequestHead } from "./http1";
+import { failurePage, type GatewayFailure } from "./pages";
+import { DialError, type EndpointTarget, type GatewayTimeouts, type TunnelDialer } from "./proxy";
+
+const RETRIABLE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+export type RelayOptions = {
+  domain: string;
+  dialer: TunnelDialer;
+  timeouts: GatewayTimeouts;
+  secure: boolean;
+  /** Takes the connection back, its unread bytes put back first, to be routed afresh. */
+  reroute(socket: net.Socket): void;
+};
+
+/** A request sent on to the container whose response has not ended yet. */
+type Outstanding = { method: string; upgrade: boolean; close: boolean; sent: boolean; retry: Buffer | undefined };
+
+/** The host a request names, when it names exactly one. */
+export function hostOf(h: RequestHead): string | undefined {
+  const hosts = h.fields.filter(([n]) => n.toLowerCase() === "host");
+  return hosts.length === 1 ? hosts[0]![1] : undefined;
+}
+
+/**
+ * Carries one client connection to one endpoint as bytes, parsing only what a
+ * proxy must: request heads (to rewrite them and to see where the next one
+ * starts) and response heads (the same, and to know when each response ends).
+ * Bodies pass through untouched, in the chunks they came in. This replaces, per
+ * request, Node's HTTP server parse, an HTTP client request and a second parse
+ * of the response: the gateway's CPU per request falls to near that of a bare
+ * byte relay (bench/endpoints.ts).
+ *
+ * The connection keeps one tunnel at a time, dialed when a request needs it;
+ * a tunnel the container closed between requests is simply dialed again for
+ * the next. A request this relay does not take on (another host, the API, a
+ * head it finds ambiguous) waits until every earlier response has gone out,
+ * then the connection is routed afresh from that request on.
+ */
+export class Relay {
+  private buf: Buffer | undefined;
+  private body: BodyWalker | undefined;
+  private tunnel: Duplex | undefined;
+  private reply: Buffer | undefined;
+  private replyBody: BodyWalker | undefined;
+  private readonly queue: Outstanding[] = [];
+  /** The request whose body is being forwarded (its response may even have come already). */
+  private sending: Outstanding | undefined;
+  /** The client asked to close after its last request: nothing after it is read. */
+  private lastRequest = false;
+  private dialing = false;
+  private handingOff = false;
+  private waitingUpgrade = false;
+  private tunnelFull = false;
+  private raw = false;
+  private closing = false;
+  private clientEnded = false;
+  private detached = false;
+  /** Responses completed on the present tunnel: a tunnel that served one is a reused one. */
+  private served = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly client: Client;
+
+  constructor(private readonly socket: net.Socket, first: Buffer, private readonly label: string, private readonly target: EndpointTarget, private readonly o: RelayOptions) {
+    this.buf = first;
+    this.client = { ip: socket.remoteAddress ?? "", proto: o.secure ? "https" : "http", host: "" };
+    socket.setNoDelay(true);
+    socket.setTimeout(o.timeouts.idleMs);
+    socket.on("data", this.onClientData);
+    socket.on("end", this.onClientEnd);
+    socket.on("close", this.onClientClose);
+    socket.on("error", this.onClientError);
+    socket.on("timeout", this.onIdle);
+    this.pump();
+  }
+
+  private readonly onClientData = (chunk: Buffer) => {
+    this.buf = this.buf ? Buffer.concat([this.buf, chunk]) : chunk;
+    const t = this.tunnel;
+    t?.cork();
+    this.pump();
+    t?.uncork();
+  };
+  private readonly onClientEnd = () => {
+    this.clientEnded = true;
+    if (this.raw) this.tunnel?.end();
+    else if (this.body) this.abort(); // a request cut short can get no answer
+    else this.finishIfIdle();
+  };
+  private readonly onClientClose = () => {
+    this.clearTimer();
+    const t = this.tunnel;
+    this.tunnel = undefined;
+    t?.destroy();
+  };
+  private readonly onClientError = () => this.socket.destroy();
+  private readonly onIdle = () => (this.socket.destroy(), this.tunnel?.destroy());
+
+  /** Whether to read more from the client now. */
+  private flow() {
+    if (this.detached) return; // the connection is someone else's now
+    const read = !this.dialing && !this.handingOff && !this.waitingUpgrade && !this.tunnelFull && !this.closing;
+    if (read) this.socket.resume();
+    else this.socket.pause();
+  }
+
+  private toTunnel(data: Buffer | string) {
+    if (!this.tunnel!.write(data) && !this.tunnelFull) {
+      this.tunnelFull = true;
+      this.flow();
+      this.tunnel!.once("drain", () => {
+        this.tunnelFull = false;
+        this.flow();
+      });
+    }
+  }
+
+  private toClient(data: Buffer | string) {
+    if (!this.socket.write(data) && this.tunnel && !this.tunnel.isPaused()) {
+      const t = this.tunnel;
+      t.pause();
+      this.socket.once("drain", () => t.resume());
+    }
+  }
+
+  /** Forwards what the client sent, request by request. */
+  private pump() {
+    while (this.buf && this.buf.length > 0 && !this.dialing && !this.handingOff && !this.closing) {
+      if (this.raw) {
+        this.toTunnel(this.buf);
+        this.buf = undefined;
+        break;
+      }
+      if (this.body) {
+        let step;
+        try {
+          step = this.body.take(this.buf);
+        } catch {
+          return this.abort();
+        }
+        this.toTunnel(this.buf.subarray(0, step.bytes));
+        this.rest(step.bytes);
+        if (step.done) {
+          this.body = undefined;
+          this.sending!.sent = true;
+          this.sending = undefined;
+          this.armTimer();
+        }
+        continue;
+      }
+      if (this.lastRequest) {
+        this.buf = undefined;
+        break;
+      }
+      if (this.waitingUpgrade) break;
+      const end = headEnd(this.buf);
+      if (end < 0) {
+        if (this.buf.length > MAX_HEAD_BYTES) this.handOff();
+        break;
+      }
+      const head = parseRequestHead(this.buf, end);
+      const framing = head && requestFraming(head);
+      const host = head && hostOf(head);
+      if (!head || !framing || endpointLabel(host, this.o.domain) !== this.label) {
+        this.handOff();
+        break;
+      }
+      if (!this.tunnel) {
+        if (this.queue.length > 0) break; // the tunnel is being replaced (retry): wait for it
+        this.dial();
+        break;
+      }
+      const connection = tokens(head.fields, "connection");
+      const upgrade = connection.includes("upgrade") ? value(head.fields, "upgrade") : undefined;
+      const close = head.version === "1.0" ? !connection.includes("keep-alive") : connection.includes("close");
+      const out = forwardRequestHead(head, { ...this.client, host: host! }, upgrade);
+      const bodyless = framing.kind === "none";
+      // As the HTTP path does: a request that cannot matter twice may be sent
+      // again once on a new tunnel, when a reused one was closed under it.
+      const retry = bodyless && RETRIABLE_METHODS.has(head.method) && this.queue.length === 0 ? Buffer.from(out, "latin1") : undefined;
+      const req: Outstanding = { method: head.method, upgrade: upgrade !== undefined, close, sent: bodyless, retry };
+      this.queue.push(req);
+      this.toTunnel(out);
+      this.rest(end);
+      if (!bodyless) (this.body = new BodyWalker(framing)), (this.sending = req);
+      else this.armTimer();
+      if (upgrade !== undefined) this.waitingUpgrade = true;
+      this.lastRequest = close;
+      this.flow();
+    }
+    this.flow();
+  }
+
+  private rest(from: number) {
+    this.buf = from < this.buf!.length ? this.buf!.subarray(from) : undefined;
+  }
+
+  private dial(resend?: Buffer) {
+    this.dialing = true;
+    this.flow();
+    this.o.dialer.dial(this.target).then(
+      (t) => {
+        this.dialing = false;
+        if (this.socket.destroyed) return void t.destroy();
+        this.attach(t);
+        if (resend) this.toTunnel(resend);
+        this.pump();
+      },
+      (err: Error) => {
+        this.dialing = false;
+        this.fail(err instanceof DialError ? err.kind : "port_not_ready", err.message);
+      },
+    );
+  }
+
+  private attach(t: Duplex) {
+    this.tunnel = t;
+    this.served = 0;
+    this.reply = undefined;
+    t.on("data", (chunk: Buffer) => this.onTunnelData(t, chunk));
+    t.on("error", () => t.destroy());
+    t.on("close", () => this.onTunnelClose(t));
+  }
+
+  private onTunnelData(t: Duplex, chunk: Buffer) {
+    if (t !== this.tunnel) return;
+    if (this.raw) return this.toClient(chunk);
+    this.reply = this.reply ? Buffer.concat([this.reply, chunk]) : chunk;
+    // A rewritten head and the body bytes after it leave in one write.
+    this.socket.cork();
+    try {
+      this.readReplies();
+    } catch {
+      this.abort();
+    }
+    this.socket.uncork();
+  }
+
+  /** Sends on what the container answered, response by response. */
+  private readReplies() {
+    while (this.reply && this.reply.length > 0 && this.tunnel) {
+      if (!this.replyBody) {
+        const end = headEnd(this.reply);
+        if (end < 0) {
+          if (this.reply.length > 4 * MAX_HEAD_BYTES) return this.badGateway("the container's response head is too large");
+          return;
+        }
+        const head = parseResponseHead(this.reply, end);
+        const req = this.queue[0];
+        if (!head || !req) return this.badGateway(head ? "the container answered a request nobody sent" : "the container's response could not be read");
+        this.clearTimer();
+        const rest = this.reply.subarray(end);
+        this.reply = rest.length ? rest : undefined;
+        if (head.status === 101) {
+          if (!req.upgrade) return this.badGateway("the container switched protocols unasked");
+          this.toClient(forwardResponseHead(head, { close: false, upgrade: true }));
+          this.raw = true;
+          this.waitingUpgrade = false;
+          this.socket.setTimeout(this.o.timeouts.idleMs);
+          if (this.reply) this.toClient(this.reply);
+          this.reply = undefined;
+          this.pump();
+          return;
+        }
+        if (head.status < 200) {
+          this.toClient(forwardResponseHead(head, { close: false, upgrade: false }));
+          this.armTimer();
+          continue;
+        }
+        const framing = responseFraming(head, req.method);
+        if (!framing) return this.badGateway("the container's response has an unreadable length");
+        if (framing.kind === "until-close") req.close = true;
+        this.toClient(forwardResponseHead(head, { close: req.close, upgrade: false }));
+        this.replyBody = new BodyWalker(framing);
+        if (req.upgrade) {
+          // Refused: the connection goes on as HTTP.
+          req.upgrade = false;
+          this.waitingUpgrade = false;
+          this.flow();
+        }
+        if (framing.kind !== "none") continue;
+      }
+      if (this.reply) {
+        const step = this.replyBody.take(this.reply);
+        this.toClient(this.reply.subarray(0, step.bytes));
+        this.reply = step.bytes < this.reply.length ? this.reply.subarray(step.bytes) : undefined;
+        if (!step.done) continue;
+      } else if (!this.replyBody.done) return;
+      this.replyBody = undefined;
+      this.served++;
+      const req = this.queue.shift()!;
+      if (req.close) return this.finish();
+      this.armTimer();
+      this.finishIfIdle();
+    }
+  }
+
+  private onTunnelClose(t: Duplex) {
+    if (t !== this.tunnel || this.socket.destroyed) return;
+    this.tunnel = undefined;
+    this.tunnelFull = false;
+    this.clearTimer();
+    if (this.raw) return void this.socket.end();
+    if (this.replyBody) {
+      // A body that runs until the connection closes has just ended; any other was cut short.
+      if (this.replyBody.untilClose) return this.finish();
+      return void this.socket.destroy();
+    }
+    const req = this.queue[0];
+    // Closed between requests: the next one dials again. Closed after answering
+    // a request whose body is still coming: that body has nowhere to go.
+    if (!req) return this.body ? this.finish() : this.flow();
+    if (req && req.retry && this.served > 0 && this.queue.length === 1 && !this.body) {
+      const resend = req.retry;
+      req.retry = undefined;
+      return this.dial(resend);
+    }
+    this.fail("port_not_ready", "the container closed the connection without answering");
+  }
+
+  private armTimer() {
+    if (this.timer || this.replyBody || !this.queue[0]?.sent || this.raw) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.fail("timeout", `no response within ${this.o.timeouts.responseMs / 1000} s`);
+    }, this.o.timeouts.responseMs);
+  }
+
+  private clearTimer() {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  /** Stops here and routes the connection afresh, once every earlier response has gone out. */
+  private handOff() {
+    this.handingOff = true;
+    this.flow();
+    this.finishIfIdle();
+  }
+
+  /** Acts on what was waiting for the last outstanding response. */
+  private finishIfIdle() {
+    if (this.queue.length > 0 || this.body || this.dialing) return;
+    if (this.handingOff) {
+      this.detach();
+      if (this.buf) this.socket.unshift(this.buf);
+      this.buf = undefined;
+      return this.o.reroute(this.socket);
+    }
+    if (this.clientEnded) this.finish();
+  }
+
+  /** The client's connection ends after what was written; the tunnel goes. */
+  private finish() {
+    this.closing = true;
+    this.flow();
+    this.socket.end();
+    this.tunnel?.destroy();
+  }
+
+  /** A page saying why, when no byte of the present response went out yet; else a cut connection. */
+  private fail(kind: GatewayFailure, detail: string) {
+    if (this.replyBody || this.raw) return this.abort();
+    const page = failurePage(kind, detail);
+    const head = [`HTTP/1.1 ${page.status} ${kind.replace(/_/g, " ")}`, "content-type: text/html; charset=utf-8", "cache-control: no-store", `x-gateway-error: ${page.code}`, `content-length: ${Buffer.byteLength(page.html)}`, "connection: close"];
+    if (kind === "node_unreachable") head.push("retry-after: 10");
+    this.socket.write(`${head.join("\r\n")}\r\n\r\n${page.html}`);
+    this.queue.length = 0;
+    this.finish();
+  }
+
+  private badGateway(detail: string) {
+    this.fail("port_not_ready", detail);
+  }
+
+  private abort() {
+    this.socket.destroy();
+    this.tunnel?.destroy();
+  }
+
+  private detach() {
+    this.detached = true;
+    this.clearTimer();
+    this.tunnel?.destroy();
+    this.tunnel = undefined;
+    this.socket.off("data", this.onClientData);
+    this.socket.off("end", this.onClientEnd);
+    this.socket.off("close", this.onClientClose);
+    this.socket.off("error", this.onClientError);
+    this.socket.off("timeout", this.onIdle);
+    this.socket.setTimeout(0);
+    this.socket.pause();
+  }
+}
