@@ -1,35 +1,38 @@
 /**
  * Question: what does the public endpoint path (gateway -> tunnel -> agent ->
  * container) cost next to reaching the same container port directly, in the
- * same run? Small requests (req/s, p50, p99) and one large transfer (MB/s).
+ * same run? Small requests (req/s, p50, p99, CPU per request of each process)
+ * and one large transfer (MB/s).
  *
- *   npx tsx bench/endpoints.ts            (DURATION_MS=5000 CONCURRENCY=16; REQUEST_LOGS=1: the server logs each request)
+ *   npx tsx bench/endpoints.ts   (DURATION_MS=4000 CONCURRENCY=16 ROUNDS=3; REQUEST_LOGS=1: the server logs each request)
  *
  * Goal: at least half the direct throughput, under 2 ms added median latency.
+ * The phases alternate (direct, endpoint, two bare relays) for ROUNDS rounds
+ * and the medians are compared: on a small machine the rate of any one phase
+ * drifts by a third from minute to minute.
  */
 import { execFileSync } from "node:child_process";
 import http from "node:http";
 import { ensureWebImage } from "../apps/control-plane/test/e2e/support/web-image";
 import { until } from "../apps/control-plane/test/e2e/support/system";
+import { cpuPer, fmtCpu } from "./lib/cpu";
+import { fmt, load, type LoadResult } from "./lib/load";
 import { startRelay } from "./lib/relays";
 import { startProcesses } from "./lib/system-procs";
 
-async function relayChain(host: string, port: number) {
-  const agentSide = await startRelay("tcp-relay.ts", host, port);
-  const gatewaySide = await startRelay("tcp-relay.ts", "127.0.0.1", agentSide.port);
-  return { url: `http://127.0.0.1:${gatewaySide.port}`, stop: () => [agentSide, gatewaySide].forEach((r) => r.proc.kill()) };
-}
-import { fmt, load } from "./lib/load";
-
-const durationMs = Number(process.env.DURATION_MS ?? 5000);
+const durationMs = Number(process.env.DURATION_MS ?? 4000);
 const concurrency = Number(process.env.CONCURRENCY ?? 16);
+const rounds = Number(process.env.ROUNDS ?? 3);
 // The server logs a line per request unless told not to; those lines flow to the
 // control plane in both phases and take CPU from everything on a 2-core machine.
 const QUIET = process.env.REQUEST_LOGS !== "1";
 
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
 const image = ensureWebImage();
 const s = await startProcesses();
 const created: string[] = [];
+const relays: Array<{ proc: { kill(): void } }> = [];
 try {
   const r = await s.call("POST", "/deployments", { nodeId: s.nodeId, customImage: image, ports: [8080], env: QUIET ? { QUIET_REQUESTS: "1" } : {} });
   created.push(r.deployment.id);
@@ -39,34 +42,55 @@ try {
   }, 60_000);
   const endpointHost = new URL(dep.endpoints[0].url).host;
   const cid = execFileSync("docker", ["ps", "-q", "--filter", `label=cm.deployment-id=${dep.id}`], { encoding: "utf8" }).trim();
+  // Every process of the container (an init process runs the server as its child), by host pid.
+  const containerPid = execFileSync("docker", ["top", cid, "-eo", "pid"], { encoding: "utf8" }).split("\n").slice(1).filter((l) => l.trim()).map(Number);
   // The container joined its sandbox's network namespace: the address is the sandbox's.
   const sandbox = execFileSync("docker", ["inspect", "-f", '{{index .Config.Labels "cm.sandbox-name"}}', cid], { encoding: "utf8" }).trim();
   const ip = execFileSync("docker", ["inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", sandbox], { encoding: "utf8" }).trim();
   const direct = `http://${ip}:8080`;
   const gateway = s.url;
+  // The floor on this machine: two processes that only pipe bytes (no HTTP
+  // parsing at all) in front of the same container, as the gateway and the agent are.
+  const agentSide = await startRelay("tcp-relay.ts", ip, 8080);
+  const gatewaySide = await startRelay("tcp-relay.ts", "127.0.0.1", agentSide.port);
+  relays.push(agentSide, gatewaySide);
+  const bare = `http://127.0.0.1:${gatewaySide.port}`;
 
-  console.log(`small requests: GET / (24 bytes), ${concurrency} keep-alive clients, ${durationMs} ms each`);
-  await load(direct, () => "/", { concurrency, durationMs: 1000 });
-  await load(gateway, () => "/", { concurrency, durationMs: 1000, headers: { host: endpointHost } });
-  const d = await load(direct, () => "/", { concurrency, durationMs });
-  const e = await load(gateway, () => "/", { concurrency, durationMs, headers: { host: endpointHost } });
-  console.log(`direct     ${fmt(d)}`);
-  console.log(`endpoint   ${fmt(e)}`);
+  const phases = {
+    direct: { url: direct, headers: {}, pids: { "load generator": process.pid, container: containerPid } },
+    endpoint: { url: gateway, headers: { host: endpointHost }, pids: { "load generator": process.pid, container: containerPid, "control plane": s.pids.plane, agent: s.pids.agent } },
+    "two bare relays": { url: bare, headers: {}, pids: { "load generator": process.pid, container: containerPid, relay1: gatewaySide.proc.pid!, relay2: agentSide.proc.pid! } },
+  };
+  type Phase = keyof typeof phases;
+  console.log(`small requests: GET / (24 bytes), ${concurrency} keep-alive clients, ${rounds} rounds of ${durationMs} ms per phase`);
+  for (const p of Object.values(phases)) await load(p.url, () => "/", { concurrency, durationMs: 1000, headers: p.headers });
+  const seen: Record<Phase, Array<{ result: LoadResult; usPer: Record<string, number> }>> = { direct: [], endpoint: [], "two bare relays": [] };
+  for (let round = 1; round <= rounds; round++) {
+    const line: string[] = [];
+    for (const [name, p] of Object.entries(phases) as Array<[Phase, (typeof phases)[Phase]]>) {
+      const m = await cpuPer(p.pids, () => load(p.url, () => "/", { concurrency, durationMs, headers: p.headers }));
+      seen[name].push(m);
+      line.push(`${name} ${m.result.rps.toFixed(0)}`);
+    }
+    const [d, e, b] = [seen.direct.at(-1)!, seen.endpoint.at(-1)!, seen["two bare relays"].at(-1)!].map((x) => x.result.rps);
+    console.log(`round ${round}: ${line.join(", ")} req/s; endpoint/direct ${(e! / d!).toFixed(2)}, relays/direct ${(b! / d!).toFixed(2)}`);
+  }
+  const rps = (name: Phase) => median(seen[name].map((x) => x.result.rps));
+  const cpu = (name: Phase) => Object.fromEntries(Object.keys(phases[name].pids).map((k) => [k, median(seen[name].map((x) => x.usPer[k]!))]));
+  for (const name of Object.keys(phases) as Phase[]) {
+    const last = seen[name].at(-1)!.result;
+    console.log(`${name.padEnd(16)} median ${rps(name).toFixed(0).padStart(6)} req/s (last round: ${fmt(last)}); ${fmtCpu(cpu(name))}`);
+  }
+  console.log(`throughput ratio (endpoint/direct, medians): ${(rps("endpoint") / rps("direct")).toFixed(2)}; two bare relays/direct ${(rps("two bare relays") / rps("direct")).toFixed(2)}; endpoint/two bare relays ${(rps("endpoint") / rps("two bare relays")).toFixed(2)}`);
+  // With a core for each process and the clients elsewhere, the busiest process of a path caps its rate.
+  const cap = (us: Record<string, number>, names: string[]) => 1e6 / Math.max(...names.map((n) => us[n]!));
+  const capDirect = cap(cpu("direct"), ["container"]);
+  const capEndpoint = cap(cpu("endpoint"), ["container", "control plane", "agent"]);
+  console.log(`a core per process, clients elsewhere (from CPU per request): direct capped at ${capDirect.toFixed(0)} req/s, endpoint at ${capEndpoint.toFixed(0)} req/s, ratio ${(capEndpoint / capDirect).toFixed(2)}`);
+
   const d1 = await load(direct, () => "/", { concurrency: 1, durationMs: 2000 });
   const e1 = await load(gateway, () => "/", { concurrency: 1, durationMs: 2000, headers: { host: endpointHost } });
   console.log(`one client: direct p50 ${d1.p50Ms.toFixed(3)} ms, endpoint p50 ${e1.p50Ms.toFixed(3)} ms: +${(e1.p50Ms - d1.p50Ms).toFixed(3)} ms added median latency`);
-  console.log(`throughput ratio (endpoint/direct): ${(e.rps / d.rps).toFixed(2)}`);
-
-  // The floor on this machine: two processes that only pipe bytes (no HTTP, no
-  // WebSocket) in front of the same container, as the gateway and the agent are.
-  const relays = await relayChain(ip, 8080);
-  try {
-    await load(relays.url, () => "/", { concurrency, durationMs: 1000 });
-    const bare = await load(relays.url, () => "/", { concurrency, durationMs });
-    console.log(`two bare TCP relays ${fmt(bare)}  ratio ${(bare.rps / d.rps).toFixed(2)}: the most two relay processes allow here`);
-  } finally {
-    relays.stop();
-  }
 
   const big = (base: string, headers: Record<string, string>) =>
     new Promise<number>((resolve, reject) => {
@@ -85,8 +109,10 @@ try {
   };
   const bd = await runs(direct, {});
   const be = await runs(gateway, { host: endpointHost });
-  console.log(`large transfer (16 MiB, median of 5): direct ${bd.toFixed(0)} MB/s, endpoint ${be.toFixed(0)} MB/s, ratio ${(be / bd).toFixed(2)}`);
+  const bb = await runs(bare, {});
+  console.log(`large transfer (16 MiB, median of 5): direct ${bd.toFixed(0)} MB/s, endpoint ${be.toFixed(0)} MB/s, ratio ${(be / bd).toFixed(2)}; two bare relays ${bb.toFixed(0)} MB/s, ratio ${(bb / bd).toFixed(2)}`);
 } finally {
+  for (const r of relays) r.proc.kill();
   for (const id of created) await s.call("DELETE", `/deployments/${id}`).catch(() => undefined);
   await new Promise((r) => setTimeout(r, 3000));
   await s.stop();

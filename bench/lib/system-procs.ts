@@ -33,6 +33,7 @@ export async function startProcesses(options: { agentEnv?: Record<string, string
   return {
     ...info,
     call,
+    pids: { plane: plane.pid!, agent: agent.pid! },
     /** Ends both processes, then removes what the agent left on the engine: its bench node never comes back. */
     async stop() {
       const agentExit = new Promise((resolve) => agent.once("exit", resolve));

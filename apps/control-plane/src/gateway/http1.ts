@@ -8,8 +8,22 @@
 // whose strict parser answers it. Two parsers that disagree on where a message
 // ends are how requests get smuggled past a proxy.
 
-export type Field = [name: string, value: string];
-export type Head = { line: string; fields: Field[] };
+export type Field = [name: string, value: string, lowerName: string];
+/**
+ * A parsed head. The headers that decide framing and forwarding are gathered
+ * in the one pass over the lines, lowercased and split at commas: a head is
+ * parsed for every request, and looking them up field by field again was a
+ * measurable share of the gateway's CPU.
+ */
+export type Head = {
+  line: string;
+  fields: Field[];
+  connection: string[];
+  transferEncoding: string[];
+  contentLength: string[];
+  hosts: string[];
+  upgrade: string | undefined;
+};
 export type RequestHead = Head & { method: string; target: string; version: string };
 export type ResponseHead = Head & { status: number; version: string };
 
@@ -17,7 +31,8 @@ export type ResponseHead = Head & { status: number; version: string };
 export const MAX_HEAD_BYTES = 16 * 1024;
 
 const CRLFCRLF = Buffer.from("\r\n\r\n");
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+// A field line: a token, a colon, a value with no CR or LF (so no obs-fold, no bare CR or LF either).
+const FIELD = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([^\r\n]*?)[ \t]*$/;
 
 /** The offset just past the head's blank line, or -1 while it is incomplete. */
 export function headEnd(buf: Buffer, from = 0): number {
@@ -25,52 +40,54 @@ export function headEnd(buf: Buffer, from = 0): number {
   return i < 0 ? -1 : i + 4;
 }
 
-function parseFields(text: string): { line: string; fields: Field[] } | undefined {
+const list = (v: string) => {
+  const out: string[] = [];
+  for (const t of v.split(",")) {
+    const x = t.trim().toLowerCase();
+    if (x) out.push(x);
+  }
+  return out;
+};
+
+function parseFields(text: string): Head | undefined {
   const lines = text.split("\r\n");
   const line = lines[0]!;
-  const fields: Field[] = [];
-  for (let i = 1; i < lines.length; i++) {
-    const l = lines[i]!;
-    if (l === "") continue; // the blank line(s) closing the head
-    const colon = l.indexOf(":");
-    if (colon <= 0) return undefined;
-    const name = l.slice(0, colon);
-    if (!TOKEN.test(name)) return undefined; // also refuses obs-fold (a line starting with a space)
-    fields.push([name, l.slice(colon + 1).trim()]);
+  if (/[\r\n]/.test(line)) return undefined;
+  const h: Head = { line, fields: [], connection: [], transferEncoding: [], contentLength: [], hosts: [], upgrade: undefined };
+  // The last two lines are the blank ones closing the head.
+  for (let i = 1; i < lines.length - 2; i++) {
+    const m = FIELD.exec(lines[i]!);
+    if (!m) return undefined;
+    const name = m[1]!;
+    const v = m[2]!;
+    const lower = name.toLowerCase();
+    h.fields.push([name, v, lower]);
+    if (lower === "connection") h.connection.push(...list(v));
+    else if (lower === "transfer-encoding") h.transferEncoding.push(...list(v));
+    else if (lower === "content-length") h.contentLength.push(...v.split(",").map((x) => x.trim()));
+    else if (lower === "host") h.hosts.push(v);
+    else if (lower === "upgrade") h.upgrade ??= v;
   }
-  return /[\r\n]/.test(text.replace(/\r\n/g, "")) ? undefined : { line, fields };
+  return h;
 }
 
 export function parseRequestHead(buf: Buffer, end: number): RequestHead | undefined {
   const h = parseFields(buf.toString("latin1", 0, end));
   const m = h && /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) (\S+) HTTP\/(1\.[01])$/.exec(h.line);
-  return m ? { ...h!, method: m[1]!, target: m[2]!, version: m[3]! } : undefined;
+  return m ? Object.assign(h!, { method: m[1]!, target: m[2]!, version: m[3]! }) : undefined;
 }
 
 export function parseResponseHead(buf: Buffer, end: number): ResponseHead | undefined {
   const h = parseFields(buf.toString("latin1", 0, end));
-  const m = h && /^HTTP\/(1\.[01]) (\d{3})(?: .*)?$/.exec(h.line);
-  return m ? { ...h!, version: m[1]!, status: Number(m[2]) } : undefined;
-}
-
-/** Every value of a header, comma-joined lists split, lowercased. */
-export function tokens(fields: Field[], name: string): string[] {
-  return fields
-    .filter(([n]) => n.toLowerCase() === name)
-    .flatMap(([, v]) => v.split(","))
-    .map((t) => t.trim().toLowerCase())
-    .filter(Boolean);
-}
-
-export function value(fields: Field[], name: string): string | undefined {
-  return fields.find(([n]) => n.toLowerCase() === name)?.[1];
+  const m = h && /^HTTP\/(1\.[01]) (\d{3})(?: [^\r\n]*)?$/.exec(h.line);
+  return m ? Object.assign(h!, { version: m[1]!, status: Number(m[2]) }) : undefined;
 }
 
 /** How a message body is delimited (RFC 9112 §6). */
 export type Framing = { kind: "none" } | { kind: "length"; bytes: number } | { kind: "chunked" } | { kind: "until-close" };
 
-function lengthOf(fields: Field[]): number | undefined | "bad" {
-  const all = fields.filter(([n]) => n.toLowerCase() === "content-length").flatMap(([, v]) => v.split(",").map((s) => s.trim()));
+function lengthOf(h: Head): number | undefined | "bad" {
+  const all = h.contentLength;
   if (all.length === 0) return undefined;
   if (!all.every((v) => /^\d{1,15}$/.test(v) && v === all[0])) return "bad";
   return Number(all[0]);
@@ -78,8 +95,8 @@ function lengthOf(fields: Field[]): number | undefined | "bad" {
 
 /** A request's body framing, or undefined when it is anything but clear. */
 export function requestFraming(h: RequestHead): Framing | undefined {
-  const te = tokens(h.fields, "transfer-encoding");
-  const length = lengthOf(h.fields);
+  const te = h.transferEncoding;
+  const length = lengthOf(h);
   if (length === "bad") return undefined;
   if (te.length > 0) {
     // Chunked, and only chunked, with no length beside it: anything else is a smuggling vector.
@@ -92,8 +109,8 @@ export function requestFraming(h: RequestHead): Framing | undefined {
 /** A response's body framing, given the method of the request it answers. */
 export function responseFraming(h: ResponseHead, method: string): Framing | undefined {
   if (method === "HEAD" || (h.status >= 100 && h.status < 200) || h.status === 204 || h.status === 304) return { kind: "none" };
-  const te = tokens(h.fields, "transfer-encoding");
-  const length = lengthOf(h.fields);
+  const te = h.transferEncoding;
+  const length = lengthOf(h);
   if (te.length > 0) return te.at(-1) === "chunked" ? { kind: "chunked" } : { kind: "until-close" };
   if (length === "bad") return undefined;
   return length === undefined ? { kind: "until-close" } : length === 0 ? { kind: "none" } : { kind: "length", bytes: length };
@@ -167,9 +184,9 @@ export class BodyWalker {
 /** RFC 9110 §7.6.1. Transfer-Encoding stays: the relay passes bodies on framed as they came. */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "upgrade"]);
 
-function hopByHop(fields: Field[]): Set<string> {
-  const named = tokens(fields, "connection").filter((t) => t !== "transfer-encoding" && t !== "content-length");
-  return new Set([...HOP_BY_HOP, ...named]);
+/** Whether a header is not sent on: hop-by-hop, or named by Connection (never the framing headers). */
+function dropped(h: Head, lower: string): boolean {
+  return HOP_BY_HOP.has(lower) || (h.connection.length > 0 && h.connection.includes(lower) && lower !== "transfer-encoding" && lower !== "content-length");
 }
 
 export type Client = { ip: string; proto: "http" | "https"; host: string };
@@ -180,16 +197,14 @@ export type Client = { ip: string; proto: "http" | "https"; host: string };
  * proxy in front already set (as forwardRequestHeaders does for the HTTP path).
  */
 export function forwardRequestHead(h: RequestHead, client: Client, upgrade: string | undefined): string {
-  const drop = hopByHop(h.fields);
   let out = `${h.line}\r\n`;
   const prior: string[] = [];
   let proto: string | undefined;
   let host: string | undefined;
   let protoCount = 0;
   let hostCount = 0;
-  for (const [name, v] of h.fields) {
-    const n = name.toLowerCase();
-    if (drop.has(n)) continue;
+  for (const [name, v, n] of h.fields) {
+    if (dropped(h, n)) continue;
     if (n === "x-forwarded-for") prior.push(v);
     else if (n === "x-forwarded-proto") (proto = v), protoCount++;
     else if (n === "x-forwarded-host") (host = v), hostCount++;
@@ -208,10 +223,9 @@ export function forwardRequestHead(h: RequestHead, client: Client, upgrade: stri
  * client's connection after this response.
  */
 export function forwardResponseHead(h: ResponseHead, o: { close: boolean; upgrade: boolean }): string {
-  const drop = hopByHop(h.fields);
   let out = `${h.line}\r\n`;
-  for (const [name, v] of h.fields) if (!drop.has(name.toLowerCase())) out += `${name}: ${v}\r\n`;
-  if (o.upgrade) out += `connection: Upgrade\r\nupgrade: ${value(h.fields, "upgrade") ?? ""}\r\n`;
+  for (const [name, v, n] of h.fields) if (!dropped(h, n)) out += `${name}: ${v}\r\n`;
+  if (o.upgrade) out += `connection: Upgrade\r\nupgrade: ${h.upgrade ?? ""}\r\n`;
   else if (o.close) out += "connection: close\r\n";
   return out + "\r\n";
 }

@@ -1,7 +1,7 @@
 import type net from "node:net";
 import type { Duplex } from "node:stream";
 import { endpointLabel } from "./headers";
-import { BodyWalker, MAX_HEAD_BYTES, forwardRequestHead, forwardResponseHead, headEnd, parseRequestHead, parseResponseHead, requestFraming, responseFraming, tokens, value, type Client, type RequestHead } from "./http1";
+import { BodyWalker, MAX_HEAD_BYTES, forwardRequestHead, forwardResponseHead, headEnd, parseRequestHead, parseResponseHead, requestFraming, responseFraming, type Client, type RequestHead } from "./http1";
 import { failurePage, type GatewayFailure } from "./pages";
 import { DialError, type EndpointTarget, type GatewayTimeouts, type TunnelDialer } from "./proxy";
 
@@ -21,8 +21,7 @@ type Outstanding = { method: string; upgrade: boolean; close: boolean; sent: boo
 
 /** The host a request names, when it names exactly one. */
 export function hostOf(h: RequestHead): string | undefined {
-  const hosts = h.fields.filter(([n]) => n.toLowerCase() === "host");
-  return hosts.length === 1 ? hosts[0]![1] : undefined;
+  return h.hosts.length === 1 ? h.hosts[0] : undefined;
 }
 
 /**
@@ -173,8 +172,8 @@ export class Relay {
         this.dial();
         break;
       }
-      const connection = tokens(head.fields, "connection");
-      const upgrade = connection.includes("upgrade") ? value(head.fields, "upgrade") : undefined;
+      const connection = head.connection;
+      const upgrade = connection.includes("upgrade") ? head.upgrade : undefined;
       const close = head.version === "1.0" ? !connection.includes("keep-alive") : connection.includes("close");
       const out = forwardRequestHead(head, { ...this.client, host: host! }, upgrade);
       const bodyless = framing.kind === "none";
