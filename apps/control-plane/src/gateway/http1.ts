@@ -31,8 +31,9 @@ export type ResponseHead = Head & { status: number; version: string };
 export const MAX_HEAD_BYTES = 16 * 1024;
 
 const CRLFCRLF = Buffer.from("\r\n\r\n");
-// A field line: a token, a colon, a value with no CR or LF (so no obs-fold, no bare CR or LF either).
-const FIELD = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([^\r\n]*?)[ \t]*$/;
+// A field line: a token, a colon, a value with no control character but HTAB
+// (so no obs-fold, no bare CR or LF, no NUL a container's parser may cut at).
+const FIELD = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*$/;
 
 /** The offset just past the head's blank line, or -1 while it is incomplete. */
 export function headEnd(buf: Buffer, from = 0): number {
@@ -63,7 +64,8 @@ function parseFields(text: string): Head | undefined {
     const lower = name.toLowerCase();
     h.fields.push([name, v, lower]);
     if (lower === "connection") h.connection.push(...list(v));
-    else if (lower === "transfer-encoding") h.transferEncoding.push(...list(v));
+    // Empty members kept: `chunked,` is not `chunked` to every parser, so it is refused.
+    else if (lower === "transfer-encoding") h.transferEncoding.push(...v.split(",").map((x) => x.trim().toLowerCase()));
     else if (lower === "content-length") h.contentLength.push(...v.split(",").map((x) => x.trim()));
     else if (lower === "host") h.hosts.push(v);
     else if (lower === "upgrade") h.upgrade ??= v;
@@ -73,7 +75,7 @@ function parseFields(text: string): Head | undefined {
 
 export function parseRequestHead(buf: Buffer, end: number): RequestHead | undefined {
   const h = parseFields(buf.toString("latin1", 0, end));
-  const m = h && /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) (\S+) HTTP\/(1\.[01])$/.exec(h.line);
+  const m = h && /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([!-~\x80-\xff]+) HTTP\/(1\.[01])$/.exec(h.line);
   return m ? Object.assign(h!, { method: m[1]!, target: m[2]!, version: m[3]! }) : undefined;
 }
 
@@ -97,7 +99,8 @@ function lengthOf(h: Head): number | undefined | "bad" {
 export function requestFraming(h: RequestHead): Framing | undefined {
   const te = h.transferEncoding;
   const length = lengthOf(h);
-  if (length === "bad") return undefined;
+  // One Content-Length with one value: `5, 5` or the header twice is what a smuggler sends.
+  if (length === "bad" || h.contentLength.length > 1) return undefined;
   if (te.length > 0) {
     // Chunked, and only chunked, with no length beside it: anything else is a smuggling vector.
     if (length !== undefined || te.length !== 1 || te[0] !== "chunked" || h.version === "1.0") return undefined;
@@ -223,7 +226,8 @@ export function forwardRequestHead(h: RequestHead, client: Client, upgrade: stri
  * client's connection after this response.
  */
 export function forwardResponseHead(h: ResponseHead, o: { close: boolean; upgrade: boolean }): string {
-  let out = `${h.line}\r\n`;
+  // The relay speaks HTTP/1.1 to its client whatever the container speaks (RFC 9110 §6.2).
+  let out = `${h.version === "1.1" ? h.line : `HTTP/1.1${h.line.slice(8)}`}\r\n`;
   for (const [name, v, n] of h.fields) if (!dropped(h, n)) out += `${name}: ${v}\r\n`;
   if (o.upgrade) out += `connection: Upgrade\r\nupgrade: ${h.upgrade ?? ""}\r\n`;
   else if (o.close) out += "connection: close\r\n";

@@ -25,13 +25,19 @@ describe("request heads", () => {
     expect(req("GET / HTTP/1.1\r\nX: a\rb\r\n\r\n")).toBeUndefined();
     expect(req("GET / HTTP/1.1\r\nX: a\nY: b\r\n\r\n")).toBeUndefined();
     expect(req("GET / HTTP/2.0\r\n\r\n")).toBeUndefined();
+    expect(req("GET / HTTP/1.1\r\nX: a\x00b\r\n\r\n")).toBeUndefined();
+    expect(req("GET /a\x01b HTTP/1.1\r\nHost: a\r\n\r\n")).toBeUndefined();
+    expect(req("GET / HTTP/1.1\r\nX: a\tb\r\n\r\n")!.fields[0]![1]).toBe("a\tb");
     const framing = (fields: string) => requestFraming(req(`POST / HTTP/1.1\r\n${fields}\r\n`)!);
     expect(framing("Content-Length: 4\r\nTransfer-Encoding: chunked\r\n")).toBeUndefined();
     expect(framing("Transfer-Encoding: gzip, chunked\r\n")).toBeUndefined();
     expect(framing("Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n")).toBeUndefined();
     expect(framing("Content-Length: 4\r\nContent-Length: 5\r\n")).toBeUndefined();
     expect(framing("Content-Length: -1\r\n")).toBeUndefined();
-    expect(framing("Content-Length: 4, 4\r\n")).toEqual({ kind: "length", bytes: 4 });
+    expect(framing("Content-Length: 4, 4\r\n")).toBeUndefined();
+    expect(framing("Content-Length: 4\r\nContent-Length: 4\r\n")).toBeUndefined();
+    expect(framing("Transfer-Encoding: chunked,\r\n")).toBeUndefined();
+    expect(framing("Transfer-Encoding: ,chunked\r\n")).toBeUndefined();
     expect(framing("Transfer-Encoding: Chunked\r\n")).toEqual({ kind: "chunked" });
     expect(framing("")).toEqual({ kind: "none" });
   });
@@ -62,6 +68,8 @@ describe("response heads", () => {
     const h = res("HTTP/1.1 200 OK\r\nConnection: keep-alive, X-Secret\r\nKeep-Alive: timeout=5\r\nX-Secret: 1\r\nTransfer-Encoding: chunked\r\n\r\n")!;
     expect(forwardResponseHead(h, { close: false, upgrade: false })).toBe("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
     expect(forwardResponseHead(h, { close: true, upgrade: false })).toBe("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nconnection: close\r\n\r\n");
+    // A container speaking HTTP/1.0 is answered for in HTTP/1.1, which the client asked in.
+    expect(forwardResponseHead(res("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n")!, { close: false, upgrade: false })).toBe("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n");
   });
 });
 
