@@ -30,7 +30,6 @@ export const ConfigSchema = z.object({
   AGENT_HELLO_TIMEOUT_MS: z.coerce.number().int().min(10).default(10_000),
   /** The largest frame read from an agent; log batches are split below it (it is announced in welcome). */
   AGENT_MAX_FRAME_BYTES: z.coerce.number().int().min(1024).default(16 * 1024 * 1024),
-  /** How often running deployments are charged; they are also charged whenever they stop. */
   /** Public endpoints: from a request to the first byte of the container's answer. */
   GATEWAY_RESPONSE_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
   /** Public endpoints: no byte either way for this long ends a request, a stream or a WebSocket. */
@@ -40,6 +39,7 @@ export const ConfigSchema = z.object({
   /** PEM files: when both are set the listener speaks HTTPS (a wildcard certificate for *.GATEWAY_DOMAIN covers every endpoint). */
   TLS_CERT: z.string().optional(),
   TLS_KEY: z.string().optional(),
+  /** How often running deployments are charged; they are also charged whenever they stop. */
   METER_INTERVAL_MS: z.coerce.number().int().min(100).default(60_000),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
 });

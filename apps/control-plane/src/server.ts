@@ -2,7 +2,7 @@ import { getRequestListener } from "@hono/node-server";
 import fs from "node:fs";
 import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { AGENT_TUNNEL_PATH } from "@cm/protocol";
 import { AGENT_WS_PATH } from "./agents/agent-hub";
@@ -25,6 +25,13 @@ export async function startServer(deps: Deps, opts: { port: number; host: string
   // Long uploads and streams are bounded by the gateway's own idle timeout instead.
   server.requestTimeout = 0;
   deps.endpoints.intercept(server);
+  // Every connection, whoever holds it now (the HTTP server, the gateway's relay,
+  // an upgraded WebSocket or tunnel): closing must not wait on one nobody closed.
+  const sockets = new Set<Socket>();
+  server.on("connection", (s: Socket) => {
+    sockets.add(s);
+    s.once("close", () => sockets.delete(s));
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(opts.port, opts.host, () => resolve());
@@ -49,6 +56,7 @@ export async function startServer(deps: Deps, opts: { port: number; host: string
         deps.tunnels.close();
         server.close(() => resolve());
         (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+        for (const s of sockets) s.destroy();
       })),
   };
 }

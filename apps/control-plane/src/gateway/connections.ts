@@ -1,15 +1,10 @@
 import type http from "node:http";
 import https from "node:https";
 import type net from "node:net";
-import { endpointLabel } from "./headers";
-import { MAX_HEAD_BYTES, headEnd, parseRequestHead, requestFraming } from "./http1";
-import type { EndpointResolver } from "./proxy";
-import { Relay, hostOf, type RelayOptions } from "./relay";
+import { MAX_HEAD_BYTES, headEnd, parseRequestHead } from "./http1";
+import { Relay, relayable, type RelayOptions } from "./relay";
 
-/** A client that sends no complete request head within this long is let go, as Node's headersTimeout does. */
-const FIRST_HEAD_TIMEOUT_MS = 60_000;
-
-type Router = { take(socket: net.Socket, toHttp: (s: net.Socket) => void): void };
+type Router = { take(socket: net.Socket, toHttp: (s: net.Socket) => void): void; close(): void };
 
 /**
  * Looks at the first request head of each connection: a request for an
@@ -17,11 +12,22 @@ type Router = { take(socket: net.Socket, toHttp: (s: net.Socket) => void): void 
  * (the API, an unknown or stopped endpoint, a head it cannot read) goes to
  * Node's HTTP server with its bytes put back, as if nothing had looked.
  */
-export function createConnectionRouter(o: Omit<RelayOptions, "reroute"> & { resolver: EndpointResolver }): Router {
+export function createConnectionRouter(o: Omit<RelayOptions, "reroute">): Router {
+  // Connections being looked at or relayed: the HTTP server neither counts nor
+  // closes them, so shutting down must (server.close() would wait for them).
+  const held = new Set<net.Socket>();
   const take = (socket: net.Socket, toHttp: (s: net.Socket) => void) => {
     let buf: Buffer | undefined;
-    const timer = setTimeout(() => socket.destroy(), FIRST_HEAD_TIMEOUT_MS);
+    // No whole first head within headersMs (nor an answer about its endpoint): let go, as Node's headersTimeout does.
+    const timer = setTimeout(() => socket.destroy(), o.timeouts.headersMs);
+    if (!held.has(socket)) {
+      held.add(socket);
+      socket.once("close", () => held.delete(socket));
+    }
     const give = () => {
+      clearTimeout(timer);
+      if (socket.destroyed) return;
+      held.delete(socket);
       socket.off("error", onError); // the HTTP server has its own
       if (buf) socket.unshift(buf);
       toHttp(socket);
@@ -29,7 +35,6 @@ export function createConnectionRouter(o: Omit<RelayOptions, "reroute"> & { reso
       socket.resume();
     };
     const stop = () => {
-      clearTimeout(timer);
       socket.off("data", onData);
       socket.off("end", onEnd);
       socket.off("close", onClose);
@@ -47,14 +52,14 @@ export function createConnectionRouter(o: Omit<RelayOptions, "reroute"> & { reso
       const end = headEnd(buf);
       if (end < 0 && buf.length <= MAX_HEAD_BYTES) return;
       stop();
-      const head = end < 0 ? undefined : parseRequestHead(buf, end);
       // The relay's own test for each request: a head whose framing is unclear goes to Node's strict parser.
-      const label = head && requestFraming(head) && endpointLabel(hostOf(head), o.domain);
+      const label = relayable(end < 0 ? undefined : parseRequestHead(buf, end), o.domain)?.label;
       if (!label) return give();
       o.resolver.resolve(label).then(
         (r) => {
           if (socket.destroyed) return;
           if (r.kind !== "ok") return give();
+          clearTimeout(timer);
           socket.off("error", onError); // the relay has its own
           new Relay(socket, buf!, label, r.target, { ...o, reroute: (s) => take(s, toHttp) });
         },
@@ -67,7 +72,13 @@ export function createConnectionRouter(o: Omit<RelayOptions, "reroute"> & { reso
     socket.on("close", onClose);
     socket.resume(); // a connection routed afresh comes paused
   };
-  return { take };
+  return {
+    take,
+    close() {
+      for (const s of held) s.destroy();
+      held.clear();
+    },
+  };
 }
 
 /**

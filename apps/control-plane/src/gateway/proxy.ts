@@ -33,6 +33,10 @@ export type GatewayTimeouts = {
   responseMs: number;
   /** No byte either way for this long ends a request or a WebSocket. */
   idleMs: number;
+  /** A client connection with no request outstanding is closed after this long (Node's HTTP server default: 5 s). */
+  keepAliveMs?: number;
+  /** A request head must arrive whole within this long of its first byte (Node's headersTimeout: 60 s). */
+  headersMs?: number;
 };
 
 /**
@@ -94,7 +98,18 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
       upstream.setTimeout(o.timeouts.idleMs, () => upstream.destroy(new Error("idle")));
       upstream.on("response", (up) => {
         clearTimeout(firstByte);
-        res.writeHead(up.statusCode ?? 502, up.statusMessage, forwardResponseHeaders(up.headers));
+        // Node's HTTP client lets through what its server refuses to send (a status
+        // under 100, control characters in the reason or a header value), and a throw
+        // here would take the process down: the container's answer is then a 502.
+        const status = up.statusCode ?? 0;
+        const reason = /^[\t\x20-\x7e\x80-\xff]*$/.test(up.statusMessage ?? "") ? up.statusMessage : undefined;
+        try {
+          if (status < 200) throw new Error(`the container answered with status ${status}`);
+          res.writeHead(status, reason, forwardResponseHeaders(up.headers));
+        } catch (err) {
+          upstream.destroy();
+          return fail(res, "port_not_ready", `the container's response could not be sent on: ${(err as Error).message}`);
+        }
         // A response of unknown length (server-sent events, chunked streams) gets its
         // headers at once; one with a length goes out with its body in one write.
         if (up.headers["content-length"] === undefined) res.flushHeaders();
@@ -120,12 +135,16 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
   }
 
   async function handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer) {
+    // Node's HTTP server takes its own 'error' listener off an upgraded socket: a
+    // reset while the endpoint is looked up or dialed must not crash the process.
+    socket.on("error", () => socket.destroy());
     const label = endpointLabel(req.headers.host, o.domain)!;
     const refuse = (kind: GatewayFailure) => {
       const page = failurePage(kind);
       socket.end(`HTTP/1.1 ${page.status} ${kind}\r\ncontent-type: text/plain\r\nconnection: close\r\n${kind === "node_unreachable" ? "retry-after: 10\r\n" : ""}\r\n${page.code}\r\n`);
     };
     const r = await o.resolver.resolve(label);
+    if (socket.destroyed) return; // the client went away while we looked
     if (r.kind !== "ok") return refuse(r.kind);
     let tunnel: Duplex;
     try {
@@ -133,12 +152,14 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
     } catch (err) {
       return refuse(err instanceof DialError ? err.kind : "port_not_ready");
     }
+    // Gone while the tunnel opened: its 'close' has passed, so nothing below would ever end the tunnel.
+    if (socket.destroyed) return void tunnel.destroy();
     // After the upgrade it is bytes both ways: write the request as received
     // (headers cleaned), then splice the two connections.
     const headers = forwardRequestHeaders(req.headers, clientOf(req), true);
     const lines = [`${req.method} ${req.url} HTTP/1.1`];
     for (const [k, v] of Object.entries(headers)) for (const one of Array.isArray(v) ? v : [v]) lines.push(`${k}: ${one}`);
-    tunnel.write(lines.join("\r\n") + "\r\n\r\n");
+    tunnel.write(lines.join("\r\n") + "\r\n\r\n", "latin1"); // header strings hold one byte per character
     if (head.length) tunnel.write(head);
     const idle = () => {
       socket.destroy();
@@ -149,13 +170,15 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
     socket.on("error", () => tunnel.destroy());
     tunnel.on("error", () => socket.destroy());
     socket.on("close", () => tunnel.destroy());
-    // A tunnel that ended cleanly has had the pipe end the client's side: let those last bytes flush.
+    // A tunnel that ended cleanly has had the pipe end the client's side: let those last
+    // bytes flush, then let the socket go, whether or not the client ever ends its own side.
     tunnel.on("close", () => {
       if (!socket.writableEnded) socket.destroy();
     });
+    socket.once("finish", () => socket.destroy());
   }
 
-  const router = createConnectionRouter(o);
+  const router = createConnectionRouter({ ...o, timeouts: { keepAliveMs: 5_000, headersMs: 60_000, ...o.timeouts } });
   return {
     /**
      * Gives connections whose first request is for a running endpoint to the
@@ -172,7 +195,9 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
       }),
     handleUpgrade: (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
       handleUpgrade(req, socket, head).catch(() => socket.destroy()),
+    /** Closes what the gateway holds: the relay's client connections (the HTTP server does not know them) and pooled tunnels. */
     close() {
+      router.close();
       for (const a of agents.values()) a.destroy();
       agents.clear();
     },

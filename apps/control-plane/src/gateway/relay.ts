@@ -1,16 +1,17 @@
 import type net from "node:net";
 import type { Duplex } from "node:stream";
 import { endpointLabel } from "./headers";
-import { BodyWalker, MAX_HEAD_BYTES, forwardRequestHead, forwardResponseHead, headEnd, parseRequestHead, parseResponseHead, requestFraming, responseFraming, type Client, type RequestHead } from "./http1";
+import { BodyWalker, MAX_HEAD_BYTES, forwardRequestHead, forwardResponseHead, headEnd, parseRequestHead, parseResponseHead, requestFraming, responseFraming, type Client, type Framing, type RequestHead } from "./http1";
 import { failurePage, type GatewayFailure } from "./pages";
-import { DialError, type EndpointTarget, type GatewayTimeouts, type TunnelDialer } from "./proxy";
+import { DialError, type EndpointResolver, type EndpointTarget, type GatewayTimeouts, type TunnelDialer } from "./proxy";
 
 const RETRIABLE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 export type RelayOptions = {
   domain: string;
+  resolver: EndpointResolver;
   dialer: TunnelDialer;
-  timeouts: GatewayTimeouts;
+  timeouts: Required<GatewayTimeouts>;
   secure: boolean;
   /** Takes the connection back, its unread bytes put back first, to be routed afresh. */
   reroute(socket: net.Socket): void;
@@ -25,6 +26,25 @@ export function hostOf(h: RequestHead): string | undefined {
 }
 
 /**
+ * The endpoint label of a request the relay can carry, with its body framing:
+ * HTTP/1.1 with one Host and a framing beyond doubt. HTTP/1.0 goes to Node's
+ * HTTP server, which knows how to answer it (no chunked bodies, keep-alive
+ * only when asked), rather than the relay learning it too.
+ */
+export function relayable(h: RequestHead | undefined, domain: string): { label: string; framing: Framing } | undefined {
+  if (!h || h.version !== "1.1") return undefined;
+  const framing = requestFraming(h);
+  const label = framing && endpointLabel(hostOf(h), domain);
+  return label ? { label, framing: framing! } : undefined;
+}
+
+class Refused extends Error {
+  constructor(readonly kind: GatewayFailure) {
+    super(kind);
+  }
+}
+
+/**
  * Carries one client connection to one endpoint as bytes, parsing only what a
  * proxy must: request heads (to rewrite them and to see where the next one
  * starts) and response heads (the same, and to know when each response ends).
@@ -34,10 +54,16 @@ export function hostOf(h: RequestHead): string | undefined {
  * byte relay (bench/endpoints.ts).
  *
  * The connection keeps one tunnel at a time, dialed when a request needs it;
- * a tunnel the container closed between requests is simply dialed again for
- * the next. A request this relay does not take on (another host, the API, a
+ * a tunnel the container closed between requests (or said it would close) is
+ * dialed again for the next, the endpoint looked up again first, so a
+ * connection kept alive across a stop gets the stopped page, never an old
+ * target. A request this relay does not take on (another host, the API, a
  * head it finds ambiguous) waits until every earlier response has gone out,
  * then the connection is routed afresh from that request on.
+ *
+ * Between requests a connection is kept for `keepAliveMs` (as Node's HTTP
+ * server does), then closed with its tunnel; during one, `idleMs` without a
+ * byte either way ends it.
  */
 export class Relay {
   private buf: Buffer | undefined;
@@ -54,17 +80,25 @@ export class Relay {
   private handingOff = false;
   private waitingUpgrade = false;
   private tunnelFull = false;
+  /** The container said it closes the tunnel after the present response: nothing more is sent on it. */
+  private tunnelLast = false;
   private raw = false;
   private closing = false;
   private clientEnded = false;
   private detached = false;
+  /** No request outstanding: the socket's timeout is the keep-alive one. */
+  private betweenRequests = false;
   /** Responses completed on the present tunnel: a tunnel that served one is a reused one. */
   private served = 0;
   private timer: NodeJS.Timeout | undefined;
+  private headTimer: NodeJS.Timeout | undefined;
   private readonly client: Client;
+  /** What the router looked up for the first request: the first dial needs no second look. */
+  private target: EndpointTarget | undefined;
 
-  constructor(private readonly socket: net.Socket, first: Buffer, private readonly label: string, private readonly target: EndpointTarget, private readonly o: RelayOptions) {
+  constructor(private readonly socket: net.Socket, first: Buffer, private readonly label: string, target: EndpointTarget, private readonly o: RelayOptions) {
     this.buf = first;
+    this.target = target;
     this.client = { ip: socket.remoteAddress ?? "", proto: o.secure ? "https" : "http", host: "" };
     socket.setNoDelay(true);
     socket.setTimeout(o.timeouts.idleMs);
@@ -91,23 +125,36 @@ export class Relay {
   };
   private readonly onClientClose = () => {
     this.clearTimer();
+    this.clearHeadTimer();
     const t = this.tunnel;
     this.tunnel = undefined;
     t?.destroy();
   };
   private readonly onClientError = () => this.socket.destroy();
-  private readonly onIdle = () => (this.socket.destroy(), this.tunnel?.destroy());
+  /** Quiet for too long: between requests that is the end of keep-alive, during one an abandoned request. */
+  private readonly onIdle = () => (this.idle() ? this.finish() : this.abort());
+
+  /** Nothing outstanding: no response awaited, no body being sent, no tunnel being dialed, not upgraded. */
+  private idle() {
+    return this.queue.length === 0 && !this.body && !this.raw && !this.dialing;
+  }
 
   /** Whether to read more from the client now. */
   private flow() {
     if (this.detached) return; // the connection is someone else's now
-    const read = !this.dialing && !this.handingOff && !this.waitingUpgrade && !this.tunnelFull && !this.closing;
+    // Bytes held back (behind a dial, a closing tunnel, an upgrade) stop the reading
+    // at a head's worth: a client cannot make the gateway buffer without bound.
+    const held = !this.raw && this.buf !== undefined && this.buf.length > MAX_HEAD_BYTES;
+    const read = !this.dialing && !this.handingOff && !this.waitingUpgrade && !this.tunnelFull && !this.closing && !held;
     if (read) this.socket.resume();
     else this.socket.pause();
   }
 
+  // Heads are strings of latin1 bytes (http1.ts reads them so): written back as
+  // latin1, a header value's raw UTF-8 or other obs-text bytes pass unchanged.
   private toTunnel(data: Buffer | string) {
-    if (!this.tunnel!.write(data) && !this.tunnelFull) {
+    if (!this.tunnel) return; // gone: whoever closed it has already decided what the client gets
+    if (!this.tunnel.write(data, "latin1") && !this.tunnelFull) {
       this.tunnelFull = true;
       this.flow();
       this.tunnel!.once("drain", () => {
@@ -118,7 +165,7 @@ export class Relay {
   }
 
   private toClient(data: Buffer | string) {
-    if (!this.socket.write(data) && this.tunnel && !this.tunnel.isPaused()) {
+    if (!this.socket.write(data, "latin1") && this.tunnel && !this.tunnel.isPaused()) {
       const t = this.tunnel;
       t.pause();
       this.socket.once("drain", () => t.resume());
@@ -127,7 +174,7 @@ export class Relay {
 
   /** Forwards what the client sent, request by request. */
   private pump() {
-    while (this.buf && this.buf.length > 0 && !this.dialing && !this.handingOff && !this.closing) {
+    while (this.buf && this.buf.length > 0 && !this.dialing && !this.handingOff && !this.closing && !this.detached) {
       if (this.raw) {
         this.toTunnel(this.buf);
         this.buf = undefined;
@@ -158,24 +205,29 @@ export class Relay {
       const end = headEnd(this.buf);
       if (end < 0) {
         if (this.buf.length > MAX_HEAD_BYTES) this.handOff();
+        // A head that takes too long to arrive is cut, however it trickles in (as Node's headersTimeout).
+        else if (this.queue.length === 0) this.headTimer ??= setTimeout(this.onSlowHead, this.o.timeouts.headersMs);
         break;
       }
+      this.clearHeadTimer();
       const head = parseRequestHead(this.buf, end);
-      const framing = head && requestFraming(head);
-      const host = head && hostOf(head);
-      if (!head || !framing || endpointLabel(host, this.o.domain) !== this.label) {
+      const r = relayable(head, this.o.domain);
+      if (!head || !r || r.label !== this.label) {
         this.handOff();
         break;
       }
-      if (!this.tunnel) {
-        if (this.queue.length > 0) break; // the tunnel is being replaced (retry): wait for it
-        this.dial();
+      const framing = r.framing;
+      // A request has come: the keep-alive wait is over, even if the request must wait for a tunnel.
+      if (this.betweenRequests) (this.betweenRequests = false), this.socket.setTimeout(this.o.timeouts.idleMs);
+      if (!this.tunnel || this.tunnelLast) {
+        // Being replaced (a retry) or about to close: wait for it. Else dial one.
+        if (this.queue.length === 0 && !this.tunnel) this.dial();
         break;
       }
       const connection = head.connection;
       const upgrade = connection.includes("upgrade") ? head.upgrade : undefined;
       const close = head.version === "1.0" ? !connection.includes("keep-alive") : connection.includes("close");
-      const out = forwardRequestHead(head, { ...this.client, host: host! }, upgrade);
+      const out = forwardRequestHead(head, { ...this.client, host: hostOf(head)! }, upgrade);
       const bodyless = framing.kind === "none";
       // As the HTTP path does: a request that cannot matter twice may be sent
       // again once on a new tunnel, when a reused one was closed under it.
@@ -188,7 +240,6 @@ export class Relay {
       else this.armTimer();
       if (upgrade !== undefined) this.waitingUpgrade = true;
       this.lastRequest = close;
-      this.flow();
     }
     this.flow();
   }
@@ -200,16 +251,27 @@ export class Relay {
   private dial(resend?: Buffer) {
     this.dialing = true;
     this.flow();
-    this.o.dialer.dial(this.target).then(
+    const known = this.target;
+    this.target = undefined;
+    const target = known ? Promise.resolve(known) : this.o.resolver.resolve(this.label).then((r) => {
+      if (r.kind !== "ok") throw new Refused(r.kind);
+      return r.target;
+    });
+    target.then((t) => this.o.dialer.dial(t)).then(
       (t) => {
         this.dialing = false;
         if (this.socket.destroyed) return void t.destroy();
         this.attach(t);
-        if (resend) this.toTunnel(resend);
+        if (resend) {
+          this.toTunnel(resend);
+          this.armTimer();
+        }
         this.pump();
       },
       (err: Error) => {
         this.dialing = false;
+        if (this.socket.destroyed) return;
+        if (err instanceof Refused) return this.fail(err.kind);
         this.fail(err instanceof DialError ? err.kind : "port_not_ready", err.message);
       },
     );
@@ -217,6 +279,7 @@ export class Relay {
 
   private attach(t: Duplex) {
     this.tunnel = t;
+    this.tunnelLast = false;
     this.served = 0;
     this.reply = undefined;
     t.on("data", (chunk: Buffer) => this.onTunnelData(t, chunk));
@@ -235,6 +298,8 @@ export class Relay {
     } catch {
       this.abort();
     }
+    // A response may have unblocked requests already read: a refused upgrade, a tunnel to replace.
+    if (this.buf) this.pump();
     this.socket.uncork();
   }
 
@@ -250,6 +315,7 @@ export class Relay {
         const head = parseResponseHead(this.reply, end);
         const req = this.queue[0];
         if (!head || !req) return this.badGateway(head ? "the container answered a request nobody sent" : "the container's response could not be read");
+        if (head.status < 100) return this.badGateway(`the container answered with status ${head.status}`);
         this.clearTimer();
         const rest = this.reply.subarray(end);
         this.reply = rest.length ? rest : undefined;
@@ -261,7 +327,8 @@ export class Relay {
           this.socket.setTimeout(this.o.timeouts.idleMs);
           if (this.reply) this.toClient(this.reply);
           this.reply = undefined;
-          this.pump();
+          this.pump(); // bytes the client sent after its request, before the switch
+          if (this.clientEnded) this.tunnel?.end(); // the client hung up its side while waiting
           return;
         }
         if (head.status < 200) {
@@ -272,6 +339,14 @@ export class Relay {
         const framing = responseFraming(head, req.method);
         if (!framing) return this.badGateway("the container's response has an unreadable length");
         if (framing.kind === "until-close") req.close = true;
+        // The container closes this tunnel after this response (an HTTP/1.0 server
+        // often does): the next request gets a new one. Requests already sent on
+        // it, or a body still on its way, are lost with it, so the client is told
+        // to close and send them again.
+        if (head.version === "1.0" ? !head.connection.includes("keep-alive") : head.connection.includes("close")) {
+          this.tunnelLast = true;
+          if (this.queue.length > 1 || this.body) req.close = true;
+        }
         this.toClient(forwardResponseHead(head, { close: req.close, upgrade: false }));
         this.replyBody = new BodyWalker(framing);
         if (req.upgrade) {
@@ -292,6 +367,13 @@ export class Relay {
       this.served++;
       const req = this.queue.shift()!;
       if (req.close) return this.finish();
+      if (this.tunnelLast) {
+        const t = this.tunnel!;
+        this.tunnel = undefined;
+        this.tunnelLast = this.tunnelFull = false;
+        t.destroy();
+      }
+      if (this.queue.length === 0) (this.betweenRequests = true), this.socket.setTimeout(this.o.timeouts.keepAliveMs);
       this.armTimer();
       this.finishIfIdle();
     }
@@ -302,7 +384,7 @@ export class Relay {
     this.tunnel = undefined;
     this.tunnelFull = false;
     this.clearTimer();
-    if (this.raw) return void this.socket.end();
+    if (this.raw) return this.finish();
     if (this.replyBody) {
       // A body that runs until the connection closes has just ended; any other was cut short.
       if (this.replyBody.untilClose) return this.finish();
@@ -333,6 +415,18 @@ export class Relay {
     this.timer = undefined;
   }
 
+  private clearHeadTimer() {
+    if (this.headTimer) clearTimeout(this.headTimer);
+    this.headTimer = undefined;
+  }
+
+  private readonly onSlowHead = () => {
+    this.headTimer = undefined;
+    if (this.queue.length > 0 || this.closing || this.detached) return;
+    this.socket.write("HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
+    this.finish();
+  };
+
   /** Stops here and routes the connection afresh, once every earlier response has gone out. */
   private handOff() {
     this.handingOff = true;
@@ -342,26 +436,32 @@ export class Relay {
 
   /** Acts on what was waiting for the last outstanding response. */
   private finishIfIdle() {
-    if (this.queue.length > 0 || this.body || this.dialing) return;
+    if (!this.idle()) return;
     if (this.handingOff) {
+      // Bytes cannot be put back on a stream that has ended: the request after
+      // a half-close stays unanswered, the connection closed as the client asked.
+      if (this.clientEnded) return this.finish();
       this.detach();
       if (this.buf) this.socket.unshift(this.buf);
       this.buf = undefined;
       return this.o.reroute(this.socket);
     }
-    if (this.clientEnded) this.finish();
+    // A whole request read before the client's end is still answered (the pump after a response sends it).
+    if (this.clientEnded && !(this.buf && headEnd(this.buf) >= 0)) this.finish();
   }
 
   /** The client's connection ends after what was written; the tunnel goes. */
   private finish() {
     this.closing = true;
     this.flow();
-    this.socket.end();
+    // Node's HTTP server allows half-open sockets: once what was written is out,
+    // the socket goes, whether or not the client ever ends its side.
+    this.socket.end(() => this.socket.destroy());
     this.tunnel?.destroy();
   }
 
   /** A page saying why, when no byte of the present response went out yet; else a cut connection. */
-  private fail(kind: GatewayFailure, detail: string) {
+  private fail(kind: GatewayFailure, detail?: string) {
     if (this.replyBody || this.raw) return this.abort();
     const page = failurePage(kind, detail);
     const head = [`HTTP/1.1 ${page.status} ${kind.replace(/_/g, " ")}`, "content-type: text/html; charset=utf-8", "cache-control: no-store", `x-gateway-error: ${page.code}`, `content-length: ${Buffer.byteLength(page.html)}`, "connection: close"];
@@ -383,6 +483,7 @@ export class Relay {
   private detach() {
     this.detached = true;
     this.clearTimer();
+    this.clearHeadTimer();
     this.tunnel?.destroy();
     this.tunnel = undefined;
     this.socket.off("data", this.onClientData);

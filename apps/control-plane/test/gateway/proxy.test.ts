@@ -1,9 +1,10 @@
 import http from "node:http";
 import net from "node:net";
+import type { Duplex } from "node:stream";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
-import { createGateway, DialError, type EndpointTarget, type Resolution } from "../../src/gateway/proxy";
+import { createGateway, DialError, type EndpointTarget, type GatewayTimeouts, type Resolution } from "../../src/gateway/proxy";
 import { endpointLabel, forwardRequestHeaders } from "../../src/gateway/headers";
 import { asSocketLike } from "../../src/gateway/socket-like";
 import { createLogger } from "../../src/services/logger";
@@ -18,11 +19,15 @@ let fronts: http.Server[] = [];
 const ports = { relay: 0, http: 0 };
 const seen: http.IncomingHttpHeaders[] = [];
 let dials = 0;
+let dropThenHang = 0;
+let heldOpen = 0;
 
 const routes: Record<string, Resolution> = {
   app: { kind: "ok", target: { deploymentId: "dep_1", nodeId: "node_1", port: 0 } },
   closed: { kind: "ok", target: { deploymentId: "dep_2", nodeId: "node_1", port: 1 } },
   gone: { kind: "not_running" },
+  moving: { kind: "ok", target: { deploymentId: "dep_3", nodeId: "node_1", port: 0 } },
+  slowdial: { kind: "ok", target: { deploymentId: "dep_slow", nodeId: "node_1", port: 0 } },
   away: { kind: "node_unreachable" },
 };
 
@@ -62,31 +67,54 @@ beforeAll(async () => {
     }
     if (req.url === "/until-close") return void req.socket.end("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nthe body ends when the connection does");
     if (req.url === "/slow") return void setTimeout(() => res.end("late"), 3_000);
+    // A header with raw UTF-8 bytes, as servers send file names: a proxy passes bytes, not characters.
+    if (req.url === "/raw-header") return void req.socket.end(Buffer.concat([Buffer.from("HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-disposition: attachment; filename=\""), Buffer.from("résumé.pdf"), Buffer.from("\"\r\ncontent-length: 2\r\n\r\nok")]));
+    // Answers no HTTP client should send on: a status under 100, a control character in the reason.
+    if (req.url === "/status-99") return void req.socket.end("HTTP/1.1 099 Odd\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+    if (req.url === "/bad-reason") return void req.socket.end("HTTP/1.1 200 O\x01K\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+    // Says it will close, and takes a while to finish its body.
+    if (req.url === "/slow-close") {
+      res.writeHead(200, { connection: "close", "content-length": 8 }).write("part");
+      return void setTimeout(() => res.end("rest"), 500);
+    }
+    if (req.url === "/close-after") return void res.setHeader("connection", "close").end("bye");
+    if (req.url === "/old") return void req.socket.end("HTTP/1.0 200 OK\r\ncontent-length: 3\r\n\r\nold");
+    // The first time, the connection is dropped as if closed while idle; the second, no answer at all.
+    if (req.url === "/drop-then-hang") return void (dropThenHang++ === 0 && req.socket.destroy());
     res.setHeader("connection", "keep-alive, x-secret");
     res.setHeader("x-secret", "hop");
     res.end(`hello ${req.method} ${req.url}`);
   });
-  new WebSocketServer({ server: upstream }).on("connection", (ws) => ws.on("message", (m, binary) => ws.send(m, { binary })));
+  const wss = new WebSocketServer({ noServer: true }).on("connection", (ws) => ws.on("message", (m, binary) => ws.send(m, { binary })));
+  upstream.on("upgrade", (req, socket, head) => {
+    // Switches, then hangs up: what a container that dies mid-WebSocket does.
+    if (req.url === "/switch-then-close") return void socket.write("HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: raw\r\n\r\n", () => setTimeout(() => socket.end(), 50));
+    // Switches late, then answers with every byte it got once the client has ended its side.
+    if (req.url === "/late-switch")
+      return void setTimeout(() => {
+        socket.write("HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: raw\r\n\r\n");
+        let got = head.toString();
+        socket.on("data", (c: Buffer) => (got += c.toString()));
+        socket.on("end", () => socket.end(`got:${got}`));
+      }, 100);
+    // Switches and keeps talking, as a notebook's kernel channel does.
+    if (req.url === "/held") {
+      socket.write("HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: raw\r\n\r\n");
+      heldOpen++;
+      const ping = setInterval(() => socket.write("ping"), 100);
+      socket.on("error", () => {});
+      return void socket.on("close", () => (heldOpen--, clearInterval(ping)));
+    }
+    if (req.url === "/refuse") return void socket.end("HTTP/1.1 426 Upgrade Required\r\nconnection: close\r\ncontent-length: 7\r\n\r\nrefused");
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit("connection", ws, req));
+  });
   await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
   upstreamPort = (upstream.address() as AddressInfo).port;
   routes.app = { kind: "ok", target: { deploymentId: "dep_1", nodeId: "node_1", port: upstreamPort } };
+  routes.moving = { kind: "ok", target: { deploymentId: "dep_3", nodeId: "node_1", port: upstreamPort } };
+  routes.slowdial = { kind: "ok", target: { deploymentId: "dep_slow", nodeId: "node_1", port: upstreamPort } };
 
-  const gateway = createGateway({
-    domain: "gw.test",
-    secure: true,
-    log: createLogger("silent"),
-    timeouts: { responseMs: 1_000, idleMs: 5_000 },
-    resolver: { resolve: async (label) => routes[label.split("-")[0]!] ?? { kind: "unknown_host" } },
-    dialer: {
-      dial: (t: EndpointTarget) =>
-        new Promise((resolve, reject) => {
-          dials++;
-          const s = net.connect(t.port, "127.0.0.1");
-          s.once("connect", () => resolve(asSocketLike(s)));
-          s.once("error", () => reject(new DialError("port_not_ready", `nothing listens on port ${t.port}`)));
-        }),
-    },
-  });
+  const gateway = testGateway();
   // The same gateway in front of two servers: one with the byte relay taking
   // the connections whose first request is for an endpoint (as server.ts has
   // it), one serving every request through Node's HTTP server and client (what
@@ -103,6 +131,30 @@ beforeAll(async () => {
     fronts.push(front);
   }
 });
+/** Opens a plain TCP connection to the local server standing in for the container. */
+function dial(t: EndpointTarget) {
+  return new Promise<Duplex>((resolve, reject) => {
+    dials++;
+    const s = net.connect(t.port, "127.0.0.1");
+    s.once("connect", () => resolve(asSocketLike(s)));
+    s.once("error", () => reject(new DialError("port_not_ready", `nothing listens on port ${t.port}`)));
+  });
+}
+
+function testGateway(timeouts: Partial<GatewayTimeouts> = {}) {
+  return createGateway({
+    domain: "gw.test",
+    secure: true,
+    log: createLogger("silent"),
+    timeouts: { responseMs: 1_000, idleMs: 5_000, ...timeouts },
+    resolver: { resolve: async (label) => routes[label.split("-")[0]!] ?? { kind: "unknown_host" } },
+    dialer: {
+      // A node far away (dep_slow): its tunnels take 400 ms to open.
+      dial: (t: EndpointTarget) => (t.deploymentId === "dep_slow" ? new Promise((r) => setTimeout(r, 400)).then(() => dial(t)) : dial(t)),
+    },
+  });
+}
+
 afterAll(async () => {
   for (const front of fronts) front.closeAllConnections();
   upstream.closeAllConnections();
@@ -259,12 +311,281 @@ describe.each(["relay", "http"] as const)("gateway (%s)", (mode) => {
     expect(text).toContain("the body ends when the connection does");
     if (mode === "relay") expect(text).toMatch(/connection: close\r\n\r\nthe body ends when the connection does$/);
   });
+
+  it("passes header bytes outside ASCII through unchanged, both ways", async () => {
+    const name = Buffer.from("José", "utf8");
+    const text = await exchangeBytes(Buffer.concat([Buffer.from("GET /raw-header HTTP/1.1\r\nHost: app-1.gw.test\r\nX-Name: "), name, Buffer.from("\r\nConnection: close\r\n\r\n")]));
+    // Node reads header values as latin1: the same bytes give the same string.
+    expect(seen.at(-1)!["x-name"]).toBe(name.toString("latin1"));
+    expect(text).toContain(`filename="${Buffer.from("résumé.pdf").toString("latin1")}"`);
+    expect(text).toMatch(/\r\n\r\nok$/);
+  });
+
+  it("answers 502 for a status under 100 and survives a control character in the reason", async () => {
+    const odd = await get("app-1.gw.test", "/status-99");
+    expect(odd.status).toBe(502);
+    expect(odd.body.toString()).toContain("status 99");
+    const reason = await get("app-1.gw.test", "/bad-reason");
+    expect(reason.status).toBe(200);
+    expect(reason.body.toString()).toBe("ok");
+    // Both modes: an HTTP/1.0 request always takes Node's HTTP path.
+    expect(await exchange("GET /status-99 HTTP/1.0\r\nHost: app-1.gw.test\r\n\r\n")).toMatch(/^HTTP\/1\.1 502 /);
+  });
+
+  it("dials again after a container closes its connection, and answers in HTTP/1.1 for an HTTP/1.0 container", async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const bye = await get("app-1.gw.test", "/close-after", { agent });
+    expect(bye.body.toString()).toBe("bye");
+    // A POST cannot be sent twice: it must go on a new tunnel the first time.
+    const posted = await get("app-1.gw.test", "/echo", { agent, method: "POST", body: "12345" });
+    expect(JSON.parse(posted.body.toString())).toEqual({ bytes: 5, method: "POST" });
+    const old = await get("app-1.gw.test", "/old", { agent });
+    expect(old.body.toString()).toBe("old");
+    const after = await get("app-1.gw.test", "/echo", { agent, method: "POST", body: "123" });
+    expect(JSON.parse(after.body.toString())).toEqual({ bytes: 3, method: "POST" });
+    agent.destroy();
+    const text = await exchange("GET /old HTTP/1.1\r\nHost: app-1.gw.test\r\nConnection: close\r\n\r\n");
+    expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+  });
+
+  it("bounds the wait for a request sent again after its kept-alive tunnel was dropped", async () => {
+    dropThenHang = 0;
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    expect((await get("app-1.gw.test", "/warm", { agent })).status).toBe(200);
+    const r = await get("app-1.gw.test", "/drop-then-hang", { agent });
+    agent.destroy();
+    expect(dropThenHang).toBe(2);
+    expect(r.status).toBe(504);
+  });
+
+  it("serves HTTP/1.0 clients without chunked bodies they cannot read", async () => {
+    const text = await exchange("GET /sse HTTP/1.0\r\nHost: app-1.gw.test\r\n\r\n");
+    expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(text).not.toMatch(/transfer-encoding/i);
+    expect(text).toMatch(/\r\n\r\ndata: tick 0\n\ndata: tick 1\n\ndata: tick 2\n\n$/);
+  });
+
+  it("looks the endpoint up again for a kept-alive connection whose container went away", async () => {
+    const saved = routes.moving!;
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      expect((await get("moving-1.gw.test", "/before", { agent })).status).toBe(200);
+      routes.moving = { kind: "not_running" };
+      upstream.closeAllConnections(); // the container stopped: its connections end
+      await new Promise((r) => setTimeout(r, 50));
+      const r = await get("moving-1.gw.test", "/after", { agent });
+      expect(r.status).toBe(404);
+      expect(r.body.toString()).toContain("stopped or was deleted");
+    } finally {
+      routes.moving = saved;
+      agent.destroy();
+    }
+  });
 });
 
-/** Writes raw bytes to the gateway and reads until it closes the connection. */
-function exchange(text: string) {
+// What only the relay does: Node's HTTP server hands a connection away at an
+// upgrade whatever the answer, and drops unanswered requests at a half-close.
+describe("gateway (relay) connections", () => {
+  beforeAll(() => {
+    frontPort = ports.relay;
+  });
+
+  it("sends pipelined requests after a refused upgrade on, and survives a WebSocket whose container hangs up", async () => {
+    const host = "Host: app-1.gw.test\r\n";
+    const text = await exchange(`GET /refuse HTTP/1.1\r\n${host}Connection: Upgrade\r\nUpgrade: something\r\n\r\nGET /last HTTP/1.1\r\n${host}Connection: close\r\n\r\n`);
+    expect(text).toMatch(/^HTTP\/1\.1 426 Upgrade Required\r\n/);
+    expect(text).toMatch(/refused/);
+    expect(text).toMatch(/hello GET \/last$/);
+    // The client writes on after the container has hung up: the gateway must neither crash nor hang.
+    const switched = await new Promise<string>((resolve, reject) => {
+      const s = net.connect({ port: frontPort, host: "127.0.0.1", allowHalfOpen: true }, () => s.write(`GET /switch-then-close HTTP/1.1\r\n${host}Connection: Upgrade\r\nUpgrade: raw\r\n\r\n`));
+      let got = "";
+      s.on("data", (c) => (got += c.toString("latin1")));
+      s.on("end", () => {
+        s.write("more bytes after the other side hung up", () => setTimeout(() => (s.destroy(), resolve(got)), 100));
+      });
+      s.on("error", reject);
+    });
+    expect(switched).toMatch(/^HTTP\/1\.1 101 /);
+    expect((await get("app-1.gw.test", "/still-up")).status).toBe(200);
+  });
+
+  it("answers what came before a half-close, a request for another host among it", async () => {
+    const text = await exchange("GET /first HTTP/1.1\r\nHost: app-1.gw.test\r\n\r\nGET / HTTP/1.1\r\nHost: gw.test\r\n\r\n", { halfClose: true });
+    expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n[^]*hello GET \/first/);
+    // The relay cannot put bytes back on a stream that has ended, so the API request goes unanswered:
+    // Node's HTTP server, for its part, drops every request still unanswered at a half-close.
+    expect(text).not.toMatch(/the API/);
+  });
+
+  /** A front of its own, with the gateway's timeouts shortened; `sockets` are its side of each connection. */
+  async function ownFront(timeouts: Partial<GatewayTimeouts>) {
+    const gateway = testGateway(timeouts);
+    const front = http.createServer((req, res) => (gateway.owns(req.headers.host) ? void gateway.handleRequest(req, res) : res.end("the API")));
+    front.on("upgrade", (req, socket, head) => void gateway.handleUpgrade(req, socket, head));
+    gateway.intercept(front);
+    const sockets: net.Socket[] = [];
+    front.on("connection", (s: net.Socket) => sockets.push(s));
+    await new Promise<void>((r) => front.listen(0, "127.0.0.1", r));
+    const port = (front.address() as AddressInfo).port;
+    const connections = () => new Promise<number>((r) => front.getConnections((_e, n) => r(n)));
+    const close = () => (gateway.close(), new Promise((r) => front.close(r)));
+    return { gateway, front, port, sockets, connections, close };
+  }
+
+  /** Runs `body` against a front of its own, closed after whatever happens. */
+  async function withFront(timeouts: Partial<GatewayTimeouts>, body: (f: Awaited<ReturnType<typeof ownFront>>) => Promise<void>) {
+    const f = await ownFront(timeouts);
+    try {
+      await body(f);
+    } finally {
+      await f.close();
+    }
+  }
+
+  /** An API request first: the connection is Node's HTTP server's from then on, and so is an upgrade on it. */
+  async function onHttpPath(c: ReturnType<typeof client>) {
+    c.s.write("GET / HTTP/1.1\r\nHost: gw.test\r\n\r\n");
+    await until(() => c.got.endsWith("the API"));
+  }
+
+  /** A raw client: what it has read so far, and a promise for when the server has sent its end. */
+  function client(port: number, o: { allowHalfOpen?: boolean } = {}) {
+    const s = net.connect({ port, host: "127.0.0.1", allowHalfOpen: o.allowHalfOpen ?? false });
+    const c = { s, got: "", ended: new Promise<void>((r) => s.once("end", r)) };
+    s.on("data", (b: Buffer) => (c.got += b.toString("latin1")));
+    s.on("error", () => {});
+    return c;
+  }
+  const until = async (what: () => boolean | Promise<boolean>, ms = 3_000) => {
+    for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) if (await what()) return;
+    throw new Error("timed out waiting");
+  };
+
+  it("closes a connection idle between requests, and all of them when the gateway closes", async () => {
+    const f = await ownFront({ keepAliveMs: 200 });
+    const open = (path: string) =>
+      new Promise<net.Socket>((resolve) => {
+        const s = net.connect(f.port, "127.0.0.1", () => s.write(`GET ${path} HTTP/1.1\r\nHost: app-1.gw.test\r\n\r\n`));
+        s.once("data", () => resolve(s));
+        s.on("error", () => {}); // closing the gateway resets it: that is the point
+      });
+    const idle = await open("/idle");
+    const closedAt = Date.now();
+    await new Promise((r) => idle.once("close", r));
+    expect(Date.now() - closedAt).toBeGreaterThanOrEqual(150);
+    // A connection in the middle of a slow request still holds the listener; closing the gateway lets it go.
+    const busy = await open("/hello").then((s) => (s.write("GET /slow HTTP/1.1\r\nHost: app-1.gw.test\r\n\r\n"), s));
+    const closed = f.close();
+    const done = await Promise.race([closed.then(() => "closed"), new Promise((r) => setTimeout(() => r("still open"), 500))]);
+    expect(done).toBe("closed");
+    await new Promise((r) => (busy.destroyed ? r(null) : busy.once("close", r)));
+  });
+
+  it("lets a connection go when it is done, even if the client never ends its side", async () => {
+    await withFront({ keepAliveMs: 200 }, async (f) => {
+      const asked = client(f.port, { allowHalfOpen: true });
+      asked.s.write("GET /hello HTTP/1.1\r\nHost: app-1.gw.test\r\nConnection: close\r\n\r\n");
+      const quiet = client(f.port, { allowHalfOpen: true });
+      quiet.s.write("GET /hello HTTP/1.1\r\nHost: app-1.gw.test\r\n\r\n");
+      await Promise.all([asked.ended, quiet.ended]); // the second after keepAliveMs
+      expect(asked.got).toMatch(/hello GET \/hello$/);
+      await until(async () => (await f.connections()) === 0);
+    });
+  });
+
+  it("lets an upgraded connection go when its container hangs up, on the HTTP path too", async () => {
+    await withFront({}, async (f) => {
+      const c = client(f.port, { allowHalfOpen: true });
+      await onHttpPath(c);
+      c.s.write("GET /switch-then-close HTTP/1.1\r\nHost: app-1.gw.test\r\nConnection: Upgrade\r\nUpgrade: raw\r\n\r\n");
+      await c.ended;
+      expect(c.got).toMatch(/HTTP\/1\.1 101 /);
+      await until(async () => (await f.connections()) === 0);
+    });
+  });
+
+  it("ends the tunnel of an upgrade whose client reset while it was being opened", async () => {
+    await withFront({}, async (f) => {
+      const c = client(f.port);
+      await onHttpPath(c);
+      c.s.write("GET /held HTTP/1.1\r\nHost: slowdial-1.gw.test\r\nConnection: Upgrade\r\nUpgrade: raw\r\n\r\n");
+      await new Promise((r) => setTimeout(r, 50));
+      c.s.resetAndDestroy(); // during the 400 ms dial
+      await new Promise((r) => setTimeout(r, 700));
+      expect(heldOpen).toBe(0);
+    });
+  });
+
+  it("reads no more than a head's worth ahead while requests wait, and answers them after", async () => {
+    await withFront({}, async (f) => {
+      const c = client(f.port);
+      const size = 8 * 1024 * 1024;
+      c.s.write("GET /slow-close HTTP/1.1\r\nHost: app-1.gw.test\r\n\r\n");
+      // Its response says the tunnel closes after it: the POST waits for a new one.
+      await until(() => c.got.endsWith("part"));
+      c.s.write(`POST /echo HTTP/1.1\r\nHost: app-1.gw.test\r\nContent-Length: ${size}\r\nConnection: close\r\n\r\n`);
+      c.s.write(Buffer.alloc(size, 1));
+      await new Promise((r) => setTimeout(r, 250)); // the first response is still coming
+      expect(f.sockets[0]!.bytesRead).toBeLessThan(1024 * 1024);
+      await c.ended;
+      expect(c.got).toMatch(/partrest/);
+      expect(c.got).toContain(`{"bytes":${size},"method":"POST"}`);
+    });
+  });
+
+  it("waits for a slow tunnel without the keep-alive timeout cutting the request", async () => {
+    await withFront({ keepAliveMs: 200 }, async (f) => {
+      const c = client(f.port);
+      c.s.write("GET /close-after HTTP/1.1\r\nHost: slowdial-1.gw.test\r\n\r\n");
+      await until(() => c.got.endsWith("bye"));
+      // The container closed that tunnel: this request needs a new one, 400 ms away.
+      c.s.write("GET /next HTTP/1.1\r\nHost: slowdial-1.gw.test\r\nConnection: close\r\n\r\n");
+      await c.ended;
+      expect(c.got).toMatch(/hello GET \/next$/);
+    });
+  });
+
+  it("carries bytes sent before the switch and the client's end to an upgraded container", async () => {
+    const text = await exchange("GET /late-switch HTTP/1.1\r\nHost: app-1.gw.test\r\nConnection: Upgrade\r\nUpgrade: raw\r\n\r\nearly bytes", { halfClose: true });
+    expect(text).toMatch(/^HTTP\/1\.1 101 /);
+    expect(text).toMatch(/got:early bytes$/);
+  });
+
+  it("answers a request read before the client's end, behind a response that closes its tunnel", async () => {
+    const c = client(ports.relay, { allowHalfOpen: true });
+    c.s.write("GET /slow-close HTTP/1.1\r\nHost: app-1.gw.test\r\n\r\n");
+    await until(() => c.got.endsWith("part"));
+    c.s.end("GET /after HTTP/1.1\r\nHost: app-1.gw.test\r\n\r\n");
+    await c.ended;
+    expect(c.got).toMatch(/partrest/);
+    expect(c.got).toMatch(/hello GET \/after$/);
+  });
+
+  it("cuts a next request head that trickles in too slowly", async () => {
+    await withFront({ keepAliveMs: 200, headersMs: 300 }, async (f) => {
+      const c = client(f.port);
+      c.s.write("GET /first HTTP/1.1\r\nHost: app-1.gw.test\r\n\r\n");
+      await until(() => c.got.endsWith("hello GET /first"));
+      const started = Date.now();
+      const head = "GET /slowly HTTP/1.1\r\nHost: app-1.gw.test\r\nX-Padding: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+      const drip = setInterval(() => c.s.writable && c.s.write(head[Math.floor((Date.now() - started) / 50)] ?? ""), 50);
+      await c.ended;
+      clearInterval(drip);
+      expect(Date.now() - started).toBeLessThan(1_500); // the whole head would take ~4 s
+      expect(c.got).toMatch(/HTTP\/1\.1 408 Request Timeout\r\n/);
+    });
+  });
+});
+
+/** Writes raw bytes to the gateway and reads until it closes the connection; what came back, as latin1. */
+function exchange(text: string, o: { halfClose?: boolean } = {}) {
+  return exchangeBytes(Buffer.from(text, "latin1"), o);
+}
+
+function exchangeBytes(bytes: Buffer, o: { halfClose?: boolean } = {}) {
   return new Promise<string>((resolve, reject) => {
-    const s = net.connect(frontPort, "127.0.0.1", () => s.write(text));
+    const s = net.connect(frontPort, "127.0.0.1", () => (o.halfClose ? s.end(bytes) : s.write(bytes)));
     let got = "";
     s.on("data", (c) => (got += c.toString("latin1")));
     s.on("close", () => resolve(got));
