@@ -28,4 +28,4 @@ export async function cpuPer<T extends { requests: number }>(pids: Record<string
   return { result, usPer };
 }
 
-export const fmtCpu = (usPer: Record<string, number>) => Object.entries(usPer).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(", ") + " us CPU per request";
+export const fmtCpu = (usPer: Record<string, number>, unit = "request") => Object.entries(usPer).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(", ") + ` us CPU per ${unit}`;

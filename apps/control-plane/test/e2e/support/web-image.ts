@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { imageExists } from "../../../../agent/test/support/busybox-image";
 import path from "node:path";
 
-export const WEB_IMAGE = "cm-test-web:4";
+export const WEB_IMAGE = "cm-test-web:5";
 
 export function ensureWebImage(): string {
   if (imageExists(WEB_IMAGE)) return WEB_IMAGE;

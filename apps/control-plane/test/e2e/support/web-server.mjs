@@ -16,10 +16,11 @@ const server = http.createServer((req, res) => {
     return;
   }
   if (req.url === "/headers") return void res.end(JSON.stringify(req.headers));
-  if (req.url === "/big") {
+  if (req.url === "/big" || req.url.startsWith("/big?mib=")) {
+    // 16 MiB, or as many MiB as asked (the endpoint benchmark's large transfer).
     res.writeHead(200, { "content-type": "application/octet-stream" });
     const chunk = Buffer.alloc(64 * 1024, 7);
-    let left = 256;
+    let left = 16 * (Number(req.url.split("=")[1]) || 16);
     const pump = () => {
       while (left > 0) {
         left--;
