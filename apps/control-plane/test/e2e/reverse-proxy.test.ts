@@ -61,7 +61,7 @@ describe("the example nginx configuration", () => {
     const d = await until("endpoint ready", async () => {
       const x = (await s.h.call("GET", `/deployments/${r.json.deployment.id}`, { token: t.token })).json.deployment;
       return x.endpoints[0]?.ready && x;
-    }, 60_000);
+    }, 60_000, s.explain(r.json.deployment.id, t.token));
     expect(d.endpoints[0].url).toMatch(new RegExp(`^https://[a-z2-7]{16}-8080\\.${DOMAIN.replace(".", "\\.")}$`));
     endpointHost = new URL(d.endpoints[0].url).host;
   }, 120_000);

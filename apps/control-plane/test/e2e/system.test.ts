@@ -102,7 +102,7 @@ describe("the system end to end", () => {
     const d = await until("endpoint ready", async () => {
       const x = await detail();
       return x.endpoints.length === 1 && x.endpoints[0].ready && x;
-    });
+    }, undefined, s.explain(dep.id, tenant.token));
     expect(d.endpoints[0]).toMatchObject({ type: "https", internalPort: 8080 });
     expect(d.endpoints[0].url).toMatch(new RegExp(`^http://[a-z2-7]{16}-8080\\.localhost:${port}$`));
     dep = d;
@@ -167,7 +167,7 @@ describe("the system end to end", () => {
     const d = await until("endpoint from EXPOSE", async () => {
       const x = await detail(r.json.deployment.id);
       return x.endpoints[0]?.ready && x;
-    });
+    }, undefined, s.explain(r.json.deployment.id, tenant.token));
     expect(d.ports).toEqual([8080]);
     expect(d.endpoints).toHaveLength(1);
     await until("served", async () => (await viaEndpoint(d.endpoints[0].url, "/")).status === 200);
@@ -245,7 +245,7 @@ describe("the system end to end", () => {
     const d = await until("running", async () => {
       const x = await detail(r.json.deployment.id);
       return x.status === "running" && x.endpoints[0]?.ready && x;
-    });
+    }, undefined, s.explain(r.json.deployment.id, tenant.token));
     await s.stopAgents();
     const away = await viaEndpoint(d.endpoints[0].url, "/");
     expect(away.status).toBe(503);

@@ -5,7 +5,7 @@ import { systemClock } from "../../../../agent/src/clock";
 import { parseAgentConfig } from "../../../../agent/src/config";
 import { wsSocketFactory } from "../../../../agent/src/connection/socket";
 import { SystemHostProbe } from "../../../../agent/src/host/probe";
-import { silentLogger } from "../../../../agent/src/logger";
+import { createLogger } from "../../../../agent/src/logger";
 import { DockerRuntime } from "../../../../agent/src/runtime/docker-runtime";
 import { systemClock as cpClock } from "../../../src/services/ids";
 import { startHarness, type Harness } from "../../support/harness";
@@ -27,9 +27,18 @@ export async function startSystem(db: TestDatabase, config: Partial<Config> = {}
   const operator = await h.signIn();
   const node = await h.call("POST", "/operator/nodes", { token: operator.token, body: { name: "e2e", region: "eu-west", country: "DE", hourlyRateCents: 36, maxDeployments: 8 } });
   const agents: Agent[] = [];
+  // The agents' own log, kept (not printed) so a wait that times out can say what they did.
+  const agentLines: string[] = [];
+  const logger = createLogger({
+    level: "debug",
+    write: (line) => {
+      agentLines.push(line);
+      if (agentLines.length > 400) agentLines.splice(0, 100);
+    },
+  });
 
   function agent() {
-    const runtime = new DockerRuntime();
+    const runtime = new DockerRuntime({ logger });
     const a = createAgent(
       parseAgentConfig({
         controlPlaneUrl: h.url,
@@ -37,7 +46,7 @@ export async function startSystem(db: TestDatabase, config: Partial<Config> = {}
         containerLabels: runLabel,
         timing: { backoffInitialMs: 50, backoffMaxMs: 500, pingIntervalMs: 500, pongTimeoutMs: 2_000, containerStopTimeoutS: 2 },
       }),
-      { runtime, hostProbe: new SystemHostProbe({ dockerEngine: () => runtime.engineInfo() }), socketFactory: wsSocketFactory(), clock: systemClock, logger: silentLogger },
+      { runtime, hostProbe: new SystemHostProbe({ dockerEngine: () => runtime.engineInfo() }), socketFactory: wsSocketFactory(), clock: systemClock, logger },
     );
     agents.push(a);
     return a;
@@ -47,6 +56,11 @@ export async function startSystem(db: TestDatabase, config: Partial<Config> = {}
     h,
     nodeId: node.json.node.id as string,
     agent,
+    /** For `until`'s timeout message: the deployment as its tenant sees it, and the agents' newest log lines. */
+    explain: (deploymentId: string, token: string) => async () => {
+      const d = (await h.call("GET", `/deployments/${deploymentId}`, { token })).json.deployment;
+      return `deployment: ${JSON.stringify(d)}\nagent log (newest last):\n${agentLines.slice(-60).join("\n")}`;
+    },
     /** Stops every agent as SIGTERM would: the containers keep running. */
     async stopAgents() {
       await Promise.all(agents.splice(0).map((a) => a.stop()));
@@ -63,7 +77,11 @@ export async function startSystem(db: TestDatabase, config: Partial<Config> = {}
 }
 export type System = Awaited<ReturnType<typeof startSystem>>;
 
-export async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+/**
+ * Polls `fn` until it returns something truthy. On timeout the error names the
+ * last error `fn` threw and whatever `explain` says (the state being waited on).
+ */
+export async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000, explain?: () => Promise<string>): Promise<T> {
   const end = Date.now() + timeoutMs;
   let last: unknown;
   while (Date.now() < end) {
@@ -75,7 +93,8 @@ export async function until<T>(what: string, fn: () => Promise<T | undefined | f
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+  const state = explain ? await explain().catch((err: unknown) => `(could not say: ${String(err)})`) : "";
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}${state ? `\n${state}` : ""}`);
 }
 
 export type { Harness };
