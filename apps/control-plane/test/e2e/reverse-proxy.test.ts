@@ -16,6 +16,9 @@ import { startSystem, until, type System } from "./support/system";
 const [sqlite] = await testDatabases();
 const root = path.resolve(import.meta.dirname, "../../../..");
 const DOMAIN = "gpu.test";
+// Made before the system starts: building it blocks this process, and with it
+// the agent's heartbeats, which the test's short heartbeat interval would take for a lost node.
+const image = ensureWebImage();
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -57,7 +60,7 @@ describe("the example nginx configuration", () => {
     const t = await s.h.signIn();
     await s.h.grantCredits(t.user.id, 1000);
     await until("node online", async () => (await s.h.call("GET", `/nodes/${s.nodeId}`)).json.node.status === "online");
-    const r = await s.h.call("POST", "/deployments", { token: t.token, body: { nodeId: s.nodeId, customImage: ensureWebImage(), ports: [8080] } });
+    const r = await s.h.call("POST", "/deployments", { token: t.token, body: { nodeId: s.nodeId, customImage: image, ports: [8080] } });
     const d = await until("endpoint ready", async () => {
       const x = (await s.h.call("GET", `/deployments/${r.json.deployment.id}`, { token: t.token })).json.deployment;
       return x.endpoints[0]?.ready && x;
