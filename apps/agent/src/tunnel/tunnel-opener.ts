@@ -5,6 +5,7 @@ import { AGENT_TUNNEL_UPGRADE } from "@cm/protocol";
 import type { ContainerRuntime } from "../runtime/container-runtime";
 import { LABEL_DEPLOYMENT_ID } from "../runtime/labels";
 import type { Logger } from "../logger";
+import { ReusedBufferReader } from "./reused-buffer-reader";
 
 export type TunnelRequest = { tunnelId: string; deploymentId: string; port: number };
 export type TunnelResult = { ok: true } | { ok: false; reason: string };
@@ -37,7 +38,11 @@ export class TunnelOpener {
     if (!c || !c.ipAddress) return { ok: false, reason: `deployment ${req.deploymentId} has no running container on this node` };
     if (!c.ports.some((p) => p.containerPort === req.port)) return { ok: false, reason: `port ${req.port} is not exposed by deployment ${req.deploymentId}` };
 
-    const tcp = await this.connect(c.ipAddress, req.port).catch((err: Error) => err);
+    // The container's side is read into a buffer reused for every read (the big
+    // direction); the tunnel's side comes from an HTTP upgrade, which cannot
+    // take one, and is piped.
+    const toClient = new ReusedBufferReader();
+    const tcp = await this.connect(c.ipAddress, req.port, toClient).catch((err: Error) => err);
     if (tcp instanceof Error) return { ok: false, reason: `nothing answers on port ${req.port} yet (${tcp.message})` };
 
     const handle = { close: () => tcp.destroy() };
@@ -47,7 +52,8 @@ export class TunnelOpener {
       (tunnel) => {
         handle.close = () => (tunnel.destroy(), tcp.destroy());
         if (tcp.destroyed) return void tunnel.destroy();
-        tcp.pipe(tunnel).pipe(tcp);
+        tunnel.pipe(tcp);
+        toClient.forwardTo(tunnel);
         tunnel.on("error", () => tcp.destroy());
         tcp.on("error", () => tunnel.destroy());
         tunnel.on("close", () => tcp.destroy());
@@ -98,9 +104,10 @@ export class TunnelOpener {
     );
   }
 
-  private connect(host: string, port: number) {
+  private connect(host: string, port: number, reader?: ReusedBufferReader) {
     return new Promise<net.Socket>((resolve, reject) => {
-      const s = net.connect({ host, port });
+      const s = net.connect({ host, port, ...(reader ? { onread: reader.onread } : {}) });
+      reader?.attach(s);
       s.setNoDelay(true);
       const t = setTimeout(() => s.destroy(new Error("connect timed out")), this.o.connectTimeoutMs ?? 5_000);
       s.once("connect", () => {

@@ -1,5 +1,7 @@
 // Public endpoints from the agent's side: readiness of exposed ports, and the
 // per-connection tunnel socket it opens to the control plane when asked.
+import { createHash } from "node:crypto";
+import type { Duplex } from "node:stream";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
 import { deploymentSpec, startTestAgent } from "../support/agent-harness";
@@ -54,6 +56,62 @@ describe("endpoints", () => {
     expect(response).toMatch(/^HTTP\/1\.[01] 200 OK/);
     expect(response).toContain("hello-from-container");
   });
+
+  it("carries a large download intact to a control plane that reads slowly, and what a container says before any request", async () => {
+    fake = await FakeControlPlane.start();
+    agent = await startTestAgent(fake, run, { config: { timing: { endpointProbeMs: 200 } } });
+    await fake.waitFor(() => agent.state === "ready", 5_000, "ready");
+    // 8080: 24 MiB of random bytes and their digest over HTTP. 8081: a server
+    // that greets first and hangs up (as SMTP or FTP servers greet).
+    const SCRIPT =
+      "mkdir -p /tmp/www && head -c 25165824 /dev/urandom > /tmp/www/big && sha256sum /tmp/www/big > /tmp/www/big.sha && " +
+      "(while true; do echo greetings-from-the-container | nc -l -p 8081; done &) && httpd -f -p 8080 -h /tmp/www";
+    const spec = deploymentSpec(run, "big", image, { env: { SCRIPT }, ports: [8080, 8081] });
+    fake.command("create", spec);
+    const ready = () => fake.of("endpoints").some((f) => f.deploymentId === spec.deploymentId && f.ports.every((p) => p.ready));
+    await fake.waitFor(() => ready() || undefined, 20_000, "both ports ready");
+
+    const tunnelTo = async (port: number) => {
+      const id = fake.openTunnel(spec.deploymentId, port);
+      return (await fake.waitFor(() => fake.tunnels.get(id), 5_000, "the tunnel socket")).socket;
+    };
+    // Reads everything, pausing 5 ms after every 256 KiB: the agent must hold
+    // the container back, never overwrite bytes it has not sent yet.
+    const readSlowly = (socket: Duplex) =>
+      new Promise<Buffer>((resolve, reject) => {
+        const chunks: Buffer[] = [];
+        let sincePause = 0;
+        socket.on("data", (data: Buffer) => {
+          chunks.push(data);
+          sincePause += data.length;
+          if (sincePause >= 256 * 1024) {
+            sincePause = 0;
+            socket.pause();
+            setTimeout(() => socket.resume(), 5);
+          }
+        });
+        socket.on("end", () => resolve(Buffer.concat(chunks)));
+        socket.on("error", reject);
+      });
+    const get = async (path: string) => {
+      const socket = await tunnelTo(8080);
+      socket.write(`GET ${path} HTTP/1.0\r\nHost: x\r\n\r\n`);
+      const raw = await readSlowly(socket);
+      const at = raw.indexOf("\r\n\r\n");
+      return { head: raw.subarray(0, at).toString("latin1"), body: raw.subarray(at + 4) };
+    };
+
+    const digest = (await get("/big.sha")).body.toString("utf8").split(" ")[0];
+    const big = await get("/big");
+    expect(big.head).toMatch(/^HTTP\/1\.[01] 200 OK/);
+    expect(big.body.length).toBe(25165824);
+    expect(createHash("sha256").update(big.body).digest("hex")).toBe(digest);
+
+    // The greeting arrives while the agent is still waiting for its tunnel's 101.
+    fake.tunnelAnswerDelayMs = 300;
+    const greeting = await readSlowly(await tunnelTo(8081));
+    expect(greeting.toString("utf8")).toBe("greetings-from-the-container\n");
+  }, 60_000);
 
   it("answers tunnel_error when nothing can be reached", async () => {
     fake = await FakeControlPlane.start();

@@ -40,6 +40,8 @@ export class FakeControlPlane {
   readonly desired = new Map<string, DeploymentSpec>();
   healthStatus = 200;
   hellos = 0;
+  /** how long tunnel connections wait for their 101 (a slow control plane) */
+  tunnelAnswerDelayMs = 0;
   /** what the next hello is answered with instead of welcome: a close code */
   refuseNextWith: number | undefined;
   private socket: WebSocket | undefined;
@@ -173,9 +175,13 @@ export class FakeControlPlane {
       const url = new URL(req.url ?? "/", "http://fake");
       if (url.pathname === "/agent/ws") return this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit("connection", ws, req));
       if (url.pathname !== AGENT_TUNNEL_PATH || req.headers.upgrade !== AGENT_TUNNEL_UPGRADE) return socket.destroy();
-      socket.write(TUNNEL_SWITCHING_PROTOCOLS);
-      if (head.length) socket.unshift(head);
-      this.tunnels.set(url.searchParams.get("id") ?? "", { socket, authorization: req.headers.authorization });
+      const answer = () => {
+        socket.write(TUNNEL_SWITCHING_PROTOCOLS);
+        if (head.length) socket.unshift(head);
+        this.tunnels.set(url.searchParams.get("id") ?? "", { socket, authorization: req.headers.authorization });
+      };
+      if (this.tunnelAnswerDelayMs > 0) setTimeout(answer, this.tunnelAnswerDelayMs);
+      else answer();
     });
     this.wss.on("connection", (ws) => {
       ws.on("message", (data) => this.onMessage(ws, String(data)));
