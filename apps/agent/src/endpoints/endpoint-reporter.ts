@@ -11,8 +11,8 @@ export interface PortReadiness {
 }
 
 export interface EndpointReporterOptions {
-  /** the deployment's exposed ports and whether each accepts a TCP connection now */
-  probe(deploymentId: string): Promise<PortReadiness[]>;
+  /** the deployment's exposed ports and whether each accepts a TCP connection now; undefined: cannot tell yet (no running container) */
+  probe(deploymentId: string): Promise<PortReadiness[] | undefined>;
   running(): string[];
   send(frame: { type: "endpoints"; deploymentId: string; ports: PortReadiness[] }): boolean;
   clock: Clock;
@@ -63,10 +63,12 @@ export class EndpointReporter {
     for (const deploymentId of running) {
       const ports = await this.options.probe(deploymentId).catch((error: unknown) => {
         this.options.logger.debug("Could not probe a deployment's ports", { deploymentId, error });
-        return [];
+        return undefined;
       });
       if (generation !== this.generation) return;
-      if (ports.some((port) => !port.ready)) allReady = false;
+      // Not known yet (the container is starting, or the probe failed) counts as not ready: look again soon.
+      if (!ports || ports.some((port) => !port.ready)) allReady = false;
+      if (!ports) continue;
       const key = JSON.stringify(ports);
       if (ports.length === 0 || this.sent.get(deploymentId) === key) continue;
       if (this.options.send({ type: "endpoints", deploymentId, ports: ports.slice(0, MAX_PORTS) })) this.sent.set(deploymentId, key);

@@ -91,10 +91,10 @@ export class TunnelOpener {
     });
   }
 
-  /** Which of the deployment's exposed ports accept a connection now (for the endpoint's `ready`). */
-  async probe(deploymentId: string): Promise<Array<{ port: number; ready: boolean }>> {
+  /** Which of the deployment's exposed ports accept a connection now (for the endpoint's `ready`); undefined while it has no running container. */
+  async probe(deploymentId: string): Promise<Array<{ port: number; ready: boolean }> | undefined> {
     const c = (await this.o.runtime.listManaged({ [LABEL_DEPLOYMENT_ID]: deploymentId })).find((x) => x.running);
-    if (!c || !c.ipAddress) return [];
+    if (!c || !c.ipAddress) return undefined; // not running (yet): nothing to say
     return Promise.all(
       c.ports.map(async (p) => {
         const s = await this.connect(c.ipAddress!, p.containerPort).catch(() => undefined);
