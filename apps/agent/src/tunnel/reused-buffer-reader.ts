@@ -7,14 +7,23 @@ const READ_BUFFER_BYTES = 64 * 1024;
  * Carries what one socket reads to another, reading into one buffer of its
  * own instead of the fresh buffer Node allocates for every read. The agent
  * reads a container's side of a tunnel this way (the big direction: downloads,
- * streams). In a bare relay process it saves 16-21% of the CPU per MB
- * (bench/read-buffer.ts); in the agent, whose heap is far larger, every fresh
- * buffer also costs garbage collection: there the agent's CPU per MB of a
- * large download fell from ~2,200 us to ~700 (bench/endpoints.ts, bench/README.md).
+ * streams). In a bare relay process it saves 16-21% of the CPU per MB, writing
+ * into plain TCP or into TLS (bench/read-buffer.ts); in the agent, whose heap
+ * is far larger, every fresh buffer also costs garbage collection: there the
+ * agent's CPU per MB of a large download fell from ~2,200 us to ~700
+ * (bench/endpoints.ts, bench/README.md).
  *
- * The buffer is read into again only once the kernel has taken every byte
- * written from it: while a write still holds part of it, reading pauses, which
- * is also the backpressure a pipe would apply.
+ * The buffer is read into again only once no write holds any of it: a plain
+ * socket's write that completes at once has handed every byte to the kernel;
+ * otherwise (a write left pending, or any TLS write, which completes later
+ * though TLS has already encrypted the bytes into buffers of its own) reading
+ * pauses until the write's callback, which is also the backpressure a pipe
+ * would apply. Over TLS that is a pause per read, and still cheaper than a
+ * fresh buffer per read (bench/read-buffer.ts with TLS=1).
+ *
+ * Memory: the buffer is the socket's from its creation, so each open tunnel
+ * holds 64 KiB even while idle (an idle WebSocket, a quiet event stream):
+ * 1,000 open connections through one agent hold ~64 MiB.
  *
  * Use: `net.connect({ ..., onread: reader.onread })`, then `attach()` the
  * socket, then `forwardTo()` once the destination is ready; what arrives
@@ -60,16 +69,15 @@ export class ReusedBufferReader {
     else this.source?.resume();
   }
 
-  /** Writes a view of the buffer; true when the kernel took all of it and the buffer is free again. */
+  /** Writes a view of the buffer; true when no write holds it any more, so reading may go on. */
   private forward(dest: net.Socket, data: Buffer): boolean {
-    let written = false;
     let waiting = false;
+    // Node calls a write's callback on a later tick, never inside write().
     dest.write(data, () => {
-      written = true;
       if (waiting && this.source && !this.source.destroyed) this.source.resume();
     });
-    // Nothing queued after the write: the kernel took it all, synchronously.
-    if (written || dest.writableLength === 0) return true;
+    // Nothing left queued after the write: the kernel took all of it at once.
+    if (dest.writableLength === 0) return true;
     waiting = true;
     return false;
   }
