@@ -17,7 +17,7 @@ const [sqlite] = await testDatabases();
 const root = path.resolve(import.meta.dirname, "../../../..");
 const DOMAIN = "gpu.test";
 // Made before the system starts: building it blocks this process, and with it
-// the agent's heartbeats, which the test's short heartbeat interval would take for a lost node.
+// the agent's heartbeats and the control plane that waits for them.
 const image = ensureWebImage();
 
 const freePort = () =>

@@ -20,7 +20,10 @@ import type { Config } from "../../../src/config";
  */
 export async function startSystem(db: TestDatabase, config: Partial<Config> = {}) {
   const h = await startHarness(db, {
-    config: { HEARTBEAT_INTERVAL_MS: 1_000, METER_INTERVAL_MS: 1_000, ACCESS_TOKEN_TTL_S: 3600, GATEWAY_RESPONSE_TIMEOUT_MS: 1_500, ...config },
+    // Heartbeats at 5 s (a node is lost after 15 s of silence): the control plane, the
+    // agent and the test share this process, and a stall of a few seconds on a busy
+    // 2-core machine must not read as a lost node. No test here waits on heartbeats.
+    config: { HEARTBEAT_INTERVAL_MS: 5_000, METER_INTERVAL_MS: 1_000, ACCESS_TOKEN_TTL_S: 3600, GATEWAY_RESPONSE_TIMEOUT_MS: 1_500, ...config },
     overrides: { clock: cpClock },
   });
   const runLabel = { "cm.test-run": `e2e-${randomBytes(4).toString("hex")}` };
@@ -44,7 +47,7 @@ export async function startSystem(db: TestDatabase, config: Partial<Config> = {}
         controlPlaneUrl: h.url,
         token: node.json.agentToken,
         containerLabels: runLabel,
-        timing: { backoffInitialMs: 50, backoffMaxMs: 500, pingIntervalMs: 500, pongTimeoutMs: 2_000, containerStopTimeoutS: 2 },
+        timing: { backoffInitialMs: 50, backoffMaxMs: 500, pingIntervalMs: 500, pongTimeoutMs: 5_000, containerStopTimeoutS: 2 },
       }),
       { runtime, hostProbe: new SystemHostProbe({ dockerEngine: () => runtime.engineInfo() }), socketFactory: wsSocketFactory(), clock: systemClock, logger },
     );
