@@ -73,6 +73,11 @@ function parseFields(text: string): Head | undefined {
   return h;
 }
 
+/** Whether the sender closes the connection after this message: HTTP/1.0 unless it asks to keep alive, HTTP/1.1 when it says close (RFC 9112 §9.3). */
+export function closesAfter(h: Head & { version: string }): boolean {
+  return h.version === "1.0" ? !h.connection.includes("keep-alive") : h.connection.includes("close");
+}
+
 export function parseRequestHead(buf: Buffer, end: number): RequestHead | undefined {
   const h = parseFields(buf.toString("latin1", 0, end));
   const m = h && /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([!-~\x80-\xff]+) HTTP\/(1\.[01])$/.exec(h.line);

@@ -1,7 +1,7 @@
 import type net from "node:net";
 import type { Duplex } from "node:stream";
 import { endpointLabel } from "./headers";
-import { BodyWalker, MAX_HEAD_BYTES, forwardRequestHead, forwardResponseHead, headEnd, parseRequestHead, parseResponseHead, requestFraming, responseFraming, type Client, type Framing, type RequestHead } from "./http1";
+import { BodyWalker, MAX_HEAD_BYTES, closesAfter, forwardRequestHead, forwardResponseHead, headEnd, parseRequestHead, parseResponseHead, requestFraming, responseFraming, type Client, type Framing, type RequestHead } from "./http1";
 import { failurePage, type GatewayFailure } from "./pages";
 import { DialError, type EndpointResolver, type EndpointTarget, type GatewayTimeouts, type TunnelDialer } from "./proxy";
 
@@ -224,9 +224,8 @@ export class Relay {
         if (this.queue.length === 0 && !this.tunnel) this.dial();
         break;
       }
-      const connection = head.connection;
-      const upgrade = connection.includes("upgrade") ? head.upgrade : undefined;
-      const close = head.version === "1.0" ? !connection.includes("keep-alive") : connection.includes("close");
+      const upgrade = head.connection.includes("upgrade") ? head.upgrade : undefined;
+      const close = closesAfter(head);
       const out = forwardRequestHead(head, { ...this.client, host: hostOf(head)! }, upgrade);
       const bodyless = framing.kind === "none";
       // As the HTTP path does: a request that cannot matter twice may be sent
@@ -343,7 +342,7 @@ export class Relay {
         // often does): the next request gets a new one. Requests already sent on
         // it, or a body still on its way, are lost with it, so the client is told
         // to close and send them again.
-        if (head.version === "1.0" ? !head.connection.includes("keep-alive") : head.connection.includes("close")) {
+        if (closesAfter(head)) {
           this.tunnelLast = true;
           if (this.queue.length > 1 || this.body) req.close = true;
         }

@@ -1,6 +1,6 @@
 // The relay's HTTP/1.1 framing: where messages end, what is refused, what is forwarded.
 import { describe, expect, it } from "vitest";
-import { BodyWalker, forwardRequestHead, forwardResponseHead, headEnd, parseRequestHead, parseResponseHead, requestFraming, responseFraming } from "../../src/gateway/http1";
+import { BodyWalker, closesAfter, forwardRequestHead, forwardResponseHead, headEnd, parseRequestHead, parseResponseHead, requestFraming, responseFraming } from "../../src/gateway/http1";
 
 const req = (text: string) => {
   const b = Buffer.from(text, "latin1");
@@ -49,6 +49,18 @@ describe("request heads", () => {
     );
     const up = req("GET /ws HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n")!;
     expect(forwardRequestHead(up, { ip: "1.1.1.1", proto: "http", host: "a" }, "websocket")).toMatch(/\r\nconnection: Upgrade\r\nupgrade: websocket\r\n\r\n$/);
+  });
+});
+
+describe("connection persistence", () => {
+  it("closes after HTTP/1.0 unless asked to keep alive, after HTTP/1.1 only when told, for requests and responses alike", () => {
+    expect(closesAfter(req("GET / HTTP/1.0\r\n\r\n")!)).toBe(true);
+    expect(closesAfter(req("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n")!)).toBe(false);
+    expect(closesAfter(req("GET / HTTP/1.1\r\n\r\n")!)).toBe(false);
+    expect(closesAfter(req("GET / HTTP/1.1\r\nConnection: foo, close\r\n\r\n")!)).toBe(true);
+    expect(closesAfter(res("HTTP/1.0 200 OK\r\n\r\n")!)).toBe(true);
+    expect(closesAfter(res("HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")!)).toBe(true);
+    expect(closesAfter(res("HTTP/1.1 200 OK\r\n\r\n")!)).toBe(false);
   });
 });
 
