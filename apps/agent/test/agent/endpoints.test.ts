@@ -1,12 +1,12 @@
 // Public endpoints from the agent's side: readiness of exposed ports, and the
 // per-connection tunnel socket it opens to the control plane when asked.
 import { createHash } from "node:crypto";
-import type { Duplex } from "node:stream";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
 import { deploymentSpec, startTestAgent } from "../support/agent-harness";
 import { dockerTestRun } from "../support/docker-test-run";
 import { FakeControlPlane, TEST_TOKEN } from "../support/fake-control-plane";
+import { readSlowly } from "../support/read-slowly";
 import { ensureScriptImage } from "../support/script-image";
 
 const run = dockerTestRun();
@@ -75,28 +75,10 @@ describe("endpoints", () => {
       const id = fake.openTunnel(spec.deploymentId, port);
       return (await fake.waitFor(() => fake.tunnels.get(id), 5_000, "the tunnel socket")).socket;
     };
-    // Reads everything, pausing 5 ms after every 256 KiB: the agent must hold
-    // the container back, never overwrite bytes it has not sent yet.
-    const readSlowly = (socket: Duplex) =>
-      new Promise<Buffer>((resolve, reject) => {
-        const chunks: Buffer[] = [];
-        let sincePause = 0;
-        socket.on("data", (data: Buffer) => {
-          chunks.push(data);
-          sincePause += data.length;
-          if (sincePause >= 256 * 1024) {
-            sincePause = 0;
-            socket.pause();
-            setTimeout(() => socket.resume(), 5);
-          }
-        });
-        socket.on("end", () => resolve(Buffer.concat(chunks)));
-        socket.on("error", reject);
-      });
     const get = async (path: string) => {
       const socket = await tunnelTo(8080);
       socket.write(`GET ${path} HTTP/1.0\r\nHost: x\r\n\r\n`);
-      const raw = await readSlowly(socket);
+      const raw = await readSlowly(socket, 256 * 1024);
       const at = raw.indexOf("\r\n\r\n");
       return { head: raw.subarray(0, at).toString("latin1"), body: raw.subarray(at + 4) };
     };
@@ -109,7 +91,7 @@ describe("endpoints", () => {
 
     // The greeting arrives while the agent is still waiting for its tunnel's 101.
     fake.tunnelAnswerDelayMs = 300;
-    const greeting = await readSlowly(await tunnelTo(8081));
+    const greeting = await readSlowly(await tunnelTo(8081), 256 * 1024);
     expect(greeting.toString("utf8")).toBe("greetings-from-the-container\n");
   }, 60_000);
 

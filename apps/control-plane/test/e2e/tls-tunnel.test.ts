@@ -6,10 +6,11 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testDatabases } from "@cm/db/testing";
+import { readSlowly } from "../../../agent/test/support/read-slowly";
 import { ensureScriptImage } from "../../../agent/test/support/script-image";
 import { systemClock } from "../../src/services/ids";
 import { startHarness, type Harness } from "../support/harness";
-import { until } from "./support/system";
+import { removeLabelled, until } from "./support/system";
 
 // Production's shape: the control plane speaks HTTPS itself (TLS_CERT/TLS_KEY)
 // and the agent, run as its command runs on a GPU machine, trusts the
@@ -65,10 +66,7 @@ describe("endpoints through an agent connected over TLS", () => {
     agent?.kill("SIGTERM");
     await exited;
     await h?.close();
-    const ids = execFileSync("docker", ["ps", "-aq", "--filter", `label=cm.node-id=${nodeId}`], { encoding: "utf8" }).split("\n").filter(Boolean);
-    if (ids.length) execFileSync("docker", ["rm", "-f", ...ids], { stdio: "ignore" });
-    const nets = execFileSync("docker", ["network", "ls", "-q", "--filter", `label=cm.node-id=${nodeId}`], { encoding: "utf8" }).split("\n").filter(Boolean);
-    if (nets.length) execFileSync("docker", ["network", "rm", ...nets], { stdio: "ignore" });
+    if (nodeId) removeLabelled(`cm.node-id=${nodeId}`);
   }, 60_000);
 
   /** GET through the endpoint over HTTPS, verifying the certificate; reads slowly so backpressure reaches the agent. */
@@ -77,19 +75,7 @@ describe("endpoints through an agent connected over TLS", () => {
       const u = new URL(h.url);
       https
         .get({ host: "127.0.0.1", port: u.port, path: p, servername: endpointHost, headers: { host: endpointHost }, ca, rejectUnauthorized: true }, (res) => {
-          const chunks: Buffer[] = [];
-          let since = 0;
-          res.on("data", (c: Buffer) => {
-            chunks.push(c);
-            since += c.length;
-            if (since >= 512 * 1024) {
-              since = 0;
-              res.pause();
-              setTimeout(() => res.resume(), 5);
-            }
-          });
-          res.on("end", () => resolve({ status: res.statusCode!, body: Buffer.concat(chunks) }));
-          res.on("error", reject);
+          readSlowly(res, 512 * 1024).then((body) => resolve({ status: res.statusCode!, body }), reject);
         })
         .on("error", reject);
     });

@@ -71,14 +71,19 @@ export async function startSystem(db: TestDatabase, config: Partial<Config> = {}
     async close() {
       await Promise.all(agents.map((a) => a.stop().catch(() => undefined)));
       await h.close();
-      const ids = execFileSync("docker", ["ps", "-aq", "--filter", `label=cm.test-run=${runLabel["cm.test-run"]}`], { encoding: "utf8" }).split("\n").filter(Boolean);
-      if (ids.length) execFileSync("docker", ["rm", "-f", ...ids], { stdio: "ignore" });
-      const nets = execFileSync("docker", ["network", "ls", "-q", "--filter", `label=cm.test-run=${runLabel["cm.test-run"]}`], { encoding: "utf8" }).split("\n").filter(Boolean);
-      if (nets.length) execFileSync("docker", ["network", "rm", ...nets], { stdio: "ignore" });
+      removeLabelled(`cm.test-run=${runLabel["cm.test-run"]}`);
     },
   };
 }
 export type System = Awaited<ReturnType<typeof startSystem>>;
+
+/** Removes the containers, then the networks, carrying a label (`key=value`): what a test's agents left. */
+export function removeLabelled(label: string) {
+  const ids = execFileSync("docker", ["ps", "-aq", "--filter", `label=${label}`], { encoding: "utf8" }).split("\n").filter(Boolean);
+  if (ids.length) execFileSync("docker", ["rm", "-f", ...ids], { stdio: "ignore" });
+  const nets = execFileSync("docker", ["network", "ls", "-q", "--filter", `label=${label}`], { encoding: "utf8" }).split("\n").filter(Boolean);
+  if (nets.length) execFileSync("docker", ["network", "rm", ...nets], { stdio: "ignore" });
+}
 
 /**
  * Polls `fn` until it returns something truthy. On timeout the error names the
