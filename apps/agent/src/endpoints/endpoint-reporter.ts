@@ -66,9 +66,11 @@ export class EndpointReporter {
         return undefined;
       });
       if (generation !== this.generation) return;
-      // Not known yet (the container is starting, or the probe failed) counts as not ready: look again soon.
-      if (!ports || ports.some((port) => !port.ready)) allReady = false;
-      if (!ports) continue;
+      if (!ports) {
+        allReady = false; // not known yet (the container is starting, or the probe failed): look again soon
+        continue;
+      }
+      if (ports.some((port) => !port.ready)) allReady = false;
       const key = JSON.stringify(ports);
       if (ports.length === 0 || this.sent.get(deploymentId) === key) continue;
       if (this.options.send({ type: "endpoints", deploymentId, ports: ports.slice(0, MAX_PORTS) })) this.sent.set(deploymentId, key);

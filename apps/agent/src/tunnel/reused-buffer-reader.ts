@@ -37,14 +37,14 @@ export class ReusedBufferReader {
   private early: Buffer[] = [];
   private ended = false;
 
-  readonly onread: { buffer: Buffer; callback: (n: number, buf: Uint8Array) => boolean };
+  readonly onread: { buffer: Buffer; callback: (n: number) => boolean };
 
   constructor(bytes = READ_BUFFER_BYTES) {
     this.buffer = Buffer.allocUnsafe(bytes);
     this.onread = {
       buffer: this.buffer,
-      callback: (n, buf) => {
-        const data = Buffer.from(buf.buffer, buf.byteOffset, n);
+      callback: (n) => {
+        const data = this.buffer.subarray(0, n); // Node read into our own buffer
         if (this.dest) return this.forward(this.dest, data);
         this.early.push(Buffer.from(data));
         return false; // nowhere to send it yet: read on once there is
