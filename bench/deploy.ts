@@ -14,13 +14,13 @@
 import Docker from "dockerode";
 import { ensureWebImage } from "../apps/control-plane/test/e2e/support/web-image";
 import { startProcesses } from "./lib/system-procs";
+import { median } from "./lib/median";
 
 const RUNS = Number(process.env.RUNS ?? 8);
 // How often the client asks for the status, as a client of the API would poll.
 const POLL_MS = Number(process.env.POLL_MS ?? 5);
 const image = ensureWebImage();
 const docker = new Docker();
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const sleep = (ms: number) => new Promise((res) => setTimeout(res, ms));
 const show = (xs: number[]) => `median ${median(xs).toFixed(0)} ms (${xs.map((x) => x.toFixed(0)).join(", ")})`;
 

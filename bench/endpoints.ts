@@ -19,6 +19,7 @@ import { cpuPer, fmtCpu } from "./lib/cpu";
 import { fmt, load, type LoadResult } from "./lib/load";
 import { startRelay } from "./lib/relays";
 import { startProcesses } from "./lib/system-procs";
+import { median } from "./lib/median";
 
 const durationMs = Number(process.env.DURATION_MS ?? 4000);
 const concurrency = Number(process.env.CONCURRENCY ?? 16);
@@ -29,7 +30,6 @@ const largeMib = Number(process.env.LARGE_MIB ?? 64);
 // control plane in both phases and take CPU from everything on a 2-core machine.
 const QUIET = process.env.REQUEST_LOGS !== "1";
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 const image = ensureWebImage();
 const s = await startProcesses();

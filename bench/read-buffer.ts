@@ -19,11 +19,11 @@ import path from "node:path";
 import tls from "node:tls";
 import { fileURLToPath } from "node:url";
 import { cpuMicros } from "./lib/cpu";
+import { median } from "./lib/median";
 
 const mib = Number(process.env.MIB ?? 512);
 const rounds = Number(process.env.ROUNDS ?? 5);
 const useTls = process.env.TLS === "1";
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 const chunk = Buffer.alloc(64 * 1024, 7);
 const source = net.createServer((s) => {
