@@ -35,6 +35,8 @@ const Timing = z.object({
   logBatchLines: z.number().int().min(1).max(5000).default(1000),
   /** lines sent but not yet acknowledged before the follower pauses (flow control) */
   logMaxInflightLines: z.number().int().min(1).default(100_000),
+  /** a log batch unanswered this long is sent again (doubling while none is answered) */
+  logAckTimeoutMs: z.number().int().min(1).default(10_000),
   /** how often a container's log is read while it writes */
   logPollMs: z.number().int().min(1).default(100),
   /** reads back off to this while a container is quiet */

@@ -3,6 +3,14 @@
 // frames, and stops polling while too many lines are unacknowledged. Lives for
 // one connection: after a reconnect a new shipper resumes from the cursor the
 // control plane acknowledged.
+//
+// The control plane answers every logs frame, in the order it got them, with a
+// logs_ack for that frame's last line or with an error ("send it again later",
+// during a database outage). So acks are never cumulative: an ack for a later
+// batch while an earlier one is unanswered means the earlier one was refused,
+// and it is sent again at once; a batch unanswered for ackTimeoutMs is sent
+// again too (doubling while nothing is answered). Every batch is kept until its
+// own ack, and what is unacknowledged when the shipper stops goes to the next one.
 import type { LogCursor, LogLineFrame } from "@cm/protocol";
 import type { Clock, TimerHandle } from "../clock";
 import type { Logger } from "../logger";
@@ -32,6 +40,18 @@ export interface LogShipperOptions {
   idlePollMaxMs: number;
   /** the largest frame the control plane reads (from welcome), when it said */
   maxFrameBytes?: () => number | undefined;
+  /** a batch unanswered this long is sent again */
+  ackTimeoutMs: number;
+  /** batches an earlier shipper of this deployment sent and never saw acknowledged: sent first */
+  resend?: LogLineFrame[][];
+  /** called once, when the shipper stops, with the batches still unacknowledged */
+  onClose?: (unacked: LogLineFrame[][]) => void;
+}
+
+/** A batch sent and not yet acknowledged; `sendNo` orders the sends, resends included. */
+interface Unacked {
+  lines: LogLineFrame[];
+  sendNo: number;
 }
 
 /** Frames stay this small even when the control plane would read bigger ones. */
@@ -40,16 +60,26 @@ const MAX_FRAME_BYTES = 512 * 1024;
 const LINE_OVERHEAD_BYTES = 96;
 const FRAME_OVERHEAD_BYTES = 256;
 const MAX_MESSAGE_CHARS = 64 * 1024;
+/** resends of unanswered batches back off to this while the control plane answers none */
+const MAX_RESEND_DELAY_MS = 60_000;
 
 export class LogShipper {
   private sent: LogCursor;
-  private ackedSeq: number;
+  /** in seq order */
+  private readonly unacked: Unacked[] = [];
+  private sends = 0;
+  private resendDelayMs: number;
+  private resendTimer: TimerHandle | undefined;
+  /** nothing was answered within the ack timeout: send no new lines until something is */
+  private probing = false;
   private source: LogSource | undefined;
   private idleDelayMs: number;
   private timer: TimerHandle | undefined;
   private polling = false;
   private paused = false;
   private finishing = false;
+  /** finishing, and the source had nothing more */
+  private drained = false;
   private closed = false;
   private resolveDone!: () => void;
   /** Settles when the log was sent to its end after finish(), or stop() was called. */
@@ -57,8 +87,14 @@ export class LogShipper {
 
   constructor(private readonly options: LogShipperOptions) {
     this.sent = options.cursor;
-    this.ackedSeq = options.cursor.seq;
     this.idleDelayMs = options.pollMs;
+    this.resendDelayMs = options.ackTimeoutMs;
+  }
+
+  /** The last line before the first one not acknowledged: never moved past a refused batch. */
+  private get ackedSeq(): number {
+    const oldest = this.unacked[0]?.lines[0];
+    return oldest ? oldest.seq - 1 : this.sent.seq;
   }
 
   get containerId(): string {
@@ -75,6 +111,9 @@ export class LogShipper {
   }
 
   start(): void {
+    const resend = (this.options.resend ?? []).map((lines) => ({ lines, sendNo: 0 }));
+    for (const batch of resend) this.insert(batch);
+    for (const batch of resend) if (!this.transmit(batch)) return;
     this.schedule(0);
   }
 
@@ -91,21 +130,72 @@ export class LogShipper {
   }
 
   onAck(cursor: LogCursor): void {
-    if (cursor.seq <= this.ackedSeq) return;
-    this.ackedSeq = cursor.seq;
-    if (this.paused && !this.closed && this.sent.seq - this.ackedSeq <= this.options.maxInflightLines / 2) {
+    if (this.closed) return;
+    const index = this.unacked.findIndex((batch) => batch.lines[batch.lines.length - 1]!.seq === cursor.seq);
+    if (index < 0) return; // an answer to a batch sent twice, acknowledged already
+    const [acked] = this.unacked.splice(index, 1);
+    // Answers come in the order of the sends: one sent before this and still unanswered was refused.
+    const refused = this.unacked.filter((batch) => batch.sendNo < acked!.sendNo);
+    this.probing = false;
+    this.resendDelayMs = this.options.ackTimeoutMs;
+    this.options.clock.clearTimeout(this.resendTimer);
+    this.resendTimer = undefined;
+    if (refused.length > 0) this.options.logger.debug("The control plane refused log batches; sending them again", { deploymentId: this.options.deploymentId, batches: refused.length });
+    for (const batch of refused) if (!this.transmit(batch)) return;
+    this.armResend();
+    if (this.finishing && this.drained) return this.settleIfDone();
+    if (this.paused && this.sent.seq - this.ackedSeq <= this.options.maxInflightLines / 2) {
       this.paused = false;
       this.schedule(0);
     }
   }
 
-  /** Stops polling; what was not sent is read again by the next shipper. */
+  /** Stops polling; what was not sent is read again by the next shipper, what was not acknowledged is handed to it. */
   stop(): void {
     if (this.closed) return;
     this.closed = true;
     this.options.clock.clearTimeout(this.timer);
+    this.options.clock.clearTimeout(this.resendTimer);
     void this.source?.close();
+    this.options.onClose?.(this.unacked.map((batch) => batch.lines));
     this.resolveDone();
+  }
+
+  /** Sends a batch (again); false, and the shipper stops, when the connection is not ready. */
+  private transmit(batch: Unacked, isNew = false): boolean {
+    if (this.closed) return false;
+    if (!this.options.send({ type: "logs", deploymentId: this.options.deploymentId, lines: batch.lines })) {
+      this.options.logger.debug("Not connected: log shipping stops until the next sync", { deploymentId: this.options.deploymentId });
+      this.stop();
+      return false;
+    }
+    batch.sendNo = ++this.sends;
+    if (isNew) this.insert(batch);
+    this.armResend();
+    return true;
+  }
+
+  private insert(batch: Unacked): void {
+    const first = batch.lines[0]!.seq;
+    const at = this.unacked.findIndex((other) => other.lines[0]!.seq > first);
+    if (at < 0) this.unacked.push(batch);
+    else this.unacked.splice(at, 0, batch);
+  }
+
+  private armResend(): void {
+    if (this.resendTimer !== undefined || this.unacked.length === 0 || this.closed) return;
+    this.resendTimer = this.options.clock.setTimeout(() => {
+      this.resendTimer = undefined;
+      if (this.closed || this.unacked.length === 0) return;
+      this.options.logger.debug("Log batches unanswered; sending them again", { deploymentId: this.options.deploymentId, batches: this.unacked.length, afterMs: this.resendDelayMs });
+      this.probing = true;
+      this.resendDelayMs = Math.min(MAX_RESEND_DELAY_MS, this.resendDelayMs * 2);
+      for (const batch of [...this.unacked]) if (!this.transmit(batch)) return;
+    }, this.resendDelayMs);
+  }
+
+  private settleIfDone(): void {
+    if (this.unacked.length === 0) this.stop();
   }
 
   private schedule(delayMs: number): void {
@@ -115,6 +205,8 @@ export class LogShipper {
 
   private async poll(): Promise<void> {
     if (this.closed || this.polling) return;
+    // The control plane answers nothing: new lines wait until it takes the old ones.
+    if (this.probing) return this.schedule(this.options.idlePollMaxMs);
     this.polling = true;
     let lines: LogLine[];
     try {
@@ -129,7 +221,10 @@ export class LogShipper {
     if (this.closed) return;
     if (lines.length > 0) this.ship(lines);
     if (this.closed || this.paused) return;
-    if (lines.length === 0 && this.finishing) return this.stop();
+    if (lines.length === 0 && this.finishing) {
+      this.drained = true;
+      return this.settleIfDone();
+    }
     if (lines.length > 0) this.idleDelayMs = this.options.pollMs;
     else this.idleDelayMs = Math.min(this.options.idlePollMaxMs, this.idleDelayMs * 2);
     // A full window means the container outpaces the polls: read again at once.
@@ -154,10 +249,7 @@ export class LogShipper {
     let seq = this.sent.seq;
     const flush = () => {
       if (batch.length === 0 || this.closed) return;
-      if (!this.options.send({ type: "logs", deploymentId: this.options.deploymentId, lines: batch })) {
-        this.options.logger.debug("Not connected: log shipping stops until the next sync", { deploymentId: this.options.deploymentId });
-        return this.stop();
-      }
+      if (!this.transmit({ lines: batch, sendNo: 0 }, true)) return;
       const last = batch[batch.length - 1]!;
       this.sent = { seq: last.seq, dockerTs: last.ts };
       batch = [];

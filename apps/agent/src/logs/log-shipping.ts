@@ -1,6 +1,9 @@
 // One LogShipper per deployment whose container's log is being shipped. All of
 // them stop when the connection drops; the next sync restarts them from the
 // control plane's acknowledged cursors, so nothing is lost and nothing is sent twice.
+// The control plane's cursor is its newest stored line, so it may lie past a batch
+// it refused: batches never acknowledged are kept here and sent first by the
+// deployment's next shipper.
 import type { LogCursor, LogLineFrame } from "@cm/protocol";
 import type { Clock, TimerHandle } from "../clock";
 import type { Timing } from "../config";
@@ -13,7 +16,7 @@ export interface LogShippingOptions {
   send(frame: { type: "logs"; deploymentId: string; lines: LogLineFrame[] }): boolean;
   clock: Clock;
   logger: Logger;
-  timing: Pick<Timing, "logPollMs" | "logIdlePollMaxMs" | "logBatchLines" | "logMaxInflightLines">;
+  timing: Pick<Timing, "logPollMs" | "logIdlePollMaxMs" | "logBatchLines" | "logMaxInflightLines" | "logAckTimeoutMs">;
   /** the largest frame the control plane reads, once its welcome said so */
   maxFrameBytes?: () => number | undefined;
 }
@@ -22,6 +25,8 @@ export class LogShipping {
   private readonly shippers = new Map<string, LogShipper>();
   /** the highest seq this process numbered per deployment, and for which container */
   private readonly numbered = new Map<string, { containerId: string; seq: number }>();
+  /** batches a stopped shipper sent and never saw acknowledged, per deployment */
+  private readonly unacked = new Map<string, LogLineFrame[][]>();
 
   constructor(private readonly options: LogShippingOptions) {}
 
@@ -34,11 +39,22 @@ export class LogShipping {
     const existing = this.shippers.get(deploymentId);
     if (existing && existing.containerId === containerId && !existing.finished) return;
     existing?.stop();
-    const shipper = new LogShipper({
+    const start = this.resumeCursor(deploymentId, containerId, cursor, existing);
+    // Lines after the start are read again from the log; those before it only live here.
+    const resend = (this.unacked.get(deploymentId) ?? []).map((batch) => batch.filter((line) => line.seq <= start.seq)).filter((batch) => batch.length > 0);
+    this.unacked.delete(deploymentId);
+    const shipper: LogShipper = new LogShipper({
       deploymentId,
       containerId,
       logPath: container.logPath,
-      cursor: this.resumeCursor(deploymentId, containerId, cursor, existing),
+      cursor: start,
+      resend,
+      onClose: (unacked) => {
+        const current = this.shippers.get(deploymentId);
+        if (current && current !== shipper) return;
+        if (unacked.length > 0) this.unacked.set(deploymentId, unacked);
+        else this.unacked.delete(deploymentId);
+      },
       runtime: this.options.runtime,
       send: (frame) => {
         const sent = this.options.send(frame);
@@ -52,6 +68,7 @@ export class LogShipping {
       maxInflightLines: this.options.timing.logMaxInflightLines,
       pollMs: this.options.timing.logPollMs,
       idlePollMaxMs: this.options.timing.logIdlePollMaxMs,
+      ackTimeoutMs: this.options.timing.logAckTimeoutMs,
       ...(this.options.maxFrameBytes ? { maxFrameBytes: this.options.maxFrameBytes } : {}),
     });
     this.shippers.set(deploymentId, shipper);
@@ -73,9 +90,11 @@ export class LogShipping {
     this.options.clock.clearTimeout(timer);
   }
 
+  /** The deployment is gone: its unacknowledged lines go with it. */
   stop(deploymentId: string): void {
     this.shippers.get(deploymentId)?.stop();
     this.shippers.delete(deploymentId);
+    this.unacked.delete(deploymentId);
   }
 
   stopAll(): void {

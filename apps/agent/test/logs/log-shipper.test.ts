@@ -56,6 +56,7 @@ function ship(log: MemoryLog, overrides: Partial<LogShipperOptions> = {}) {
     maxInflightLines: 10_000,
     pollMs: 5,
     idlePollMaxMs: 20,
+    ackTimeoutMs: 60_000, // log-resend.test.ts covers batches sent again
     ...overrides,
   });
   shipper.start();
@@ -114,6 +115,8 @@ describe("LogShipper", () => {
     shipper.onAck({ seq: 50, dockerTs: null });
     await sleep(50);
     expect(lines()).toHaveLength(200); // 150 still in flight: more than half the limit
+    // The control plane acknowledges each frame by its last line.
+    shipper.onAck({ seq: 100, dockerTs: null });
     shipper.onAck({ seq: 200, dockerTs: null });
     await until(() => lines().length === 400, "200 more");
   });
@@ -131,12 +134,15 @@ describe("LogShipper", () => {
   it("on finish ships what is left and settles", async () => {
     const log = new MemoryLog();
     log.append(5);
-    const { lines, shipper } = ship(log, { idlePollMaxMs: 10_000 });
-    await until(() => lines().length === 5, "5 lines");
+    const frames: LogLineFrame[][] = [];
+    // It settles once the control plane has acknowledged the last line.
+    const ackLater = (lines: LogLineFrame[]) => setTimeout(() => shipper?.onAck({ seq: lines.at(-1)!.seq, dockerTs: null }), 5);
+    const { shipper: finishing } = ship(log, { idlePollMaxMs: 10_000, send: (frame) => (frames.push(frame.lines), ackLater(frame.lines), true) });
+    await until(() => frames.flat().length === 5, "5 lines");
     log.append(3);
-    shipper.finish();
-    await shipper.done;
-    expect(lines().map((l) => l.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    finishing.finish();
+    await finishing.done;
+    expect(frames.flat().map((l) => l.seq)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
   });
 
   it("keeps frames within the control plane's maxFrameBytes, cutting a line that alone is too big", async () => {
@@ -164,12 +170,13 @@ describe("LogShipper", () => {
     for (let i = 1; i <= 1000; i++) text += `${JSON.stringify({ log: `line ${i}\n`, stream: "stdout", time: `2026-01-01T00:00:00.${String(i).padStart(9, "0")}Z` })}\n`;
     writeFileSync(path, text);
     try {
-      const { lines, shipper } = ship(new MemoryLog(), { logPath: path, maxInflightLines: 300 });
+      const { lines, frames, shipper } = ship(new MemoryLog(), { logPath: path, maxInflightLines: 300 });
       await until(() => lines().length === 300, "300 lines");
       expect(shipper.sourceKind).toBe("json-file");
-      for (let acked = 300; lines().length < 1000; acked = lines().length) {
-        shipper.onAck({ seq: acked, dockerTs: null });
-        await until(() => lines().length > acked, "more lines");
+      for (let acked = 0; lines().length < 1000; ) {
+        const sent = lines().length;
+        for (; acked < frames.length; acked++) shipper.onAck({ seq: frames[acked]!.at(-1)!.seq, dockerTs: null });
+        await until(() => lines().length > sent, "more lines");
       }
       expect(lines().map((l) => l.message)).toEqual(Array.from({ length: 1000 }, (_, i) => `line ${i + 1}`));
       expect(lines().map((l) => l.seq)).toEqual(Array.from({ length: 1000 }, (_, i) => i + 1));
