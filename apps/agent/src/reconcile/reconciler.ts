@@ -24,6 +24,12 @@ type CommandAction = "create" | "start" | "stop" | "remove";
 const DESIRED_BY_ACTION = { create: "running", start: "running", stop: "stopped", remove: "removed" } as const;
 /** how long an ending container's last log lines may take to go out before its status does */
 const LOG_DRAIN_MS = 2_000;
+/**
+ * The same before a container no longer wanted is stopped for good or removed:
+ * it may hold everything written while the agent was away, and once removed its
+ * log is gone.
+ */
+const FINAL_LOG_DRAIN_MS = 15_000;
 
 export interface ReconcilerOptions {
   runtime: ContainerRuntime;
@@ -115,6 +121,7 @@ export class Reconciler {
       const containers = await this.containersOf(spec.deploymentId);
       if (spec.desiredState === "running") return await this.convergeRunning(spec, containers);
       await this.stopContainers(spec.deploymentId, containers);
+      await this.shipRemainingLogs(spec, containers);
       if (spec.desiredState === "removed") {
         for (const container of containers) await this.options.runtime.remove(container.id);
         this.options.logs.stop(spec.deploymentId);
@@ -209,6 +216,18 @@ export class Reconciler {
       if (this.runningNow.get(deploymentId)?.id === container.id) this.runningNow.delete(deploymentId);
     }
     if (containers.length > 0) await this.options.logs.finish(deploymentId, LOG_DRAIN_MS);
+  }
+
+  /**
+   * Sends the newest run's log to its end (up to what the control plane has, by
+   * the spec's cursor) and waits for it to be stored: lines written while the
+   * agent was away would otherwise go with the container.
+   */
+  private async shipRemainingLogs(spec: DeploymentSpec, containers: ContainerState[]): Promise<void> {
+    const newest = containers[0];
+    if (!newest || newest.startedAt === null || runSeqOf(newest) > spec.runSeq || !this.options.canShipLogs()) return;
+    this.options.logs.ensure(spec.deploymentId, newest, spec.logCursor, true);
+    await this.options.logs.finish(spec.deploymentId, FINAL_LOG_DRAIN_MS);
   }
 
   private track(container: ContainerState): void {
