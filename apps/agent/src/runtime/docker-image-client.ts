@@ -3,6 +3,7 @@ import type { EnsuredImage, ImageClient } from "./container-runtime";
 import { ImageUnavailableError, dockerMessage, dockerStatusCode } from "./errors";
 import { localImageCandidates } from "./image-ref";
 import type { RuntimeLogger } from "./logger";
+import { hideNetworkDetails } from "./network-details";
 import { initialPullState, pullEventError, reducePullEvent, summarizePull } from "./pull-progress";
 import type { PullEvent, PullState } from "./pull-progress";
 import type { PullProgress } from "./types";
@@ -47,7 +48,7 @@ export class DockerImageClient implements ImageClient {
     try {
       stream = await this.docker.pull(ref);
     } catch (error) {
-      throw new ImageUnavailableError(ref, dockerMessage(error));
+      throw this.unavailable(ref, dockerMessage(error));
     }
     // Docker answers 200 and then reports failures (e.g. a missing tag) as events in the stream.
     const failure = await new Promise<string | undefined>((resolve) => {
@@ -66,6 +67,12 @@ export class DockerImageClient implements ImageClient {
         },
       );
     });
-    if (failure !== undefined) throw new ImageUnavailableError(ref, failure);
+    if (failure !== undefined) throw this.unavailable(ref, failure);
+  }
+
+  /** The tenant reads the reason; the operator's log keeps Docker's own words. */
+  private unavailable(ref: string, reason: string): ImageUnavailableError {
+    this.logger.warn("Could not pull an image", { ref, reason });
+    return new ImageUnavailableError(ref, hideNetworkDetails(reason, [ref]));
   }
 }
