@@ -92,5 +92,7 @@ if (!docker) {
   say("no Docker engine answered at /var/run/docker.sock: running the control plane without a local node");
 } else if (local && (await waitForHealth(url, 30_000))) {
   say(`Docker ${docker} found: starting the agent for node ${local.nodeId}`);
-  run("agent", ["apps/agent/src/index.ts"], { ...process.env, CONTROL_PLANE_URL: url, AGENT_TOKEN: local.token });
+  // The state directory keeps the agent's install id: enrolled again (a new database), it removes what the old node left.
+  const stateDir = path.join(path.dirname(localNodeFile), "agent");
+  run("agent", ["apps/agent/src/index.ts"], { ...process.env, CONTROL_PLANE_URL: url, AGENT_TOKEN: local.token, AGENT_STATE_DIR: stateDir });
 }

@@ -12,6 +12,7 @@ import type { SocketFactory } from "./connection/socket";
 import type { HostProbe } from "./host/probe";
 import type { Logger } from "./logger";
 import { EndpointReporter } from "./endpoints/endpoint-reporter";
+import { loadInstallId } from "./install-identity";
 import { LogShipping } from "./logs/log-shipping";
 import { Reconciler } from "./reconcile/reconciler";
 import { StatusReporter } from "./reconcile/status-reporter";
@@ -39,6 +40,8 @@ export class Agent {
   private readonly tunnels: TunnelOpener;
   private readonly endpoints: EndpointReporter;
   private readonly failureListeners = new Set<(failure: ConnectionFailure) => void>();
+  /** this install's id, from the state directory (install-identity.ts) */
+  private readonly installId: string | undefined;
   private started = false;
 
   constructor(
@@ -47,6 +50,7 @@ export class Agent {
   ) {
     const { clock, logger, runtime } = deps;
     const timing = config.timing;
+    this.installId = config.stateDir ? loadInstallId(config.stateDir, logger) : undefined;
     this.connection = new Connection(
       {
         url: config.wsUrl,
@@ -94,6 +98,7 @@ export class Agent {
       clock,
       logger,
       containerLabels: config.containerLabels,
+      ...(this.installId ? { installId: this.installId } : {}),
       containerStopTimeoutS: timing.containerStopTimeoutS,
       nodeFacts: () => facts.nodeFacts(),
       canShipLogs: () => this.connection.state === "ready",
@@ -133,7 +138,7 @@ export class Agent {
 
   private onReady(welcome: Welcome): void {
     this.reconciler.setNodeId(welcome.nodeId);
-    this.deps.runtime.keepSandboxesWarm({ nodeId: welcome.nodeId, labels: this.config.containerLabels });
+    this.deps.runtime.keepSandboxesWarm({ nodeId: welcome.nodeId, labels: this.config.containerLabels, ...(this.installId ? { installId: this.installId } : {}) });
     this.specs.start();
     this.endpoints.start();
   }

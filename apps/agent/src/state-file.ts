@@ -1,7 +1,8 @@
 // With AGENT_STATE_DIR set, the daemon keeps <dir>/status.json: its connection
 // state, node and last failure, for `doctor` and for operators' own monitoring.
 // Nothing in it is secret, and nothing is read back: Docker's labels and the
-// control plane's cursors are all the agent needs to resume.
+// control plane's cursors are all the agent needs to resume (beside them the
+// directory holds only the install id, install-identity.ts).
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Clock } from "./clock";

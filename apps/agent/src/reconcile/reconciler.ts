@@ -8,7 +8,7 @@ import type { Logger } from "../logger";
 import type { LogShipping } from "../logs/log-shipping";
 import type { ContainerRuntime } from "../runtime/container-runtime";
 import { dockerMessage } from "../runtime/errors";
-import { LABEL_DEPLOYMENT_ID } from "../runtime/labels";
+import { LABEL_DEPLOYMENT_ID, LABEL_INSTALL_ID } from "../runtime/labels";
 import type { ContainerExit, ContainerState } from "../runtime/types";
 import { ExitWatcher } from "./exit-watcher";
 import { describeExit } from "./exit-reason";
@@ -38,6 +38,8 @@ export interface ReconcilerOptions {
   clock: Clock;
   logger: Logger;
   containerLabels: Record<string, string>;
+  /** this agent's install (install-identity.ts), stamped on its containers; none without a state directory */
+  installId?: string;
   containerStopTimeoutS: number;
   nodeFacts(): Promise<NodeFacts>;
   /** whether log shipping can start now (the connection is ready) */
@@ -62,16 +64,29 @@ export class Reconciler {
     this.watcher = new ExitWatcher(options.runtime, options.clock, options.logger);
   }
 
-  /** Takes over the containers a previous agent left: running ones keep running and are watched. */
+  /**
+   * Looks at the managed containers on the engine (rejecting when Docker cannot
+   * be reached) and claims none: which are this node's is known at welcome.
+   */
   async adopt(): Promise<ContainerState[]> {
     const containers = await this.options.runtime.listManaged(this.options.containerLabels);
-    for (const container of containers.filter((c) => c.running)) this.track(container);
-    this.options.logger.info("Adopted existing containers", { total: containers.length, running: this.runningNow.size });
+    this.options.logger.debug("Managed containers on this Docker engine", { total: containers.length, running: containers.filter((c) => c.running).length });
     return containers;
   }
 
+  /** The control plane said which node this is: take over the running containers a previous agent of this node left. */
   setNodeId(nodeId: string): void {
+    if (nodeId === this.nodeId) return;
     this.nodeId = nodeId;
+    void this.claim(nodeId);
+  }
+
+  private async claim(nodeId: string): Promise<void> {
+    const containers = await this.options.runtime.listManaged(this.options.containerLabels).catch(() => []);
+    const ours = containers.filter((container) => container.nodeId === nodeId);
+    if (this.nodeId !== nodeId) return;
+    for (const container of ours.filter((c) => c.running)) this.track(container);
+    this.options.logger.info("Adopted existing containers", { nodeId, total: ours.length, running: ours.filter((c) => c.running).length });
   }
 
   /** This node's deployments whose containers run (not those another registration of this machine left). */
@@ -89,11 +104,36 @@ export class Reconciler {
     const ours = await this.options.runtime.listManaged(this.options.containerLabels).catch(() => []);
     for (const container of ours) {
       const id = container.deploymentId;
-      if (wanted.has(id) || container.nodeId !== this.nodeId) continue;
+      if (container.nodeId !== this.nodeId) {
+        if (this.leftByPreviousEnrolment(container)) tasks.push(this.queue.run(`enrolment:${container.id}`, () => this.removeLeftOver(container)));
+        continue;
+      }
+      if (wanted.has(id)) continue;
       this.latest.delete(id); // a command for it arriving after this sync will win again
       tasks.push(this.queue.run(id, () => this.removeOrphan(id)));
     }
     await Promise.all(tasks);
+  }
+
+  /**
+   * Made by this install (same state directory) for another node: this machine
+   * was enrolled again, and no control plane wants the old node's containers.
+   * Another node's container without our install id may be another agent's on
+   * the same engine, or predate install ids: it is left alone.
+   */
+  private leftByPreviousEnrolment(container: ContainerState): boolean {
+    const installId = this.options.installId;
+    return installId !== undefined && this.nodeId !== "" && container.labels[LABEL_INSTALL_ID] === installId;
+  }
+
+  private async removeLeftOver(container: ContainerState): Promise<void> {
+    this.options.logger.warn("Removing a container a previous enrolment of this machine left", { containerId: container.id, nodeId: container.nodeId, deploymentId: container.deploymentId });
+    try {
+      if (container.running) await this.options.runtime.stop(container.id, this.options.containerStopTimeoutS);
+      await this.options.runtime.remove(container.id);
+    } catch (error) {
+      this.options.logger.error("Could not remove a container a previous enrolment left", { containerId: container.id, error: dockerMessage(error) });
+    }
   }
 
   async command(action: CommandAction, deployment: DeploymentSpec): Promise<ConvergeResult> {

@@ -6,6 +6,7 @@ import type { GpuInfo } from "../host/types";
 import type { Logger } from "../logger";
 import type { ContainerRuntime } from "../runtime/container-runtime";
 import { ImageUnavailableError, dockerMessage } from "../runtime/errors";
+import { LABEL_INSTALL_ID } from "../runtime/labels";
 import type { ContainerState } from "../runtime/types";
 import { pickGpus } from "./gpu-assignment";
 import type { KeyedQueue } from "./keyed-queue";
@@ -30,6 +31,8 @@ export interface StartContext {
   nodeId: string;
   /** extra labels on every container, and the filter that finds ours */
   containerLabels: Record<string, string>;
+  /** stamped on the container too (install-identity.ts) */
+  installId?: string;
   nodeFacts(): Promise<NodeFacts>;
   /** serializes GPU picking with container creation across deployments */
   gpuLock: KeyedQueue;
@@ -59,7 +62,7 @@ export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): 
         cpuCores: resources.cpuCores,
         memoryMb: resources.memoryMb,
         gpuDeviceIds: gpuUuids,
-        labels: { ...ctx.containerLabels, ...runLabels(spec.runSeq, gpuUuids) },
+        labels: { ...ctx.containerLabels, ...(ctx.installId ? { [LABEL_INSTALL_ID]: ctx.installId } : {}), ...runLabels(spec.runSeq, gpuUuids) },
         name: containerName(spec.deploymentId, spec.runSeq),
       });
     } catch (error) {

@@ -42,3 +42,10 @@ export function managedLabelFilter(extra: Record<string, string> = {}): { label:
 export function deploymentNetworkName(deploymentId: string): string {
   return `cm-${deploymentId}`;
 }
+
+/**
+ * On everything the agent creates: the install it belongs to (install-identity.ts).
+ * A machine enrolled again keeps its install, so the new node's agent knows what
+ * the old node left; another agent on the same engine has another install.
+ */
+export const LABEL_INSTALL_ID = "cm.install-id";

@@ -14,7 +14,7 @@ import { createHash, randomBytes } from "node:crypto";
 import type Docker from "dockerode";
 import { SANDBOX_PROGRAM_PATH, buildSandboxCreateOptions, buildSandboxNetworkOptions } from "./create-options";
 import { dockerStatusCode, ignoringStatus } from "./errors";
-import { LABEL_NODE_ID, LABEL_SANDBOX, LABEL_SANDBOX_NAME } from "./labels";
+import { LABEL_INSTALL_ID, LABEL_NODE_ID, LABEL_SANDBOX, LABEL_SANDBOX_NAME } from "./labels";
 import type { RuntimeLogger } from "./logger";
 import { isSandboxArch, pauseProgram, singleFileTar } from "./sandbox-program";
 import { Readable } from "node:stream";
@@ -23,6 +23,8 @@ import { Readable } from "node:stream";
 export interface SandboxOwner {
   nodeId: string;
   labels: Record<string, string>;
+  /** the agent's install (install-identity.ts): stamped on sandboxes, and how those of its earlier nodes are known */
+  installId?: string;
 }
 
 /** How many ready sandboxes an agent keeps by default: a pair covers two deploys in a row. */
@@ -177,6 +179,29 @@ export class DockerSandboxes {
       await ignoringStatus(NOT_FOUND, () => this.docker.getNetwork(network.Name).remove()).catch(() => {});
     }
     if (this.spares.length > 0) this.logger.debug("Adopted network sandboxes", { count: this.spares.length });
+    if (owner.installId) await this.removePreviousEnrolments(owner, owner.installId, inUse);
+  }
+
+  /**
+   * This install's unused sandboxes and networks made for another node: the
+   * machine was enrolled again and nothing will take them. In-use ones go with
+   * their tenant's container, which the reconciler removes.
+   */
+  private async removePreviousEnrolments(owner: SandboxOwner, installId: string, inUse: Set<string | undefined>): Promise<void> {
+    const filters = { label: [`${LABEL_SANDBOX}=true`, `${LABEL_INSTALL_ID}=${installId}`, ...Object.entries(owner.labels).map(([k, v]) => `${k}=${v}`)] };
+    const stale = (labels: Record<string, string> | undefined, name: string) => labels?.[LABEL_NODE_ID] !== owner.nodeId && !inUse.has(name) && !this.known(name);
+    let removed = 0;
+    for (const holder of await this.docker.listContainers({ all: true, filters })) {
+      const name = holder.Names[0]?.replace(/^\//, "") ?? "";
+      if (!name || !stale(holder.Labels, name)) continue;
+      await this.remove(name);
+      removed += 1;
+    }
+    for (const network of await this.docker.listNetworks({ filters })) {
+      if (!stale(network.Labels, network.Name)) continue;
+      await ignoringStatus(NOT_FOUND, () => this.docker.getNetwork(network.Name).remove()).catch(() => {});
+    }
+    if (removed > 0) this.logger.warn("Removed network sandboxes a previous enrolment of this machine left", { count: removed });
   }
 
   /** In one of this pool's hands: ready, claimed, being made or being removed. */
@@ -187,7 +212,7 @@ export class DockerSandboxes {
   private async create(owner: SandboxOwner, imageRetry = true): Promise<string> {
     const image = await this.ensureImage();
     const name = `cm-sbx-${randomBytes(6).toString("hex")}`;
-    const labels = { ...owner.labels, [LABEL_NODE_ID]: owner.nodeId };
+    const labels = { ...owner.labels, [LABEL_NODE_ID]: owner.nodeId, ...(owner.installId ? { [LABEL_INSTALL_ID]: owner.installId } : {}) };
     this.logger.debug("Creating network sandbox", { sandbox: name });
     this.creating.add(name);
     try {
