@@ -1,0 +1,86 @@
+// Lines a container writes while its agent is away reach the real control plane's
+// store even when the tenant stopped or deleted the deployment meanwhile: the
+// returning agent ships them to the end before it stops or removes the container,
+// and the control plane takes logs of a stopped or deleted deployment until its
+// agent reports it gone.
+import { execFileSync } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TestDatabase } from "@cm/db/testing";
+import { ensureScriptImage } from "../../../agent/test/support/script-image";
+import { startSystem, until, type System } from "./support/system";
+
+const sqlite: TestDatabase = { name: "sqlite", create: async () => ({ url: "file::memory:", drop: async () => undefined }) };
+const COUNTER = 'trap "exit 0" TERM; i=1; while true; do echo "line $i"; i=$((i+1)); usleep 2000; done';
+
+const containerOf = (deploymentId: string) => execFileSync("docker", ["ps", "-aq", "--filter", `label=cm.deployment-id=${deploymentId}`], { encoding: "utf8" }).trim();
+const dockerLineCount = (id: string) => execFileSync("docker", ["logs", id], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 }).split("\n").filter(Boolean).length;
+const isRunning = (id: string) => execFileSync("docker", ["inspect", "-f", "{{.State.Running}}", id], { encoding: "utf8" }).trim() === "true";
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("lines written while the agent is away, with the real control plane", () => {
+  let s: System;
+  let token = "";
+  let image = "";
+
+  beforeAll(async () => {
+    image = ensureScriptImage();
+    s = await startSystem(sqlite);
+    await s.agent().start();
+    const tenant = await s.h.signIn();
+    token = tenant.token;
+    await s.h.grantCredits(tenant.user.id, 1_000);
+  }, 120_000);
+  afterAll(() => s?.close(), 60_000);
+
+  /** The stored lines, oldest first, checked to be "line 1" .. "line n" with none missing or twice. */
+  async function storedLines(deploymentId: string): Promise<number> {
+    const rows = await s.h.deps.repos.logs.tail(deploymentId, 10_000);
+    const broken = rows.findIndex((row, i) => row.message !== `line ${i + 1}`);
+    expect(broken, `stored line ${broken}: ${JSON.stringify(rows[broken])}`).toBe(-1);
+    return rows.length;
+  }
+
+  async function runningCounter(): Promise<string> {
+    const r = await s.h.call("POST", "/deployments", { token, body: { nodeId: s.nodeId, customImage: image, env: { SCRIPT: COUNTER } } });
+    expect(r.status).toBe(201);
+    const id = r.json.deployment.id as string;
+    await until("running and logging", async () => (await s.h.deps.repos.logs.tail(id, 10_000)).length >= 100, 30_000, s.explain(id, token));
+    return id;
+  }
+
+  it("stopped while the agent is away: every line is stored when the returning agent stops the container", async () => {
+    const id = await runningCounter();
+    await s.stopAgents();
+    const atDeath = await storedLines(id);
+    await sleep(1_000);
+    expect((await s.h.call("POST", `/deployments/${id}/stop`, { token })).status).toBe(200);
+    await sleep(1_000);
+    const back = Date.now();
+    await s.agent().start();
+    // Without its agent the control plane shows it stopped at once; the container stops when the agent is back.
+    await until("the container stopped", async () => !isRunning(containerOf(id)), 30_000, s.explain(id, token));
+    const written = dockerLineCount(containerOf(id));
+    await until("every line stored", async () => (await s.h.deps.repos.logs.tail(id, 10_000)).length >= written, 20_000, s.explain(id, token)).catch(() => undefined);
+    const stored = await storedLines(id);
+    console.log(`real control plane, stopped while away: ${atDeath} stored at the agent's stop, ${written} written, ${stored} stored, ${Date.now() - back} ms after the agent came back`);
+    expect(written).toBeGreaterThan(atDeath + 100);
+    expect(stored).toBe(written);
+  }, 90_000);
+
+  it("deleted while the agent is away: every line is stored before the container is removed", async () => {
+    const id = await runningCounter();
+    await s.stopAgents();
+    const atDeath = await storedLines(id);
+    await sleep(1_000);
+    expect((await s.h.call("DELETE", `/deployments/${id}`, { token })).status).toBe(200);
+    await sleep(1_000);
+    const container = containerOf(id);
+    const writtenBefore = dockerLineCount(container);
+    await s.agent().start();
+    await until("the container removed", async () => containerOf(id) === "", 30_000, s.explain(id, token));
+    const stored = await storedLines(id);
+    console.log(`real control plane, deleted while away: ${atDeath} stored at the agent's stop, at least ${writtenBefore} written, ${stored} stored`);
+    expect(writtenBefore).toBeGreaterThan(atDeath + 100);
+    expect(stored).toBeGreaterThanOrEqual(writtenBefore);
+  }, 90_000);
+});
