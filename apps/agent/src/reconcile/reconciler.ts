@@ -9,6 +9,7 @@ import type { LogShipping } from "../logs/log-shipping";
 import type { ContainerRuntime } from "../runtime/container-runtime";
 import { dockerMessage } from "../runtime/errors";
 import { LABEL_DEPLOYMENT_ID, LABEL_INSTALL_ID } from "../runtime/labels";
+import { hideNetworkDetails } from "../runtime/network-details";
 import type { ContainerExit, ContainerState } from "../runtime/types";
 import { ExitWatcher } from "./exit-watcher";
 import { describeExit } from "./exit-reason";
@@ -228,9 +229,11 @@ export class Reconciler {
       this.options.reporter.status(deploymentId, runSeq, "running");
       return { ok: true };
     } catch (error) {
-      const reason = error instanceof DeploymentFailure ? error.message : `could not start the deployment: ${dockerMessage(error)}`;
+      const docker = error instanceof DeploymentFailure ? error.message : `could not start the deployment: ${dockerMessage(error)}`;
+      this.options.logger.warn("A deployment failed to start", { deploymentId, runSeq, reason: docker });
+      // The tenant reads it: Docker's words without the node's addresses.
+      const reason = hideNetworkDetails(docker, [spec.image]);
       this.failedRuns.set(deploymentId, { runSeq, reason });
-      this.options.logger.warn("A deployment failed to start", { deploymentId, runSeq, reason });
       this.options.reporter.status(deploymentId, runSeq, "failed", { reason });
       return { ok: false, error: reason };
     }

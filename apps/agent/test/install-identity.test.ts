@@ -1,0 +1,50 @@
+// The install id: made once per state directory, read back ever after.
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { INSTALL_ID_FILE, loadInstallId } from "../src/install-identity";
+import type { Logger } from "../src/logger";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function stateDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "cm-install-id-"));
+  dirs.push(dir);
+  return dir;
+}
+
+function recordingLogger(): Logger & { warnings: string[] } {
+  const warnings: string[] = [];
+  return { debug: () => {}, info: () => {}, warn: (message) => warnings.push(message), error: () => {}, warnings };
+}
+
+describe("loadInstallId", () => {
+  it("makes an id the first time and answers the same one after", () => {
+    const dir = join(stateDir(), "not-yet-made");
+    const logger = recordingLogger();
+    const id = loadInstallId(dir, logger);
+    expect(id).toMatch(/^ins_[0-9a-f]{24}$/);
+    expect(readFileSync(join(dir, INSTALL_ID_FILE), "utf8")).toBe(`${id}\n`);
+    expect(loadInstallId(dir, logger)).toBe(id);
+    expect(loadInstallId(stateDir(), logger)).not.toBe(id); // another state directory, another install
+    expect(logger.warnings).toEqual([]);
+  });
+
+  it("goes without one, and says so, when the file is not an id or the directory cannot be written", () => {
+    const garbled = stateDir();
+    writeFileSync(join(garbled, INSTALL_ID_FILE), "hello\n");
+    const logger = recordingLogger();
+    expect(loadInstallId(garbled, logger)).toBeUndefined();
+    expect(readFileSync(join(garbled, INSTALL_ID_FILE), "utf8")).toBe("hello\n"); // never overwritten: it may be an operator's mistake to fix
+    if (process.getuid?.() !== 0) {
+      const readOnly = stateDir();
+      chmodSync(readOnly, 0o500);
+      expect(loadInstallId(readOnly, logger)).toBeUndefined();
+    }
+    expect(logger.warnings.length).toBeGreaterThan(0);
+  });
+});
