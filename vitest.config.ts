@@ -3,6 +3,17 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     include: ["apps/*/test/**/*.test.ts", "packages/*/test/**/*.test.ts"],
+    // Probes Docker, PostgreSQL and the tools some tests need, once per run;
+    // tests that lack one skip with its reason (fail under CI=true), and the
+    // skip summary closes the run with what was skipped and why.
+    globalSetup: ["./packages/testkit/src/global-setup.ts"],
+    reporters: ["default", "./packages/testkit/src/skip-summary.ts"],
+    // The tests build real token transfers with @solana/spl-token, which loads
+    // bigint-buffer; its native addon is deliberately not built (no compiler on a
+    // newcomer's machine, and the pure JS path is what it falls back to), so its
+    // "Failed to load bindings" warning is noise nobody can act on. The product
+    // itself does not load it (see to-transfer-facts.ts).
+    onConsoleLog: (log) => !log.startsWith("bigint: Failed to load bindings"),
     // Real Docker and PostgreSQL sit behind many tests: give them room, and keep
     // files in separate processes so one suite's servers never leak into another.
     testTimeout: 60_000,

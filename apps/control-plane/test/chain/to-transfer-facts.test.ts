@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { PublicKey } from "@solana/web3.js";
 import type { ParsedTransactionWithMeta } from "@solana/web3.js";
-import { toTransferFacts } from "../../src/services/chain/to-transfer-facts";
+import * as splToken from "@solana/spl-token";
+import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, toTransferFacts } from "../../src/services/chain/to-transfer-facts";
 
 // Shapes as a mainnet node answers getTransaction(jsonParsed, maxSupportedTransactionVersion 0),
 // with made-up keys. `fromWire` does what web3.js's response coercion does: strings -> PublicKey.
@@ -113,6 +114,11 @@ const expectedTransfer = {
 };
 
 describe("toTransferFacts", () => {
+  it("knows the token programs by the same addresses as @solana/spl-token", () => {
+    expect(TOKEN_PROGRAM_ID).toBe(splToken.TOKEN_PROGRAM_ID.toBase58());
+    expect(TOKEN_2022_PROGRAM_ID).toBe(splToken.TOKEN_2022_PROGRAM_ID.toBase58());
+  });
+
   it("reads a wallet's transferChecked, skipping compute budget instructions", () => {
     const facts = toTransferFacts(fromWire(wireTx()));
     expect(facts).toEqual({

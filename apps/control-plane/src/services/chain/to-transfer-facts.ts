@@ -4,11 +4,18 @@ import type {
   PartiallyDecodedInstruction,
   TokenBalance,
 } from "@solana/web3.js";
-import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from "@solana/spl-token";
 import type { TokenBalanceDelta, TokenTransfer, TransferFacts } from "./chain-client";
 
-/** Token (classic) and Token-2022: the node parses both as program "spl-token". */
-export const TOKEN_PROGRAM_IDS: ReadonlySet<string> = new Set([TOKEN_PROGRAM_ID.toBase58(), TOKEN_2022_PROGRAM_ID.toBase58()]);
+/**
+ * Token (classic) and Token-2022: the node parses both as program "spl-token".
+ * Written out rather than imported from @solana/spl-token: that package's only
+ * use here would be these two constants, and loading it loads bigint-buffer,
+ * which warns on every start that its native addon is not built. The tests check
+ * these against the library's own.
+ */
+export const TOKEN_PROGRAM_ID = "TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA";
+export const TOKEN_2022_PROGRAM_ID = "TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb";
+export const TOKEN_PROGRAM_IDS: ReadonlySet<string> = new Set([TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_ID]);
 
 // transferCheckedWithFee (Token-2022) carries the same fields as transferChecked.
 const TRANSFER_TYPES: ReadonlySet<string> = new Set(["transfer", "transferChecked", "transferCheckedWithFee"]);
