@@ -1,12 +1,13 @@
 // Deployments end to end on the real Docker engine: a fake control plane sends
 // sync and commands, the agent makes containers and reports what happened.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
 import { startTestAgent, deploymentSpec, fakeHostProbe } from "../support/agent-harness";
 import { dockerTestRun } from "../support/docker-test-run";
 import { eventually } from "../support/eventually";
 import { FakeControlPlane, TEST_NODE_ID } from "../support/fake-control-plane";
 import { ensureScriptImage } from "../support/script-image";
+import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 let image = "";
@@ -36,7 +37,7 @@ async function containersOf(deploymentId: string) {
   return run.docker.listContainers({ all: true, filters: { label: [`cm.deployment-id=${deploymentId}`] } });
 }
 
-describe("deployments", () => {
+needs("docker", "busybox").describe("deployments", () => {
   it("creates and starts a hardened, labelled container from a sync, reports starting then running, and ships its log", async () => {
     await connect();
     const script = "for i in 1 2 3 4 5; do echo line $i; done; echo oops >&2; sleep 600";

@@ -1,13 +1,14 @@
 // Public endpoints from the agent's side: readiness of exposed ports, and the
 // per-connection tunnel socket it opens to the control plane when asked.
 import { createHash } from "node:crypto";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
 import { deploymentSpec, startTestAgent } from "../support/agent-harness";
 import { dockerTestRun } from "../support/docker-test-run";
 import { FakeControlPlane, TEST_TOKEN } from "../support/fake-control-plane";
 import { readSlowly } from "../support/read-slowly";
 import { ensureScriptImage } from "../support/script-image";
+import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 let image = "";
@@ -28,7 +29,7 @@ afterAll(async () => {
 // A web server that starts listening two seconds after the container starts.
 const WEB = "mkdir -p /tmp/www && echo hello-from-container > /tmp/www/index.html && sleep 2 && httpd -f -p 8080 -h /tmp/www";
 
-describe("endpoints", () => {
+needs("docker", "busybox").describe("endpoints", () => {
   it("reports a port ready once something listens on it, and carries a tunnel to it", async () => {
     fake = await FakeControlPlane.start();
     agent = await startTestAgent(fake, run, { config: { timing: { endpointProbeMs: 200, endpointIdleProbeMs: 1_000 } } });

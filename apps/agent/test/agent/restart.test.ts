@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
 import { runAgentUntilSignal } from "../../src/cli/run-agent";
 import { systemClock } from "../../src/clock";
@@ -15,6 +15,7 @@ import { deploymentSpec, fakeHostProbe, startTestAgent, testConfig } from "../su
 import { dockerTestRun } from "../support/docker-test-run";
 import { FakeControlPlane } from "../support/fake-control-plane";
 import { ensureScriptImage } from "../support/script-image";
+import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 let image = "";
@@ -58,7 +59,7 @@ async function inspect(deploymentId: string) {
   return { id: info.Id, startedAt: info.State.StartedAt, running: info.State.Running };
 }
 
-describe("agent restart", () => {
+needs("docker", "busybox").describe("agent restart", () => {
   it("adopts the running container and resumes log shipping from the acknowledged cursor", async () => {
     fake = await FakeControlPlane.start();
     const first = await startAgent();

@@ -9,6 +9,7 @@ import { deploymentSpec, startTestAgent } from "../support/agent-harness";
 import { dockerTestRun } from "../support/docker-test-run";
 import { FakeControlPlane } from "../support/fake-control-plane";
 import { ensureScriptImage } from "../support/script-image";
+import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 const REQUIRED_LINES_PER_S = 50_000;
@@ -53,23 +54,25 @@ async function shipRate(suffix: string, script: string, lines: number, runtime?:
   return rate;
 }
 
-// Throughput on a 2-core machine shared with other test files varies: a slow run is retried.
-it("keeps up with a container writing steadily faster than 50,000 lines/s", { retry: 2 }, async () => {
-  // 5,000 lines every 50 ms at most: about 70,000 lines/s here, for about 6 s.
-  const script = "i=0; while [ $i -lt 80 ]; do seq $((i*5000+1)) $((i*5000+5000)); i=$((i+1)); usleep 50000; done";
-  expect(await shipRate("steady", script, 400_000)).toBeGreaterThanOrEqual(REQUIRED_LINES_PER_S);
-});
-
-it("catches up with a burst of 300,000 lines written as fast as the container can", { retry: 2 }, async () => {
-  expect(await shipRate("burst", "seq 1 300000", 300_000)).toBeGreaterThanOrEqual(REQUIRED_LINES_PER_S);
-});
-
-it("ships a rotating log completely through Docker's API when the log file cannot be read", async () => {
-  // As for an agent that is not root, or talks to a remote engine: no log paths.
-  const docker = new DockerRuntime({ docker: run.docker });
-  const runtime = Object.assign(Object.create(docker) as ContainerRuntime, {
-    inspect: async (id: string) => ({ ...(await docker.inspect(id)), logPath: null }),
-    listManaged: async (labels?: Record<string, string>) => (await docker.listManaged(labels)).map((c) => ({ ...c, logPath: null })),
+needs("docker", "busybox").describe("log shipping throughput", () => {
+  // Throughput on a 2-core machine shared with other test files varies: a slow run is retried.
+  it("keeps up with a container writing steadily faster than 50,000 lines/s", { retry: 2 }, async () => {
+    // 5,000 lines every 50 ms at most: about 70,000 lines/s here, for about 6 s.
+    const script = "i=0; while [ $i -lt 80 ]; do seq $((i*5000+1)) $((i*5000+5000)); i=$((i+1)); usleep 50000; done";
+    expect(await shipRate("steady", script, 400_000)).toBeGreaterThanOrEqual(REQUIRED_LINES_PER_S);
   });
-  await shipRate("api", "seq 1 200000", 200_000, runtime);
+
+  it("catches up with a burst of 300,000 lines written as fast as the container can", { retry: 2 }, async () => {
+    expect(await shipRate("burst", "seq 1 300000", 300_000)).toBeGreaterThanOrEqual(REQUIRED_LINES_PER_S);
+  });
+
+  it("ships a rotating log completely through Docker's API when the log file cannot be read", async () => {
+    // As for an agent that is not root, or talks to a remote engine: no log paths.
+    const docker = new DockerRuntime({ docker: run.docker });
+    const runtime = Object.assign(Object.create(docker) as ContainerRuntime, {
+      inspect: async (id: string) => ({ ...(await docker.inspect(id)), logPath: null }),
+      listManaged: async (labels?: Record<string, string>) => (await docker.listManaged(labels)).map((c) => ({ ...c, logPath: null })),
+    });
+    await shipRate("api", "seq 1 200000", 200_000, runtime);
+  });
 });

@@ -1,5 +1,5 @@
 // Container lifecycle against the real Docker engine, with a locally built busybox image.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { DockerRuntime } from "../../src/runtime/docker-runtime";
 import { ContainerNotFoundError } from "../../src/runtime/errors";
 import type { ContainerSpec } from "../../src/runtime/types";
@@ -7,6 +7,7 @@ import { ensureBusyboxImage } from "../support/busybox-image";
 import { dockerTestRun } from "../support/docker-test-run";
 import { eventually } from "../support/eventually";
 import { collectLogs } from "../support/log-collector";
+import { needs } from "@cm/testkit";
 
 
 
@@ -37,7 +38,7 @@ afterAll(async () => {
   await run.cleanup();
 });
 
-describe("DockerRuntime containers", () => {
+needs("docker", "busybox").describe("DockerRuntime containers", () => {
   it("applies the hardened options for real", async () => {
     const spec = specFor("hardened", ["sh", "-c", "grep -E '^(CapEff|NoNewPrivs)' /proc/self/status; echo $GREETING"]);
     const id = await runtime.createContainer(spec);

@@ -1,10 +1,11 @@
 // Log streaming against the real Docker engine.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { DockerRuntime } from "../../src/runtime/docker-runtime";
 import type { LogLine } from "../../src/runtime/types";
 import { ensureBusyboxImage } from "../support/busybox-image";
 import { dockerTestRun } from "../support/docker-test-run";
 import { collectLogs } from "../support/log-collector";
+import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 const runtime = new DockerRuntime({ docker: run.docker });
@@ -35,7 +36,7 @@ afterAll(async () => {
   await run.cleanup();
 });
 
-describe("DockerRuntime logs", () => {
+needs("docker", "busybox").describe("DockerRuntime logs", () => {
   it("follows stdout and stderr apart, line by line, with timestamps", async () => {
     const lines: LogLine[] = [];
     let handle: Awaited<ReturnType<typeof runtime.logs>> | undefined;

@@ -1,10 +1,11 @@
 // The pool of network sandboxes, against the real Docker engine.
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { DockerSandboxes } from "../../src/runtime/sandboxes";
 import { silentLogger } from "../../src/runtime/logger";
 import { ensureBusyboxImage } from "../support/busybox-image";
 import { dockerTestRun } from "../support/docker-test-run";
 import { eventually } from "../support/eventually";
+import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 afterAll(async () => {
@@ -20,7 +21,7 @@ async function sandboxesOf(nodeId: string) {
   return listed.map((c) => ({ name: c.Names[0]!.slice(1), running: c.State === "running" })).sort((a, b) => a.name.localeCompare(b.name));
 }
 
-describe("DockerSandboxes", () => {
+needs("docker", "busybox").describe("DockerSandboxes", () => {
   it("keeps the pool full, hands out ready sandboxes, and a restarted agent adopts the spares", async () => {
     const pool = new DockerSandboxes(run.docker, silentLogger, 2);
     pool.keepWarm(ownerFor("node-pool"));

@@ -1,13 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
 import { CLOSE_CODES, CURRENT_PROTOCOL_VERSION } from "@cm/protocol";
-import { testDatabases } from "../support/harness";
 import { eventually, startAgentHarness, type AgentHarness } from "./support/agent-harness";
 import { GPU, SimAgent, SPECS } from "./support/sim-agent";
+import { describeEachDatabase } from "@cm/testkit";
 
-const dbs = await testDatabases();
 
-describe.each(dbs)("agent connection on $name", (db) => {
+describeEachDatabase("agent connection on $name", (db) => {
   let h: AgentHarness;
   let op: Awaited<ReturnType<AgentHarness["signIn"]>>;
 

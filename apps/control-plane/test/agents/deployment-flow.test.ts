@@ -1,11 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { testDatabases } from "../support/harness";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { eventually, startAgentHarness, type AgentHarness } from "./support/agent-harness";
 import { SimAgent } from "./support/sim-agent";
+import { describeEachDatabase } from "@cm/testkit";
 
-const dbs = await testDatabases();
 
-describe.each(dbs)("deployments through the agent on $name", (db) => {
+describeEachDatabase("deployments through the agent on $name", (db) => {
   let h: AgentHarness;
   let op: Awaited<ReturnType<AgentHarness["signIn"]>>;
   let tenant: Awaited<ReturnType<AgentHarness["signIn"]>>;

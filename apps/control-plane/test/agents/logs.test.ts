@@ -1,17 +1,16 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import type { LogLineFrame } from "@cm/protocol";
-import { testDatabases } from "../support/harness";
 import { startAgentHarness, type AgentHarness } from "./support/agent-harness";
 import { SimAgent } from "./support/sim-agent";
+import { describeEachDatabase } from "@cm/testkit";
 
-const dbs = await testDatabases();
 const base = Date.UTC(2026, 10, 1, 12, 0, 0);
 /** Docker's timestamps carry nanoseconds; line n is n ms after base. */
 const tsOf = (seq: number) => new Date(base + seq).toISOString().replace("Z", "000001Z");
 const lines = (from: number, to: number): LogLineFrame[] =>
   Array.from({ length: to - from + 1 }, (_, i) => ({ seq: from + i, ts: tsOf(from + i), stream: (from + i) % 10 === 0 ? "stderr" : "stdout", message: `line ${from + i}` }));
 
-describe.each(dbs)("logs from the agent on $name", (db) => {
+describeEachDatabase("logs from the agent on $name", (db) => {
   let h: AgentHarness;
   let op: Awaited<ReturnType<AgentHarness["signIn"]>>;
   let tenant: Awaited<ReturnType<AgentHarness["signIn"]>>;

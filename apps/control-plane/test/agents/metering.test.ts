@@ -1,13 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { costMicro } from "../../src/services/metering";
-import { testDatabases } from "../support/harness";
 import { eventually, startAgentHarness, type AgentHarness } from "./support/agent-harness";
 import type { SimAgent } from "./support/sim-agent";
+import { describeEachDatabase } from "@cm/testkit";
 
-const dbs = await testDatabases();
 const S = 1000;
 
-describe.each(dbs)("metering on $name", (db) => {
+describeEachDatabase("metering on $name", (db) => {
   let h: AgentHarness;
   let op: Awaited<ReturnType<AgentHarness["signIn"]>>;
 

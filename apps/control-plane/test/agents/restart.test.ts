@@ -1,14 +1,13 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { CLOSE_CODES } from "@cm/protocol";
 import type { TestDatabase } from "@cm/db/testing";
-import { testDatabases } from "../support/harness";
 import { eventually, startAgentHarness } from "./support/agent-harness";
 import { SimAgent } from "./support/sim-agent";
+import { describeEachDatabase } from "@cm/testkit";
 
-const dbs = await testDatabases();
 
 /** One database that outlives a control plane: the next one opens it again. */
 async function durable(db: TestDatabase) {
@@ -25,7 +24,7 @@ async function durable(db: TestDatabase) {
   return { reopen, drop };
 }
 
-describe.each(dbs)("a control-plane restart on $name", (db) => {
+describeEachDatabase("a control-plane restart on $name", (db) => {
   const cleanups: Array<() => Promise<void>> = [];
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c();

@@ -8,10 +8,9 @@ import type { Duplex } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { AGENT_TUNNEL_PATH, AGENT_TUNNEL_UPGRADE } from "@cm/protocol";
-import { testDatabases } from "../support/harness";
 import { startAgentHarness, type AgentHarness } from "./support/agent-harness";
+import { sqliteDatabase as db } from "@cm/testkit";
 
-const [db] = await testDatabases();
 
 /** What an agent does once asked: upgrade a connection of its own to a raw tunnel. */
 function answerRaw(base: string, tunnelId: string, token: string) {
@@ -38,7 +37,7 @@ describe("tunnels", () => {
   let h: AgentHarness;
   let op: Awaited<ReturnType<AgentHarness["signIn"]>>;
   beforeAll(async () => {
-    h = await startAgentHarness(db!, { TUNNEL_OPEN_TIMEOUT_MS: 1_000 });
+    h = await startAgentHarness(db, { TUNNEL_OPEN_TIMEOUT_MS: 1_000 });
     op = await h.signIn();
   });
   afterAll(() => h.close());

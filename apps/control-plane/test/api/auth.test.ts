@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newWallet, startHarness, testDatabases, type Harness } from "../support/harness";
+import { newWallet, startHarness, type Harness } from "../support/harness";
+import { describeEachDatabase, sqliteDatabase } from "@cm/testkit";
 
-const dbs = await testDatabases();
 
-describe.each(dbs)("auth on $name", (db) => {
+describeEachDatabase("auth on $name", (db) => {
   let h: Harness;
   beforeAll(async () => {
     h = await startHarness(db, { config: { PUBLIC_DOMAIN: "market.example" } });
@@ -141,7 +141,7 @@ describe.each(dbs)("auth on $name", (db) => {
 
 describe("auth rate limit", () => {
   it("answers 429 with Retry-After past the limit", async () => {
-    const h = await startHarness(dbs[0]!, { config: { AUTH_RATE_LIMIT_PER_MIN: 5 } });
+    const h = await startHarness(sqliteDatabase, { config: { AUTH_RATE_LIMIT_PER_MIN: 5 } });
     try {
       const w = newWallet();
       const codes: number[] = [];

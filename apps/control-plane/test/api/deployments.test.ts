@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startHarness, testDatabases, type Harness } from "../support/harness";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { startHarness, type Harness } from "../support/harness";
+import { describeEachDatabase } from "@cm/testkit";
 
-const dbs = await testDatabases();
 
-describe.each(dbs)("deployment records on $name", (db) => {
+describeEachDatabase("deployment records on $name", (db) => {
   let h: Harness;
   let tenant: Awaited<ReturnType<Harness["signIn"]>>;
   let op: Awaited<ReturnType<Harness["signIn"]>>;

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newWallet, startHarness, testDatabases, type Harness } from "../support/harness";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { newWallet, startHarness, type Harness } from "../support/harness";
+import { describeEachDatabase } from "@cm/testkit";
 
-const dbs = await testDatabases();
 
-describe.each(dbs)("bad input on $name", (db) => {
+describeEachDatabase("bad input on $name", (db) => {
   let h: Harness;
   let token: string;
   beforeAll(async () => {

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startHarness, testDatabases, type Harness } from "../support/harness";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { startHarness, type Harness } from "../support/harness";
+import { describeEachDatabase } from "@cm/testkit";
 
-const dbs = await testDatabases();
 
-describe.each(dbs)("nodes on $name", (db) => {
+describeEachDatabase("nodes on $name", (db) => {
   let h: Harness;
   let op: Awaited<ReturnType<Harness["signIn"]>>;
   const ids: Record<string, string> = {};

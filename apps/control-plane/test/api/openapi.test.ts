@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startHarness, testDatabases, type Harness } from "../support/harness";
+import { startHarness, type Harness } from "../support/harness";
+import { sqliteDatabase as sqlite } from "@cm/testkit";
 
-const [sqlite] = await testDatabases();
 
 describe("OpenAPI document and docs", () => {
   let h: Harness;
   beforeAll(async () => {
-    h = await startHarness(sqlite!);
+    h = await startHarness(sqlite);
   });
   afterAll(() => h.close());
 

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { TEMPLATE_CATEGORIES } from "@cm/protocol";
-import { startHarness, testDatabases, type Harness } from "../support/harness";
+import { startHarness, type Harness } from "../support/harness";
+import { describeEachDatabase } from "@cm/testkit";
 
-const dbs = await testDatabases();
 
-describe.each(dbs)("templates on $name", (db) => {
+describeEachDatabase("templates on $name", (db) => {
   let h: Harness;
   beforeAll(async () => {
     h = await startHarness(db);

@@ -1,12 +1,12 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { Keypair } from "@solana/web3.js";
 import bs58 from "bs58";
 import nacl from "tweetnacl";
 import { startFakeSolanaRpc, type FakeSolanaRpc } from "../support/fake-solana-rpc";
 import { makeUsdcPayment, USDC_MINT, type PaymentOptions } from "../support/solana-fixtures";
-import { startHarness, testDatabases, type Harness, type Wallet } from "../support/harness";
+import { startHarness, type Harness, type Wallet } from "../support/harness";
+import { describeEachDatabase } from "@cm/testkit";
 
-const dbs = await testDatabases();
 
 /** The tenant's Solana keypair doubles as its sign-in wallet, as a real wallet does. */
 function walletOf(kp: Keypair): Wallet {
@@ -17,7 +17,7 @@ function walletOf(kp: Keypair): Wallet {
   };
 }
 
-describe.each(dbs)("credits on $name", (db) => {
+describeEachDatabase("credits on $name", (db) => {
   let h: Harness;
   let rpc: FakeSolanaRpc;
   const treasury = Keypair.generate().publicKey;

@@ -4,21 +4,18 @@ import https from "node:https";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { testDatabases } from "@cm/db/testing";
 import { ensureWebImage } from "./support/web-image";
 import { startSystem, until, type System } from "./support/system";
+import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
 
 // deploy/nginx/marketplace.conf, as an operator would install it, in front of
 // a real deployment: TLS at nginx, endpoints and the API behind it.
 
-const [sqlite] = await testDatabases();
 const root = path.resolve(import.meta.dirname, "../../../..");
 const DOMAIN = "gpu.test";
-// Made before the system starts: building it blocks this process, and with it
-// the agent's heartbeats and the control plane that waits for them.
-const image = ensureWebImage();
+let image = "";
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -28,7 +25,7 @@ const freePort = () =>
     });
   });
 
-describe("the example nginx configuration", () => {
+needs("docker", "busybox", "nginx", "openssl").describe("the example nginx configuration", () => {
   let s: System;
   let nginx: ChildProcess;
   let nginxPort: number;
@@ -37,7 +34,10 @@ describe("the example nginx configuration", () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "cm-nginx-"));
 
   beforeAll(async () => {
-    s = await startSystem(sqlite!, { GATEWAY_DOMAIN: DOMAIN });
+    // Made before the system starts: building it blocks this process, and with it
+    // the agent's heartbeats and the control plane that waits for them.
+    image = ensureWebImage();
+    s = await startSystem(sqlite, { GATEWAY_DOMAIN: DOMAIN });
     const cpPort = new URL(s.h.url).port;
     execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", `/CN=${DOMAIN}`, "-addext", `subjectAltName=DNS:${DOMAIN},DNS:*.${DOMAIN}`, "-keyout", `${dir}/key.pem`, "-out", `${dir}/cert.pem`], { stdio: "ignore" });
     ca = readFileSync(`${dir}/cert.pem`);

@@ -1,23 +1,22 @@
 import { execFileSync } from "node:child_process";
 import http from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { testDatabases } from "@cm/db/testing";
 import { ensureWebImage } from "./support/web-image";
 import { startSystem, until, type System } from "./support/system";
+import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
 
 // The product end to end: a real agent runs a real container for a tenant who
 // only talks to the public API, and the container is reached through its
 // public endpoint URL over the agent's tunnel.
 
-const [sqlite] = await testDatabases();
-const image = ensureWebImage();
+let image = "";
 
 const inspect = (id: string) => JSON.parse(execFileSync("docker", ["inspect", id], { encoding: "utf8" }))[0];
 const containersOf = (deploymentId: string) =>
   execFileSync("docker", ["ps", "-aq", "--filter", `label=cm.deployment-id=${deploymentId}`], { encoding: "utf8" }).split("\n").filter(Boolean);
 
-describe("the system end to end", () => {
+needs("docker", "busybox").describe("the system end to end", () => {
   let s: System;
   let tenant: { token: string; user: { id: string } };
   let dep: { id: string; endpoints: Array<{ url: string; internalPort: number; ready: boolean }> };
@@ -40,7 +39,8 @@ describe("the system end to end", () => {
     });
 
   beforeAll(async () => {
-    s = await startSystem(sqlite!);
+    image = ensureWebImage();
+    s = await startSystem(sqlite);
     port = Number(new URL(s.h.url).port);
     await s.agent().start();
     const t = await s.h.signIn();

@@ -4,13 +4,13 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import https from "node:https";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { testDatabases } from "@cm/db/testing";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { readSlowly } from "../../../agent/test/support/read-slowly";
 import { ensureScriptImage } from "../../../agent/test/support/script-image";
 import { systemClock } from "../../src/services/ids";
 import { startHarness, type Harness } from "../support/harness";
 import { removeLabelled, until } from "./support/system";
+import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
 
 // Production's shape: the control plane speaks HTTPS itself (TLS_CERT/TLS_KEY)
 // and the agent, run as its command runs on a GPU machine, trusts the
@@ -18,26 +18,26 @@ import { removeLabelled, until } from "./support/system";
 // tunnel are TLS. A large download must arrive whole through a tunnel whose
 // agent side writes into TLS.
 
-const [sqlite] = await testDatabases();
 const root = path.resolve(import.meta.dirname, "../../../..");
 const DOMAIN = "gpu.test";
 const BIG = 24 * 1024 * 1024;
 // This process's own API calls take the test certificate as it comes; the agent verifies it.
 process.env.NODE_TLS_REJECT_UNAUTHORIZED = "0";
 
-describe("endpoints through an agent connected over TLS", () => {
+needs("docker", "busybox", "openssl").describe("endpoints through an agent connected over TLS", () => {
   let h: Harness;
   let agent: ChildProcess;
   let nodeId = "";
   let ca: Buffer;
   let endpointHost = "";
   const dir = mkdtempSync(path.join(os.tmpdir(), "cm-tls-tunnel-"));
-  const image = ensureScriptImage();
+  let image = "";
 
   beforeAll(async () => {
+    image = ensureScriptImage();
     execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", `/CN=${DOMAIN}`, "-addext", `subjectAltName=DNS:${DOMAIN},DNS:*.${DOMAIN},IP:127.0.0.1`, "-keyout", `${dir}/key.pem`, "-out", `${dir}/cert.pem`], { stdio: "ignore" });
     ca = readFileSync(`${dir}/cert.pem`);
-    h = await startHarness(sqlite!, { config: { TLS_CERT: `${dir}/cert.pem`, TLS_KEY: `${dir}/key.pem`, GATEWAY_DOMAIN: DOMAIN, HEARTBEAT_INTERVAL_MS: 2_000 }, overrides: { clock: systemClock } });
+    h = await startHarness(sqlite, { config: { TLS_CERT: `${dir}/cert.pem`, TLS_KEY: `${dir}/key.pem`, GATEWAY_DOMAIN: DOMAIN, HEARTBEAT_INTERVAL_MS: 2_000 }, overrides: { clock: systemClock } });
     expect(h.url).toMatch(/^https:\/\/127\.0\.0\.1:/);
     const operator = await h.signIn();
     const node = await h.call("POST", "/operator/nodes", { token: operator.token, body: { name: "tls", region: "eu-west", country: "DE", hourlyRateCents: 10, maxDeployments: 4 } });

@@ -3,15 +3,15 @@ import https from "node:https";
 import { mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startHarness, testDatabases, type Harness } from "../support/harness";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { startHarness, type Harness } from "../support/harness";
+import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
 
 // TLS terminated by the control plane itself, with a wildcard certificate for
 // the gateway domain: the API and every endpoint host on one HTTPS listener.
 
-const [sqlite] = await testDatabases();
 
-describe("HTTPS with TLS_CERT and TLS_KEY", () => {
+needs("openssl").describe("HTTPS with TLS_CERT and TLS_KEY", () => {
   let h: Harness;
   const dir = mkdtempSync(path.join(os.tmpdir(), "cm-tls-"));
   const cert = path.join(dir, "cert.pem");
@@ -19,7 +19,7 @@ describe("HTTPS with TLS_CERT and TLS_KEY", () => {
 
   beforeAll(async () => {
     execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=gpu.test", "-addext", "subjectAltName=DNS:gpu.test,DNS:*.gpu.test", "-keyout", key, "-out", cert], { stdio: "ignore" });
-    h = await startHarness(sqlite!, { config: { TLS_CERT: cert, TLS_KEY: key, GATEWAY_DOMAIN: "gpu.test" } });
+    h = await startHarness(sqlite, { config: { TLS_CERT: cert, TLS_KEY: key, GATEWAY_DOMAIN: "gpu.test" } });
   });
   afterAll(() => h.close());
 

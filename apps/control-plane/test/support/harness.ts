@@ -1,6 +1,6 @@
 import bs58 from "bs58";
 import nacl from "tweetnacl";
-import { testDatabases, type TestDatabase } from "@cm/db/testing";
+import type { TestDatabase } from "@cm/db/testing";
 import { creditsToMicro } from "@cm/db";
 import { testConfig, type Config } from "../../src/config";
 import { createDeps, type Deps, type DepsOverrides } from "../../src/deps";
@@ -98,4 +98,3 @@ export async function startHarness(db: TestDatabase, opts: { config?: Partial<Co
   };
 }
 
-export { testDatabases };
