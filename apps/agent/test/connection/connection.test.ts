@@ -1,13 +1,18 @@
 // The agent's connection against a fake control plane on a real socket: hello,
 // specs, heartbeats, bad frames, backoff, fatal close codes, half-open links.
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+// No container is involved, so the engine is an idle fake: these run without Docker.
+import { afterEach, describe, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
 import type { ConnectionFailure, ConnectionState } from "../../src/connection/connection";
-import { startTestAgent, testGpu, fakeHostProbe } from "../support/agent-harness";
+import { fakeHostProbe, startTestAgent as startAgent, testGpu } from "../support/agent-harness";
+import type { TestAgentOptions } from "../support/agent-harness";
 import { dockerTestRun } from "../support/docker-test-run";
 import { FakeControlPlane, TEST_NODE_ID } from "../support/fake-control-plane";
+import { idleEngine } from "../support/idle-engine";
 
+// Only for its container labels: nothing here reaches the engine.
 const run = dockerTestRun();
+const startTestAgent = (fake: FakeControlPlane, options: TestAgentOptions = {}) => startAgent(fake, run, { runtime: idleEngine(), ...options });
 let fake: FakeControlPlane;
 let agent: Agent | undefined;
 
@@ -15,9 +20,6 @@ afterEach(async () => {
   await agent?.stop();
   agent = undefined;
   await fake?.stop();
-});
-afterAll(async () => {
-  await run.cleanup();
 });
 
 function statesOf(agent: Agent): ConnectionState[] {
@@ -29,7 +31,7 @@ function statesOf(agent: Agent): ConnectionState[] {
 describe("agent connection", () => {
   it("says hello, sends specs with GPUs and their warning, then heartbeats at the welcome's interval", async () => {
     fake = await FakeControlPlane.start({ heartbeatIntervalMs: 150 });
-    agent = await startTestAgent(fake, run, { hostProbe: fakeHostProbe([testGpu(0)], "GPU 1 fell off the bus") });
+    agent = await startTestAgent(fake, { hostProbe: fakeHostProbe([testGpu(0)], "GPU 1 fell off the bus") });
 
     const hello = await fake.waitFor(() => fake.of("hello")[0], 5_000, "hello");
     expect(hello).toMatchObject({ token: "test-token", protocolVersions: [1] });
@@ -53,7 +55,7 @@ describe("agent connection", () => {
 
   it("answers frames that do not parse with an error frame and carries on", async () => {
     fake = await FakeControlPlane.start();
-    agent = await startTestAgent(fake, run);
+    agent = await startTestAgent(fake);
     await fake.waitFor(() => agent?.state === "ready", 5_000, "ready");
 
     fake.sendRaw("this is not json");
@@ -73,7 +75,7 @@ describe("agent connection", () => {
 
   it("backs off and reconnects when the control plane goes away and comes back", async () => {
     fake = await FakeControlPlane.start();
-    agent = await startTestAgent(fake, run);
+    agent = await startTestAgent(fake);
     await fake.waitFor(() => agent?.state === "ready", 5_000, "ready");
     const states = statesOf(agent);
 
@@ -96,7 +98,7 @@ describe("agent connection", () => {
   ])("stops retrying after close code %i", async (code, explanation) => {
     fake = await FakeControlPlane.start();
     fake.refuseNextWith = code;
-    agent = await startTestAgent(fake, run);
+    agent = await startTestAgent(fake);
     const failures: ConnectionFailure[] = [];
     agent.onFailure((failure) => failures.push(failure));
 
@@ -109,9 +111,9 @@ describe("agent connection", () => {
 
   it("stops retrying when a newer agent with the same token takes over", async () => {
     fake = await FakeControlPlane.start();
-    agent = await startTestAgent(fake, run);
+    agent = await startTestAgent(fake);
     await fake.waitFor(() => agent?.state === "ready", 5_000, "ready");
-    const second = await startTestAgent(fake, run);
+    const second = await startTestAgent(fake);
     try {
       await fake.waitFor(() => agent?.state === "failed", 5_000, "the first agent gives up");
       await fake.waitFor(() => second.state === "ready", 5_000, "the second agent is ready");
@@ -124,7 +126,7 @@ describe("agent connection", () => {
 
   it("notices a half-open connection by its missing pongs and reconnects", async () => {
     fake = await FakeControlPlane.start({ heartbeatIntervalMs: 10_000 });
-    agent = await startTestAgent(fake, run);
+    agent = await startTestAgent(fake);
     await fake.waitFor(() => agent?.state === "ready", 5_000, "ready");
     const states = statesOf(agent);
 
@@ -135,7 +137,7 @@ describe("agent connection", () => {
 
   it("closes with 1001 on stop and does not come back", async () => {
     fake = await FakeControlPlane.start();
-    agent = await startTestAgent(fake, run);
+    agent = await startTestAgent(fake);
     await fake.waitFor(() => agent?.state === "ready", 5_000, "ready");
     const closed = new Promise<number>((resolve) => {
       for (const client of (fake as unknown as { wss: { clients: Set<import("ws").WebSocket> } }).wss.clients) client.once("close", (code) => resolve(code));

@@ -1,15 +1,24 @@
-// `doctor` against a fake control plane (HTTP + WebSocket) and the real Docker engine.
+// `doctor`'s logic against a fake control plane (HTTP + WebSocket), a fake engine
+// and fake host probes, so its verdict never depends on the machine the tests run
+// on. Reaching Docker and reading nvidia-smi are tested with the adapters.
 import { afterEach, describe, expect, it } from "vitest";
 import { parseAgentConfig } from "../../src/config";
 import { wsSocketFactory } from "../../src/connection/socket";
 import { runDoctor } from "../../src/install/doctor";
 import type { DoctorDeps } from "../../src/install/doctor";
 import type { EngineClient } from "../../src/runtime/container-runtime";
+import type { EngineInfo } from "../../src/runtime/types";
 import { DockerRuntime } from "../../src/runtime/docker-runtime";
 import { fakeHostProbe, testGpu } from "../support/agent-harness";
 import { FakeControlPlane, TEST_TOKEN } from "../support/fake-control-plane";
 
 let fake: FakeControlPlane;
+
+/** An engine that answers as a healthy x86_64 Docker without the NVIDIA runtime. */
+function fakeEngine(overrides: Partial<EngineInfo> = {}): EngineClient {
+  const info: EngineInfo = { version: "24.0.7", dataRoot: "/var/lib/docker", runtimes: ["io.containerd.runc.v2", "runc"], architecture: "x86_64", ...overrides };
+  return { engineVersion: async () => info.version, engineInfo: async () => info };
+}
 afterEach(async () => {
   await fake?.stop();
 });
@@ -19,7 +28,7 @@ async function doctor(overrides: Partial<DoctorDeps> & { token?: string } = {}):
   const code = await runDoctor({
     config: { ok: true, value: parseAgentConfig({ controlPlaneUrl: fake.url, token: overrides.token ?? TEST_TOKEN }) },
     dockerSocket: "/var/run/docker.sock",
-    engine: new DockerRuntime(),
+    engine: fakeEngine(),
     hostProbe: fakeHostProbe([], "nvidia-smi was not found: no NVIDIA driver is installed on this machine"),
     fetch,
     socketFactory: wsSocketFactory(),
@@ -38,7 +47,7 @@ describe("doctor", () => {
     const { code, lines } = await doctor();
     expect(lines).toEqual([
       `✓ Configuration: control plane ${fake.url}, socket ws://127.0.0.1:${fake.port}/agent/ws`,
-      expect.stringMatching(/^✓ Docker: engine \d+\.\d+\.\d+\S* \(x86_64\) at \/var\/run\/docker\.sock$/),
+      "✓ Docker: engine 24.0.7 (x86_64) at /var/run/docker.sock",
       "! NVIDIA GPUs: none: nvidia-smi was not found: no NVIDIA driver is installed on this machine. This node will take CPU-only deployments",
       "    fix: if this machine has NVIDIA GPUs, install the NVIDIA driver so that nvidia-smi lists them",
       "- NVIDIA container runtime: not needed without GPUs",
@@ -67,17 +76,15 @@ describe("doctor", () => {
     const gpus = await doctor({ hostProbe: fakeHostProbe([testGpu(0), testGpu(1)]) });
     expect(gpus.code).toBe(1);
     expect(gpus.lines).toContain("✓ NVIDIA GPUs: 2 found: #0 Test GPU (24 GB), #1 Test GPU (24 GB)");
-    expect(gpus.lines).toContainEqual(expect.stringMatching(/^✗ NVIDIA container runtime: Docker knows no "nvidia" runtime \(runtimes: .*runc.*\)/));
+    expect(gpus.lines).toContainEqual(expect.stringMatching(/^✗ NVIDIA container runtime: Docker knows no "nvidia" runtime \(runtimes: io\.containerd\.runc\.v2, runc\)/));
     expect(gpus.lines).toContain("    fix: install nvidia-container-toolkit, then: nvidia-ctk runtime configure --runtime=docker && systemctl restart docker");
   });
 
   it("fails on an engine whose architecture has no sandbox program", async () => {
     fake = await FakeControlPlane.start();
-    const real = new DockerRuntime();
-    const power: EngineClient = { engineVersion: () => real.engineVersion(), engineInfo: async () => ({ ...(await real.engineInfo()), architecture: "ppc64le" }) };
-    const { code, lines } = await doctor({ engine: power });
+    const { code, lines } = await doctor({ engine: fakeEngine({ architecture: "ppc64le" }) });
     expect(code).toBe(1);
-    expect(lines).toContainEqual(expect.stringMatching(/^✗ Docker: engine \S+ runs on ppc64le: the agent's network sandboxes exist for x86_64 and aarch64 only$/));
+    expect(lines).toContainEqual(expect.stringMatching(/^✗ Docker: engine 24\.0\.7 runs on ppc64le: the agent's network sandboxes exist for x86_64 and aarch64 only$/));
   });
 
   it("fails when Docker or the control plane cannot be reached", async () => {
