@@ -1,0 +1,69 @@
+// While the control plane cannot write logs (its database is down) it answers
+// each logs frame "send it again later"; the agent sends those batches again and
+// no later acknowledgement skips them: the stored log has no gap. The outage is
+// the log store's writes failing for a while, inside the real control plane.
+import { execFileSync } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { TestDatabase } from "@cm/db/testing";
+import { ensureScriptImage } from "../../../agent/test/support/script-image";
+import { startSystem, until, type System } from "./support/system";
+
+const sqlite: TestDatabase = { name: "sqlite", create: async () => ({ url: "file::memory:", drop: async () => undefined }) };
+const COUNTER = 'i=1; while true; do echo "line $i"; i=$((i+1)); usleep 2000; done';
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("log batches refused during an outage, with the real control plane", () => {
+  let s: System;
+  let token = "";
+  let image = "";
+
+  beforeAll(async () => {
+    image = ensureScriptImage();
+    s = await startSystem(sqlite);
+    await s.agent().start();
+    const tenant = await s.h.signIn();
+    token = tenant.token;
+    await s.h.grantCredits(tenant.user.id, 1_000);
+  }, 120_000);
+  afterAll(() => s?.close(), 60_000);
+
+  it("are sent again: after three short outages no line is missing or stored twice", async () => {
+    const r = await s.h.call("POST", "/deployments", { token, body: { nodeId: s.nodeId, customImage: image, env: { SCRIPT: COUNTER } } });
+    expect(r.status).toBe(201);
+    const id = r.json.deployment.id as string;
+    const ingest = s.h.deps.repos.logIngest;
+    const append = ingest.append.bind(ingest);
+    await until("logging", async () => (await s.h.deps.repos.logs.tail(id, 10_000)).length >= 50, 30_000, s.explain(id, token));
+
+    // Every other write fails for a while, so refused batches sit between taken ones.
+    let refusing = false;
+    let refused = 0;
+    let calls = 0;
+    ingest.append = async (deploymentId, lines) => {
+      if (refusing && ++calls % 2 === 1) {
+        refused += 1;
+        throw new Error("database unavailable (test)");
+      }
+      return append(deploymentId, lines);
+    };
+    for (let outage = 0; outage < 3; outage++) {
+      refusing = true;
+      await sleep(700);
+      refusing = false;
+      await sleep(500);
+    }
+    expect(refused).toBeGreaterThan(3);
+
+    const [container] = execFileSync("docker", ["ps", "-q", "--filter", `label=cm.deployment-id=${id}`], { encoding: "utf8" }).split("\n");
+    const written = () => execFileSync("docker", ["logs", container!], { encoding: "utf8" }).split("\n").filter(Boolean).length;
+    const target = written();
+    await until("the lines written so far stored", async () => (await s.h.deps.repos.logs.tail(id, 10_000)).length >= target, 20_000, s.explain(id, token)).catch(() => undefined);
+    const rows = await s.h.deps.repos.logs.tail(id, 10_000);
+    const numbers = rows.map((row) => Number(row.message.replace("line ", "")));
+    const missing = Array.from({ length: Math.max(...numbers) }, (_, i) => i + 1).filter((n) => !numbers.includes(n));
+    console.log(`real control plane, ${refused} log writes refused in 3 outages: ${rows.length} lines stored, ${missing.length} missing, ${rows.length - new Set(numbers).size} twice`);
+    expect(missing).toEqual([]);
+    expect(new Set(numbers).size).toBe(rows.length);
+    expect(rows.length).toBeGreaterThanOrEqual(target);
+  }, 90_000);
+});
