@@ -198,7 +198,8 @@ export class Reconciler {
       // It ran and ended by itself; the agent never restarts a run on its own.
       this.shipLogs(spec, current, true);
       const exit = { exitCode: current.exitCode ?? -1, oomKilled: current.oomKilled, error: current.error };
-      this.options.reporter.status(deploymentId, runSeq, "exited", { exitCode: exit.exitCode, reason: describeExit(exit) });
+      const endedAtMs = Date.parse(current.finishedAt ?? "");
+      this.options.reporter.status(deploymentId, runSeq, "exited", { exitCode: exit.exitCode, reason: describeExit(exit), ...(Number.isFinite(endedAtMs) ? { at: endedAtMs } : {}) });
       return { ok: true };
     }
     // Created but never started (the last agent died in between): start afresh.
@@ -282,9 +283,11 @@ export class Reconciler {
     const { deploymentId, id } = container;
     if (this.runningNow.get(deploymentId)?.id === id) this.runningNow.delete(deploymentId);
     if (this.deliberate.delete(id)) return;
+    // When it ended, not when its last lines were shipped: the control plane bills up to this.
+    const endedAtMs = this.options.clock.now();
     await this.options.logs.finish(deploymentId, LOG_DRAIN_MS);
     this.options.logger.info("A deployment's container ended by itself", { deploymentId, containerId: id, exitCode: exit.exitCode });
-    this.options.reporter.status(deploymentId, runSeqOf(container), "exited", { exitCode: exit.exitCode, reason: describeExit(exit) });
+    this.options.reporter.status(deploymentId, runSeqOf(container), "exited", { exitCode: exit.exitCode, reason: describeExit(exit), at: endedAtMs });
   }
 
   private shipLogs(spec: DeploymentSpec, container: ContainerState, ended = false): void {

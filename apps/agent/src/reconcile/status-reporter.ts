@@ -8,6 +8,8 @@ import { clampReason } from "./exit-reason";
 export interface StatusDetails {
   reason?: string;
   exitCode?: number;
+  /** when it happened, if earlier than the report (an exit reported after its last log lines) */
+  at?: number;
 }
 
 type StatusOut = {
@@ -44,7 +46,7 @@ export class StatusReporter {
       status,
       ...(details.reason !== undefined ? { reason: clampReason(details.reason) } : {}),
       ...(details.exitCode !== undefined ? { exitCode: details.exitCode } : {}),
-      at: this.clock.now(),
+      at: details.at ?? this.clock.now(),
     });
   }
 
