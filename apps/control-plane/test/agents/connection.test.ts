@@ -73,6 +73,34 @@ describeEachDatabase("agent connection on $name", (db) => {
     await node.agent.close();
   });
 
+  it("refuses a specs frame that breaks a bound, stores none of it, and keeps the catalogue serving", async () => {
+    const node = await h.registerNode(op.token, { hourlyRateCents: 70 });
+    const { agent } = await SimAgent.connect(h.url, node.agentToken, { specs: false });
+    const gpus = (n: number) => Array.from({ length: n }, (_, i) => ({ ...GPU, index: i, uuid: `GPU-${i}` }));
+    const lies: Array<[string, Record<string, unknown>]> = [
+      ["specs.cpuModel", { specs: { ...SPECS, cpuModel: "x".repeat(14 * 1024 * 1024) }, gpus: gpus(1) }],
+      ["specs.ramMb", { specs: { ...SPECS, ramMb: 2 ** 53 }, gpus: gpus(1) }],
+      ["specs.cpuThreads", { specs: { ...SPECS, cpuThreads: -5 }, gpus: gpus(1) }],
+      ["gpus", { specs: SPECS, gpus: gpus(65) }],
+      ["specs.os", { specs: { ...SPECS, os: "Linux\u0000" }, gpus: gpus(1) }],
+    ];
+    for (const [field, frame] of lies) {
+      agent.send({ type: "specs", ...frame });
+      const error = await agent.next("error");
+      expect(error.code).toBe("BAD_FRAME");
+      expect(error.message).toContain(`${field}:`);
+    }
+    const stored = (await h.call("GET", `/nodes/${node.id}`)).json.node;
+    expect(stored.gpus).toEqual([]);
+    expect(stored.specs.cpuModel).not.toMatch(/^x+$/);
+    expect((await h.call("GET", "/nodes?limit=100")).status).toBe(200);
+    // A true report afterwards is taken as usual.
+    agent.send({ type: "specs", specs: SPECS, gpus: gpus(2) });
+    await eventually(async () => expect((await h.call("GET", `/nodes/${node.id}`)).json.node.gpus).toHaveLength(2));
+    expect(h.deps.agents.isConnected(node.id)).toBe(true);
+    await agent.close();
+  });
+
   it("answers hello with welcome and the sync, and shows the node online with its inventory", async () => {
     const node = await h.registerNode(op.token, { hourlyRateCents: 70 });
     expect((await h.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("offline");

@@ -42,6 +42,30 @@ describeEachDatabase("bad input on $name", (db) => {
     expect(nul.json.error.code).toBe("VALIDATION_ERROR");
   });
 
+  it("refuses text no database can hold (NUL, an unpaired surrogate) with VALIDATION_ERROR naming the field, and stores nothing", async () => {
+    const before = (await h.call("GET", "/operator/nodes", { token })).json.nodes.length;
+    for (const name of ["rig\u0000one", "rig \uD800", "rig \uDC00 two"]) {
+      const r = await h.call("POST", "/operator/nodes", { token, body: { name, region: "eu-west", country: "DE", hourlyRateCents: 10, maxDeployments: 1 } });
+      expect(r.status).toBe(400);
+      expect(r.json.error.code).toBe("VALIDATION_ERROR");
+      expect(r.json.error.details.map((d: { field: string }) => d.field)).toEqual(["name"]);
+      shape(r);
+    }
+    // A well-formed pair (an emoji) is text like any other.
+    const emoji = await h.call("POST", "/operator/nodes", { token, body: { name: "rig \uD83D\uDE80", region: "eu-west", country: "DE", hourlyRateCents: 10, maxDeployments: 1 } });
+    expect(emoji.status).toBe(201);
+    expect(emoji.json.node.name).toBe("rig 🚀");
+    expect((await h.call("GET", "/operator/nodes", { token })).json.nodes.length).toBe(before + 1);
+
+    const nodeId = emoji.json.node.id;
+    for (const body of [{ nodeId, customImage: "busybox", name: "a\u0000b" }, { nodeId, customImage: "busybox", env: { SECRET: "x\u0000y" } }, { nodeId, customImage: "busybox", env: { SECRET: "\uDFFF" } }]) {
+      const r = await h.call("POST", "/deployments", { token, body });
+      expect(r.status).toBe(400);
+      expect(r.json.error.code).toBe("VALIDATION_ERROR");
+      expect(r.json.error.details[0].field).toMatch(/^(name|env\.SECRET)$/);
+    }
+  });
+
   it("answers an oversized body with 413 PAYLOAD_TOO_LARGE, not a crash", async () => {
     const big = JSON.stringify({ walletAddress: "x".repeat(2 * 1024 * 1024) });
     const r = await h.call("POST", "/auth/nonce", { raw: big, headers: { "content-type": "application/json" } });

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { Gpu, NodeSpecs } from "../api/nodes";
+import { text } from "../api/common";
+import { Gpu, MAX_GPUS_PER_NODE, NodeSpecs } from "../api/nodes";
 
 /**
  * The agent <-> control plane wire, spoken as JSON text frames over one
@@ -29,8 +30,20 @@ export const RETRYABLE_CLOSE = (code: number) => code !== CLOSE_CODES.UNAUTHORIZ
 
 // ---- shared pieces ---------------------------------------------------------
 
+/*
+ * Every string, number and list an agent sends is bounded (see NodeSpecs): a
+ * frame that breaks a bound is refused like one that does not parse, and
+ * nothing of it is stored.
+ */
+/** Ids the control plane hands out (dep_..., cmd_..., tunnel ids): short tokens. */
+const Id = z.string().min(1).max(128);
+/** Readable text an agent reports, for tenants or operators. */
+const Reason = text().max(2000);
+/** A time in milliseconds since the epoch. */
+const EpochMs = z.number().int().min(0).max(8_640_000_000_000_000);
+
 /** A GPU as the agent reports it: the catalogue's fields plus what assignment needs. */
-export const GpuReport = Gpu.extend({ index: z.number().int().min(0), uuid: z.string() });
+export const GpuReport = Gpu.extend({ index: z.number().int().min(0).max(1023), uuid: z.string().max(128) });
 export type GpuReport = z.infer<typeof GpuReport>;
 
 export const DesiredState = z.enum(["running", "stopped", "removed"]);
@@ -64,7 +77,7 @@ export type ObservedStatus = z.infer<typeof ObservedStatus>;
 export const LogLineFrame = z.object({
   seq: z.number().int().min(1),
   /** Docker's RFC 3339 timestamp with nanoseconds: also the resume point. */
-  ts: z.string(),
+  ts: z.string().max(64),
   stream: z.enum(["stdout", "stderr"]),
   message: z.string().max(64 * 1024),
 });
@@ -76,60 +89,60 @@ export const HelloFrame = z.object({
   type: z.literal("hello"),
   token: z.string().min(1).max(200),
   agentVersion: z.string().max(50),
-  protocolVersions: z.array(z.number().int()).min(1),
+  protocolVersions: z.array(z.number().int()).min(1).max(16),
 });
 export const SpecsFrame = z.object({
   type: z.literal("specs"),
   specs: NodeSpecs,
-  gpus: z.array(GpuReport),
-  gpuWarning: z.string().optional(),
+  gpus: z.array(GpuReport).max(MAX_GPUS_PER_NODE),
+  gpuWarning: Reason.optional(),
 });
 export const HeartbeatFrame = z.object({
   type: z.literal("heartbeat"),
-  sentAt: z.number().int(),
+  sentAt: EpochMs,
   /** Deployments whose containers run right now, so the control plane can notice drift. */
-  running: z.array(z.string()).optional(),
+  running: z.array(Id).max(4096).optional(),
 });
 export const StatusFrame = z.object({
   type: z.literal("status"),
-  deploymentId: z.string(),
+  deploymentId: Id,
   runSeq: z.number().int().min(0),
   status: ObservedStatus,
   /** Readable, for the tenant: "image ... is not present on this node and could not be pulled: ...". */
-  reason: z.string().max(2000).optional(),
-  exitCode: z.number().int().optional(),
-  at: z.number().int(),
+  reason: Reason.optional(),
+  exitCode: z.number().int().min(-2_147_483_648).max(4_294_967_295).optional(),
+  at: EpochMs,
 });
 export const PullProgressFrame = z.object({
   type: z.literal("pull_progress"),
-  deploymentId: z.string(),
-  layersDone: z.number().int().min(0),
-  layersTotal: z.number().int().min(0),
-  bytesDone: z.number().min(0).optional(),
-  bytesTotal: z.number().min(0).optional(),
+  deploymentId: Id,
+  layersDone: z.number().int().min(0).max(100_000),
+  layersTotal: z.number().int().min(0).max(100_000),
+  bytesDone: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
+  bytesTotal: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
 });
 export const LogsFrame = z.object({
   type: z.literal("logs"),
-  deploymentId: z.string(),
+  deploymentId: Id,
   lines: z.array(LogLineFrame).min(1).max(5000),
 });
 export const AckFrame = z.object({
   type: z.literal("ack"),
-  commandId: z.string(),
+  commandId: Id,
   ok: z.boolean(),
-  error: z.string().optional(),
+  error: Reason.optional(),
 });
 
 /** The agent could not open a tunnel it was asked for: nothing listens on the port, or the container is gone. */
-export const TunnelErrorFrame = z.object({ type: z.literal("tunnel_error"), tunnelId: z.string(), reason: z.string().max(2000) });
+export const TunnelErrorFrame = z.object({ type: z.literal("tunnel_error"), tunnelId: Id, reason: Reason });
 /** Which of a running deployment's exposed ports accept connections, as the agent last probed them. */
 export const EndpointsFrame = z.object({
   type: z.literal("endpoints"),
-  deploymentId: z.string(),
+  deploymentId: Id,
   ports: z.array(z.object({ port: z.number().int().min(1).max(65535), ready: z.boolean() })).max(64),
 });
 
-export const AgentFrame = z.discriminatedUnion("type", [HelloFrame, SpecsFrame, HeartbeatFrame, StatusFrame, PullProgressFrame, LogsFrame, AckFrame, TunnelErrorFrame, EndpointsFrame, z.object({ type: z.literal("error"), code: z.string(), message: z.string() })]);
+export const AgentFrame = z.discriminatedUnion("type", [HelloFrame, SpecsFrame, HeartbeatFrame, StatusFrame, PullProgressFrame, LogsFrame, AckFrame, TunnelErrorFrame, EndpointsFrame, z.object({ type: z.literal("error"), code: z.string().max(64), message: Reason })]);
 export type AgentFrame = z.infer<typeof AgentFrame>;
 
 // ---- control plane -> agent ------------------------------------------------

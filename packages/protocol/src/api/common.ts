@@ -28,13 +28,23 @@ export const pageQuery = (maxLimit: number) => ({
 /** "true"/"false" in a query string; z.coerce.boolean would take "false" as true. */
 export const queryBoolean = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
 
+/**
+ * Text we store: no NUL (PostgreSQL's text cannot hold it, and a container
+ * given one in its environment fails to start) and no unpaired surrogate (not
+ * UTF-8, so no database can hold it faithfully). Refused with a 400 naming the
+ * field, the same on SQLite and PostgreSQL.
+ */
+export const text = () => z.string().refine((value) => !UNSTORABLE.test(value), "must not contain NUL characters or unpaired surrogates");
+// NUL, a high surrogate not followed by a low one, or a low one not preceded by a high one.
+const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 export const Timestamp = z.string().meta({ format: "date-time", description: "ISO 8601, UTC" });
 
 /** Environment variables: bounded so a body cannot smuggle megabytes into a container. */
 export const EnvMap = z
   .record(
     z.string().min(1).max(256).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a valid environment variable name"),
-    z.string().max(32_768),
+    text().max(32_768),
   )
   .refine((env) => Object.keys(env).length <= 100, "at most 100 variables")
   .meta({ description: "Environment variables, name to value (at most 100, values up to 32 KiB)" });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { EnvMap, Pagination, Timestamp, pageQuery } from "./common";
+import { EnvMap, Pagination, Timestamp, pageQuery, text } from "./common";
 
 /**
  * Every status a deployment can have. The spec names pending, starting, running,
@@ -53,7 +53,7 @@ export const CreateDeploymentRequest = z.strictObject({
     .regex(/^[a-z0-9][a-z0-9._\-/:@]*$/i, "must be an image reference such as ubuntu:22.04 or ghcr.io/org/app:tag")
     .nullable()
     .optional(),
-  name: z.string().trim().min(1).max(100).optional(),
+  name: text().trim().min(1).max(100).optional(),
   env: EnvMap.optional(),
   ports: z.array(Port).max(16).optional().meta({ description: "container ports to expose as endpoints; defaults to the template's or the image's" }),
 });

@@ -1,33 +1,45 @@
 import { z } from "zod";
-import { Pagination, Timestamp, pageQuery, queryBoolean } from "./common";
+import { Pagination, Timestamp, pageQuery, queryBoolean, text } from "./common";
 
 export const REGIONS = ["us-east", "us-west", "eu-west", "eu-central", "asia-east", "asia-south"] as const;
 export const Region = z.enum(REGIONS);
 export const NODE_STATUSES = ["online", "offline", "maintenance"] as const;
 export const NodeStatus = z.enum(NODE_STATUSES);
 
+/*
+ * Every field an agent reports is bounded: a node's agent is anyone who enrolled
+ * a machine, and what it sends is stored and served to every visitor of the
+ * catalogue. Ceilings are far above any real machine (a 64 TiB, 65,536-thread
+ * host; a GPU with 10 TB of memory), so only a lie or a fault breaks them.
+ */
+const count = (max: number) => z.number().int().min(0).max(max);
+const label = (max: number) => text().max(max);
+
 export const NodeSpecs = z.object({
-  cpuModel: z.string(),
-  cpuCores: z.number().int(),
-  cpuThreads: z.number().int(),
-  ramMb: z.number().int(),
-  diskGb: z.number().int(),
-  diskType: z.string(),
-  networkSpeedMbps: z.number().int(),
-  os: z.string(),
-  containerVersion: z.string(),
+  cpuModel: label(256),
+  cpuCores: count(65_536),
+  cpuThreads: count(65_536),
+  ramMb: count(64 * 1024 * 1024),
+  diskGb: count(10_000_000),
+  diskType: label(32),
+  networkSpeedMbps: count(10_000_000),
+  os: label(256),
+  containerVersion: label(64),
 });
 export type NodeSpecs = z.infer<typeof NodeSpecs>;
 
 export const Gpu = z.object({
-  name: z.string(),
-  vramMb: z.number().int(),
-  computeVersion: z.string(),
-  brand: z.string(),
-  computeCores: z.number().int(),
-  tensorCores: z.number().int(),
-  driverVersion: z.string(),
+  name: label(256),
+  vramMb: count(10_000_000),
+  computeVersion: label(16),
+  brand: label(64),
+  computeCores: count(10_000_000),
+  tensorCores: count(10_000_000),
+  driverVersion: label(64),
 });
+
+/** The most GPUs one node reports: more than any server chassis holds. */
+export const MAX_GPUS_PER_NODE = 64;
 export type Gpu = z.infer<typeof Gpu>;
 
 const summarySpecs = NodeSpecs.pick({ cpuModel: true, cpuCores: true, cpuThreads: true, ramMb: true, diskGb: true, diskType: true });
@@ -73,7 +85,7 @@ export const NodeListResponse = z.object({ nodes: z.array(NodeSummary), paginati
 export const NodeResponse = z.object({ node: NodeDetail });
 
 export const CreateNodeRequest = z.strictObject({
-  name: z.string().trim().min(1).max(100),
+  name: text().trim().min(1).max(100),
   region: Region,
   country: z.string().regex(/^[A-Z]{2}$/, "an ISO 3166-1 alpha-2 country code such as US or DE"),
   hourlyRateCents: z.number().int().min(0).max(1_000_000),
