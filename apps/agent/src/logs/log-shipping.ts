@@ -59,7 +59,9 @@ export class LogShipping {
       send: (frame) => {
         const sent = this.options.send(frame);
         const last = frame.lines[frame.lines.length - 1];
-        if (sent && last) this.numbered.set(deploymentId, { containerId, seq: last.seq });
+        // A batch sent again is older than what was numbered since: keep the highest.
+        const highest = Math.max(last?.seq ?? 0, this.numbered.get(deploymentId)?.seq ?? 0);
+        if (sent && last) this.numbered.set(deploymentId, { containerId, seq: highest });
         return sent;
       },
       clock: this.options.clock,

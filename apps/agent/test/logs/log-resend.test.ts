@@ -146,6 +146,28 @@ describe("refused log batches", () => {
     expect(cp.missing(40)).toEqual([]);
   });
 
+  it("sent again never make a new run reuse line numbers already given out", async () => {
+    const log = new MemoryLog();
+    log.append(40);
+    const cp = new OrderedControlPlane();
+    const firstSends = new Map<number, number>();
+    cp.refuse = (_n, lines) => (firstSends.set(lines[0]!.seq, (firstSends.get(lines[0]!.seq) ?? 0) + 1), lines[0]!.seq === 1 && firstSends.get(1) === 1);
+    const sent: number[] = [];
+    const send = cp.send;
+    cp.send = (frame) => (sent.push(...frame.lines.map((line) => line.seq)), send(frame));
+    const logs = shippingTo(cp, log);
+    logs.ensure("dep", container, { seq: 0, dockerTs: null });
+    await until(() => cp.stored.size === 40, "the first run's 40 lines");
+    // The next run's command carries a cursor read before the first run's last lines were stored.
+    const nextRun = new MemoryLog();
+    nextRun.append(5);
+    sent.length = 0;
+    (logs as unknown as { options: { runtime: MemoryLog } }).options.runtime = nextRun;
+    logs.ensure("dep", { id: "c2", logPath: null }, { seq: 5, dockerTs: null });
+    await until(() => sent.length === 5, "the next run's 5 lines");
+    expect(sent).toEqual([41, 42, 43, 44, 45]);
+  });
+
   it("hold back finish() until the control plane has stored the last line", async () => {
     const log = new MemoryLog();
     log.append(30);
