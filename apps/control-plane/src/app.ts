@@ -6,6 +6,7 @@ import { createApiRouter } from "./http/api-router";
 import type { AppEnv } from "./http/env";
 import { createOpenApiRegistry } from "./http/openapi";
 import { requireUser } from "./middleware/auth";
+import { parseTrustedProxies } from "./http/client-address";
 import { rateLimit } from "./middleware/rate-limit";
 import { requestId } from "./middleware/request-id";
 import { authRoutes } from "./routes/auth";
@@ -34,7 +35,7 @@ export function createApp(deps: Deps) {
       },
     }),
   );
-  app.use("/auth/*", rateLimit({ limit: deps.config.AUTH_RATE_LIMIT_PER_MIN, windowMs: 60_000, clock: deps.clock }));
+  app.use("/auth/*", rateLimit({ limit: deps.config.AUTH_RATE_LIMIT_PER_MIN, windowMs: 60_000, clock: deps.clock, trustedProxies: parseTrustedProxies(deps.config.TRUSTED_PROXIES) }));
 
   app.get("/health", (c) => c.json({ status: "ok" }));
 

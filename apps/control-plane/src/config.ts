@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseTrustedProxies } from "./http/client-address";
 
 
 /**
@@ -22,6 +23,21 @@ export const ConfigSchema = z.object({
   NONCE_TTL_S: z.coerce.number().int().min(10).default(5 * 60),
   DEPOSIT_TTL_S: z.coerce.number().int().min(60).default(30 * 60),
   AUTH_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).default(60),
+  /**
+   * Reverse proxies whose X-Forwarded-For the control plane believes when it
+   * tells clients apart (the rate limiter): addresses or CIDRs, comma-separated.
+   * Empty: every client is its socket's address.
+   */
+  TRUSTED_PROXIES: z
+    .string()
+    .default("")
+    .superRefine((list, ctx) => {
+      try {
+        parseTrustedProxies(list);
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: (error as Error).message });
+      }
+    }),
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
   HEARTBEAT_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
   /** How often lastHeartbeat is written for all nodes at once (see agents/heartbeat-batch.ts). */

@@ -1,26 +1,35 @@
 import type { MiddlewareHandler } from "hono";
 import { getConnInfo } from "@hono/node-server/conninfo";
 import { ApiError } from "../errors";
+import { clientAddress, type TrustedProxies } from "../http/client-address";
 import type { AppEnv } from "../http/env";
 import type { Clock } from "../services/ids";
+
+/** Windows kept at most; past it the oldest go, so a flood of addresses cannot reset everyone's. */
+const DEFAULT_MAX_CLIENTS = 10_000;
 
 /**
  * A fixed window per client address, in memory. Enough to stop a script from
  * hammering sign-in on one replica; a shared limiter is the proxy's job.
+ * The address is the one `trustedProxies` vouch for (see client-address.ts).
  */
-export function rateLimit(opts: { limit: number; windowMs: number; clock: Clock }): MiddlewareHandler<AppEnv> {
+export function rateLimit(opts: { limit: number; windowMs: number; clock: Clock; trustedProxies: TrustedProxies; maxClients?: number }): MiddlewareHandler<AppEnv> {
+  const maxClients = opts.maxClients ?? DEFAULT_MAX_CLIENTS;
+  // Insertion order is window-start order: a key is re-inserted when its window restarts.
   const windows = new Map<string, { start: number; count: number }>();
   return async function rateLimitMiddleware(c, next) {
-    let key = "unknown";
+    let peer: string | undefined;
     try {
-      key = getConnInfo(c).remote.address ?? "unknown";
+      peer = getConnInfo(c).remote.address;
     } catch {
       // app.request() in tests has no socket: all such calls share one bucket.
     }
+    const key = clientAddress(peer, c.req.header("x-forwarded-for"), opts.trustedProxies);
     const now = opts.clock.now();
     let w = windows.get(key);
     if (!w || now - w.start >= opts.windowMs) {
-      if (windows.size > 10_000) windows.clear();
+      windows.delete(key);
+      while (windows.size >= maxClients) windows.delete(windows.keys().next().value!);
       w = { start: now, count: 0 };
       windows.set(key, w);
     }

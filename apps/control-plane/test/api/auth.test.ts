@@ -161,4 +161,25 @@ describe("auth rate limit", () => {
       await h.close();
     }
   });
+
+  it("tells clients apart behind a trusted proxy by X-Forwarded-For, and believes nobody else's", async () => {
+    const nonce = (h: Harness, forwardedFor: string) => h.call("POST", "/auth/nonce", { body: { walletAddress: newWallet().address }, headers: { "x-forwarded-for": forwardedFor } });
+    const behindProxy = await startHarness(sqliteDatabase, { config: { AUTH_RATE_LIMIT_PER_MIN: 2, TRUSTED_PROXIES: "127.0.0.1, ::1" } });
+    try {
+      // The test's requests come from 127.0.0.1, here the proxy: each forwarded client has its own window.
+      expect([(await nonce(behindProxy, "203.0.113.5")).status, (await nonce(behindProxy, "203.0.113.5")).status, (await nonce(behindProxy, "203.0.113.5")).status]).toEqual([200, 200, 429]);
+      expect((await nonce(behindProxy, "203.0.113.6")).status).toBe(200);
+      // A client cannot escape its window by sending its own X-Forwarded-For: the proxy appends the real address last.
+      expect((await nonce(behindProxy, "198.51.100.1, 203.0.113.5")).status).toBe(429);
+    } finally {
+      await behindProxy.close();
+    }
+    const direct = await startHarness(sqliteDatabase, { config: { AUTH_RATE_LIMIT_PER_MIN: 2 } });
+    try {
+      // No trusted proxy: the header is the client's own say-so and changes nothing.
+      expect([(await nonce(direct, "203.0.113.7")).status, (await nonce(direct, "203.0.113.8")).status, (await nonce(direct, "203.0.113.9")).status]).toEqual([200, 200, 429]);
+    } finally {
+      await direct.close();
+    }
+  });
 });
