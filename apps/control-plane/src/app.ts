@@ -1,4 +1,5 @@
 import { Hono } from "hono";
+import { z } from "zod";
 import { bodyLimit } from "hono/body-limit";
 import type { Deps } from "./deps";
 import { ApiError, errorResponse, onError } from "./errors";
@@ -6,6 +7,7 @@ import { createApiRouter } from "./http/api-router";
 import type { AppEnv } from "./http/env";
 import { createOpenApiRegistry } from "./http/openapi";
 import { requireUser } from "./middleware/auth";
+import { databaseGate, databaseUnavailable } from "./middleware/database-gate";
 import { parseTrustedProxies } from "./http/client-address";
 import { rateLimit } from "./middleware/rate-limit";
 import { requestId } from "./middleware/request-id";
@@ -37,9 +39,25 @@ export function createApp(deps: Deps) {
   );
   app.use("/auth/*", rateLimit({ limit: deps.config.AUTH_RATE_LIMIT_PER_MIN, windowMs: 60_000, clock: deps.clock, trustedProxies: parseTrustedProxies(deps.config.TRUSTED_PROXIES) }));
 
-  app.get("/health", (c) => c.json({ status: "ok" }));
+  const api = createApiRouter(app, registry, requireUser(deps.auth), databaseGate({ health: deps.dbHealth }));
+  api.get(
+    "/health",
+    { tag: "operations", summary: "Liveness", description: "200 while the process serves, whatever the database does: restart the process only when this fails.", database: false, response: z.object({ status: z.literal("ok") }) },
+    async (c) => c.json({ status: "ok" as const }),
+  );
+  api.get(
+    "/ready",
+    {
+      tag: "operations", summary: "Readiness", database: false, errors: ["SERVICE_UNAVAILABLE"],
+      description: "200 when the database answers, 503 (with Retry-After) when it does not: what a load balancer should route on.",
+      response: z.object({ status: z.literal("ready") }),
+    },
+    async (c) => {
+      if (!(await deps.dbHealth.check())) throw databaseUnavailable();
+      return c.json({ status: "ready" as const });
+    },
+  );
 
-  const api = createApiRouter(app, registry, requireUser(deps.auth));
   authRoutes(api, deps);
   nodeRoutes(api, deps);
   templateRoutes(api, deps);
@@ -48,6 +66,6 @@ export function createApp(deps: Deps) {
   docsRoutes(app, registry);
 
   app.notFound((c) => errorResponse(c, new ApiError("NOT_FOUND", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
-  app.onError(onError);
+  app.onError((err, c) => onError(err, c, (e) => (deps.dbHealth.noteError(e) ? databaseUnavailable() : undefined)));
   return { app, registry };
 }

@@ -7,6 +7,7 @@ import { TunnelBroker } from "./agents/tunnel-broker";
 import { createGateway, type Gateway } from "./gateway/proxy";
 import { createEndpointResolver } from "./gateway/resolver";
 import { createDeploymentService, type DeploymentService, type NodeLink } from "./services/deployment-service";
+import { DatabaseHealth } from "./services/database-health";
 import { EventBus } from "./services/events";
 import { randomId, systemClock, type Clock, type IdGenerator } from "./services/ids";
 import { createLogger, type Logger } from "./services/logger";
@@ -34,6 +35,8 @@ export type Deps = {
   /** The public-endpoint proxy: requests whose Host is `<label>.<GATEWAY_DOMAIN>`. */
   endpoints: Gateway;
   metering: Metering;
+  /** Whether the database answers: GET /ready, and 503 at once for API calls while it does not. */
+  dbHealth: DatabaseHealth;
   nodeCatalogCache: ResponseCache;
   /** Where endpoint URLs point; the port is learned once the listener is bound. */
   gateway(): { domain: string; localPort?: number };
@@ -47,6 +50,9 @@ export type DepsOverrides = Partial<Pick<Deps, "clock" | "ids" | "log" | "link">
   manualTicks?: boolean;
 };
 
+/** How often the database is asked whether it answers while it does not (and every few times that while it does). */
+const DATABASE_PROBE_MS = 500;
+
 /** The one place that builds everything. Tests pass their own clock or link. */
 export async function createDeps(config: Config, o: DepsOverrides = {}): Promise<Deps> {
   const clock = o.clock ?? systemClock;
@@ -58,9 +64,15 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   const chain = o.chain ?? createWeb3ChainClient({ rpcUrl: config.SOLANA_RPC_URL, commitment: config.SOLANA_COMMITMENT });
   const events = new EventBus();
   // The metering asks the link only once running, by which time the hub below exists.
-  const metering = createMetering({ repos, clock, ids, events, log, link: { isConnected: (id) => link.isConnected(id), lastSeenMs: (id) => agents.lastSeenMs(id) }, intervalMs: config.METER_INTERVAL_MS });
+  const metering = createMetering({ repos, clock, ids, events, log, link: {
+      isConnected: (id) => link.isConnected(id),
+      billableUntilMs: (id) => agents.billableUntilMs(id),
+      settledThroughMs: (id, nowMs) => agents.settledThroughMs(id, nowMs),
+      lastProofOfLifeMs: (id) => agents.lastProofOfLifeMs(id),
+    }, intervalMs: config.METER_INTERVAL_MS });
+  const dbHealth = new DatabaseHealth({ ping: (timeoutMs) => repos.handle.ping(timeoutMs), log, probeMs: DATABASE_PROBE_MS });
   const agents = new AgentHub({
-    repos, clock, ids, events, log, metering,
+    repos, clock, ids, events, log, metering, dbHealth,
     heartbeatIntervalMs: config.HEARTBEAT_INTERVAL_MS, heartbeatFlushMs: config.HEARTBEAT_FLUSH_MS,
     helloTimeoutMs: config.AGENT_HELLO_TIMEOUT_MS, maxFrameBytes: config.AGENT_MAX_FRAME_BYTES,
   });
@@ -75,6 +87,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     secure: Boolean(config.TLS_CERT && config.TLS_KEY),
   });
   if (!o.manualTicks) {
+    dbHealth.start();
     agents.start();
     metering.start();
   }
@@ -83,7 +96,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   for (const e of ["node-changed", "node-retired", "deployment-changed"] as const) events.on(e, () => nodeCatalogCache.clear());
   const domain = config.PUBLIC_DOMAIN ?? `${config.HOST}:${config.PORT}`;
   return {
-    config, repos, clock, ids, log, events, link, agents, tunnels, endpoints, metering, nodeCatalogCache,
+    config, repos, clock, ids, log, events, link, agents, dbHealth, tunnels, endpoints, metering, nodeCatalogCache,
     auth: createAuthService(repos, clock, ids, { domain, nonceTtlS: config.NONCE_TTL_S, accessTtlS: config.ACCESS_TOKEN_TTL_S, refreshTtlS: config.REFRESH_TOKEN_TTL_S }),
     deployments: createDeploymentService(repos, clock, ids, events, link, metering),
     depositService: createDepositService(repos, chain, clock, ids, {
@@ -92,6 +105,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     gateway: () => ({ domain: config.GATEWAY_DOMAIN, ...(listenPort !== undefined ? { localPort: listenPort } : {}) }),
     setListenPort: (p) => { listenPort = p; },
     close: async () => {
+      dbHealth.stop();
       endpoints.close();
       tunnels.close();
       await agents.close();

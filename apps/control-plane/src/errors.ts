@@ -23,9 +23,15 @@ export function errorResponse(c: Context<AppEnv>, err: ApiError) {
   return c.json(body, err.status as 400);
 }
 
-/** app.onError: every throw becomes the one error shape; unknown throws are logged and hidden. */
-export function onError(err: Error, c: Context<AppEnv>) {
+/**
+ * app.onError: every throw becomes the one error shape; unknown throws are
+ * logged and hidden. `unavailable` turns a database that cannot be reached
+ * into its own answer (503 with Retry-After) rather than an internal error.
+ */
+export function onError(err: Error, c: Context<AppEnv>, unavailable?: (err: unknown) => ApiError | undefined) {
   if (err instanceof ApiError) return errorResponse(c, err);
+  const down = unavailable?.(err);
+  if (down) return errorResponse(c, down);
   if (err instanceof HTTPException) {
     const code: ErrorCode = err.status === 413 ? "PAYLOAD_TOO_LARGE" : err.status === 401 ? "UNAUTHORIZED" : err.status === 404 ? "NOT_FOUND" : "VALIDATION_ERROR";
     return errorResponse(c, new ApiError(code, err.message || undefined));

@@ -29,6 +29,8 @@ export interface DbHandle {
   run<T>(fn: (db: Db) => Promise<T>): Promise<T>;
   /** Runs fn in one database transaction: all or nothing. */
   transaction<T>(fn: (db: Db) => Promise<T>): Promise<T>;
+  /** Resolves once the database answers a trivial query; rejects if it does not within timeoutMs. */
+  ping(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -79,6 +81,8 @@ function openSqlite(url: string): DbHandle {
           throw err;
         }
       }),
+    // An embedded file answers whenever this process runs.
+    ping: async () => undefined,
     close: async () => {
       await tail;
       sqlite.close();
@@ -97,15 +101,46 @@ async function openPg(url: string): Promise<DbHandle> {
   } finally {
     await migrator.end({ timeout: 5 });
   }
-  const client = postgres(url, { max: 10, onnotice: () => undefined });
+  // postgres.js waits longer before each reconnect after failures (up to 20 s),
+  // so queries kept hanging well after a database outage ended: retry at a
+  // steady pace instead, and fail each query of an outage at once.
+  const client = postgres(url, { max: 10, onnotice: () => undefined, backoff: () => PG_RECONNECT_BACKOFF_S, connect_timeout: 10 });
   const db = drizzlePg(client) as unknown as Db;
   return {
     dialect: "pg",
     t: pgSchema,
     run: (fn) => fn(db),
     transaction: (fn) => db.transaction((tx) => fn(tx as unknown as Db)),
+    ping: (timeoutMs) => {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(Object.assign(new Error(`the database did not answer within ${timeoutMs} ms`), { code: "CONNECT_TIMEOUT" })), timeoutMs);
+      });
+      return Promise.race([client`select 1`.then(() => undefined), late]).finally(() => clearTimeout(timer));
+    },
     close: () => client.end({ timeout: 5 }),
   };
+}
+
+const PG_RECONNECT_BACKOFF_S = 0.25;
+
+// Errors that say the database cannot be reached or is not accepting work right
+// now (as opposed to a query it refused): postgres.js's connection codes, the
+// socket's, and SQLSTATE class 08 (connection exception), 57P01-57P03 (shut
+// down, crashed, starting up) and 53300 (too many connections).
+const UNAVAILABLE_CODES = new Set([
+  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EPIPE", "EAI_AGAIN",
+  "CONNECTION_CLOSED", "CONNECTION_ENDED", "CONNECTION_DESTROYED", "CONNECT_TIMEOUT",
+  "57P01", "57P02", "57P03", "53300",
+]);
+
+/** Whether err (or what it wraps) means the database is unreachable, not that it refused the query. */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  for (let e = err, depth = 0; e && typeof e === "object" && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && (UNAVAILABLE_CODES.has(code) || code.startsWith("08"))) return true;
+  }
+  return false;
 }
 
 /** Case-insensitive substring match that both dialects understand. */

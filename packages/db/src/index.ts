@@ -10,7 +10,7 @@ import { createBillingRepo } from "./repos/billing";
 import { createDepositsRepo } from "./repos/deposits";
 
 export * from "./types";
-export { createDb, type DbHandle, type Dialect } from "./client";
+export { createDb, isDatabaseUnavailable, type DbHandle, type Dialect } from "./client";
 export { uptimePercent, type NodeFilter } from "./repos/nodes";
 export { toBalance, type BalanceMicro, type LedgerType } from "./repos/ledger";
 export type { OccupyRefusal, DesiredState, TransitionPatch } from "./repos/deployments";

@@ -1,5 +1,6 @@
 import type { Repos } from "@cm/db";
 import type { EventBus } from "../services/events";
+import type { DatabaseHealth } from "../services/database-health";
 import type { Clock, IdGenerator } from "../services/ids";
 import type { Logger } from "../services/logger";
 import type { Metering } from "../services/metering";
@@ -24,6 +25,7 @@ export type AgentContext = {
   events: EventBus;
   log: Logger;
   metering: Metering;
+  dbHealth: DatabaseHealth;
   hub: SessionHost;
   heartbeatIntervalMs: number;
   helloTimeoutMs: number;

@@ -7,6 +7,7 @@ import type { NodeLink } from "../services/deployment-service";
 import type { AgentContext, SessionHost } from "./agent-context";
 import { AgentSession } from "./agent-session";
 import { HeartbeatBatch } from "./heartbeat-batch";
+import { StallWatch } from "./stall-watch";
 
 export const AGENT_WS_PATH = "/agent/ws";
 
@@ -30,11 +31,21 @@ export class AgentHub implements NodeLink, SessionHost {
   private readonly ctx: AgentContext;
   private templates: Promise<ReadonlyMap<string, boolean>> | undefined;
   private timers: NodeJS.Timeout[] = [];
+  /** Each node's last proof of life from a session that has closed: where a stop while it is away bills to. */
+  private readonly lastSeenAway = new Map<string, number>();
+  /**
+   * Liveness is judged only on what this process could have read: from its
+   * start, or from when it resumed after a stall of its own, every node gets
+   * three whole intervals before it can be found silent.
+   */
+  private watchingSinceMs: number;
+  private stall: StallWatch | undefined;
   private monitorRun: Promise<void> = Promise.resolve();
   private closing: Promise<void> | undefined;
 
   constructor(private readonly o: AgentHubOptions) {
     this.ctx = { ...o, hub: this };
+    this.watchingSinceMs = o.clock.now();
     this.heartbeats = new HeartbeatBatch(o.repos, o.log);
     this.wss = new WebSocketServer({ noServer: true, maxPayload: o.maxFrameBytes, clientTracking: false, perMessageDeflate: false });
     o.events.on("deployment-changed", (dep) => this.sessions.get(dep.nodeId)?.onDeploymentChanged(dep));
@@ -53,10 +64,31 @@ export class AgentHub implements NodeLink, SessionHost {
     return true;
   }
 
-  /** When the node's agent last proved it is alive (hello or heartbeat); undefined without a session. */
+  /**
+   * Up to when a connected node's running deployments may be billed by the
+   * meter: its last proof of life whose every report has been handled (so a
+   * stop still queued is never billed past); undefined without a session.
+   */
+  billableUntilMs(nodeId: string): number | undefined {
+    const s = this.sessions.get(nodeId);
+    return s?.ready ? s.billableUntilMs : undefined;
+  }
+
+  /** Up to when a deployment leaving running now is billed: now if all its agent said is handled. */
+  settledThroughMs(nodeId: string, nowMs: number): number | undefined {
+    const s = this.sessions.get(nodeId);
+    return s?.ready ? s.settledThroughMs(nowMs) : undefined;
+  }
+
+  /** When the node's connected agent last proved it is alive (any frame); undefined without a session. */
   lastSeenMs(nodeId: string): number | undefined {
     const s = this.sessions.get(nodeId);
     return s?.ready ? s.lastSeenMs : undefined;
+  }
+
+  /** The node's last proof of life known here, connected or not. */
+  lastProofOfLifeMs(nodeId: string): number | undefined {
+    return this.lastSeenMs(nodeId) ?? this.lastSeenAway.get(nodeId);
   }
 
   /** Takes over an HTTP upgrade the server routed to AGENT_WS_PATH. */
@@ -75,6 +107,7 @@ export class AgentHub implements NodeLink, SessionHost {
     this.all.delete(session);
     if (this.sessions.get(session.nodeId) !== session) return; // replaced, or never past hello
     this.sessions.delete(session.nodeId);
+    this.lastSeenAway.set(session.nodeId, Math.max(session.lastSeenMs, this.lastSeenAway.get(session.nodeId) ?? 0));
     // A closed socket is not yet a lost node: an agent restarting, or a network
     // blip, reconnects within seconds and its containers never stopped. The
     // heartbeat monitor declares the node lost once three intervals pass silent.
@@ -104,7 +137,17 @@ export class AgentHub implements NodeLink, SessionHost {
 
   start() {
     if (this.timers.length > 0) return;
-    this.timers = [setInterval(() => void this.tick(), this.o.heartbeatIntervalMs), setInterval(() => void this.heartbeats.flush(), this.o.heartbeatFlushMs)];
+    const interval = this.o.heartbeatIntervalMs;
+    this.stall = new StallWatch({
+      beatMs: Math.min(250, interval / 4),
+      thresholdMs: interval,
+      onStall: (stalledMs) => {
+        this.watchingSinceMs = this.o.clock.now();
+        this.o.log.warn("agent: this control plane did not run for a while; every node's liveness window starts again", { stalledMs: Math.round(stalledMs) });
+      },
+    });
+    this.stall.start();
+    this.timers = [setInterval(() => void this.tick(), interval), setInterval(() => void this.heartbeats.flush(), this.o.heartbeatFlushMs)];
     for (const t of this.timers) t.unref();
   }
 
@@ -112,6 +155,7 @@ export class AgentHub implements NodeLink, SessionHost {
   close(): Promise<void> {
     this.closing ??= (async () => {
       for (const t of this.timers) clearInterval(t);
+      this.stall?.stop();
       await Promise.all([...this.all].map((s) => s.shutdown(CLOSE_CODES.GOING_AWAY, "the control plane is restarting", 1000)));
       await this.monitorRun;
       await this.heartbeats.flush();
@@ -122,18 +166,23 @@ export class AgentHub implements NodeLink, SessionHost {
   }
 
   private async checkHeartbeats() {
+    // A stall of this process first: the heartbeats it did not read were not missed by the agents.
+    this.stall?.check();
     await this.heartbeats.flush();
     const cutoffMs = this.o.clock.now() - 3 * this.o.heartbeatIntervalMs - 1;
+    if (this.watchingSinceMs > cutoffMs) return;
     for (const node of await this.o.repos.nodes.staleOnline(cutoffMs)) {
       await this.serialize(node.id, async () => {
+        this.stall?.check();
+        if (this.watchingSinceMs > cutoffMs) return;
         const s = this.sessions.get(node.id);
-        if (s && s.lastSeenMs > cutoffMs) return; // a heartbeat arrived since the flush
+        if (s && s.livenessMs(this.o.clock.now()) > cutoffMs) return; // a frame arrived since the flush, or the socket is not being read
         if (s) {
           // A socket that stays open without heartbeats is half-dead: drop it, the agent reconnects.
           this.sessions.delete(node.id);
           s.terminate();
         }
-        await this.lose(node.id, Math.max(node.lastHeartbeat ?? 0, s?.lastSeenMs ?? 0), "it missed three heartbeats");
+        await this.lose(node.id, Math.max(node.lastHeartbeat ?? 0, s?.lastSeenMs ?? 0, this.lastSeenAway.get(node.id) ?? 0), "it missed three heartbeats");
       });
     }
   }

@@ -15,6 +15,9 @@ const MAX_BAD_FRAMES = 20;
 // flood of logs cannot grow memory without bound.
 const PAUSE_AT = 64;
 const RESUME_AT = 8;
+/** Frames whose database writes are retried (every OUTAGE_RETRY_MS, in order) while the database cannot be reached. */
+const KEPT_THROUGH_OUTAGES: ReadonlySet<AgentFrame["type"]> = new Set(["hello", "status", "specs", "endpoints"]);
+const OUTAGE_RETRY_MS = 500;
 
 /**
  * One agent connection: the hello handshake, then frames in arrival order.
@@ -25,14 +28,28 @@ export class AgentSession {
   state: State = "awaiting-hello";
   nodeId = "";
   gpuCount = 0;
-  /** Hello or the last heartbeat, by the control plane's clock: where charges end if the node is lost. */
+  /** When the last frame arrived (any frame proves the agent alive), by the control plane's clock: where charges end if the node is lost. */
   lastSeenMs = 0;
+  /**
+   * The agent proved its containers ran until this instant (a heartbeat's
+   * sentAt, never later than it arrived), counted only once every status
+   * report it sent before that heartbeat has been handled: the meter bills no further, so
+   * a stop report still waiting behind a slow database write, or read late
+   * after a stall, is never billed past.
+   */
+  billableUntilMs = 0;
   /** specKey of every deployment this agent has been told about. */
   readonly known = new Map<string, string>();
   /** When each deployment's pull progress was last written. */
   readonly pullNotedAt = new Map<string, number>();
   private badFrames = 0;
   private queued = 0;
+  /** Status reports among the frames queued: only they can say a container stopped earlier than now. */
+  private reportsQueued = 0;
+  private wasReady = false;
+  /** When reading resumed after back-pressure paused the socket: unread time is not the agent's silence. */
+  private readingSinceMs = 0;
+  private abandoned = false;
   private inbound: Promise<void> = Promise.resolve();
   private outbound: Promise<void> = Promise.resolve();
   private readonly helloTimer: NodeJS.Timeout;
@@ -46,6 +63,19 @@ export class AgentSession {
 
   get ready() {
     return this.state === "ready";
+  }
+
+  /**
+   * The latest instant this agent is known alive, for judging it: its last
+   * frame, or now while this side is not reading the socket (nobody can tell).
+   */
+  livenessMs(nowMs: number): number {
+    return this.ws.isPaused ? nowMs : Math.max(this.lastSeenMs, this.readingSinceMs);
+  }
+
+  /** Up to when a deployment leaving running now is billed: now when every status report received is handled, else as far as proven. */
+  settledThroughMs(nowMs: number): number {
+    return this.reportsQueued === 0 ? nowMs : this.billableUntilMs;
   }
 
   /** A method, not a field read, so the compiler does not assume the state stood still across an await. */
@@ -67,6 +97,7 @@ export class AgentSession {
 
   /** Closes, then waits for the socket and the frames in flight; a peer that does not answer is cut after graceMs. */
   async shutdown(code: number, reason: string, graceMs: number) {
+    this.abandoned = true;
     if (this.ws.readyState !== WebSocket.CLOSED) {
       await new Promise<void>((resolve) => {
         const cut = setTimeout(() => this.ws.terminate(), graceMs);
@@ -122,23 +153,54 @@ export class AgentSession {
     } else if (this.state === "awaiting-hello") {
       return this.bad("the first frame must be hello");
     }
+    const receivedAtMs = this.ctx.clock.now();
+    if (this.state === "ready") this.lastSeenMs = receivedAtMs;
+    if (frame.type === "heartbeat" && this.state === "ready") {
+      // Liveness never waits on the database, nor behind frames that do; the
+      // billing proof it carries takes its turn behind them.
+      this.ctx.hub.heartbeats.note(this.nodeId, receivedAtMs);
+      const provenMs = Math.min(receivedAtMs, frame.sentAt);
+      const prove = () => void (this.billableUntilMs = Math.max(this.billableUntilMs, provenMs));
+      if (this.reportsQueued === 0) prove();
+      else this.inbound = this.inbound.then(prove);
+      return;
+    }
+    const report = frame.type === "status";
+    if (report) this.reportsQueued++;
     if (++this.queued > PAUSE_AT) this.ws.pause();
     this.inbound = this.inbound
       .then(() => this.handle(frame))
       .finally(() => {
-        if (--this.queued <= RESUME_AT && this.ws.isPaused) this.ws.resume();
+        if (report) this.reportsQueued--;
+        if (--this.queued <= RESUME_AT && this.ws.isPaused) {
+          this.ws.resume();
+          this.readingSinceMs = this.ctx.clock.now();
+        }
       });
   }
 
   private async handle(frame: AgentFrame) {
-    // Frames queued behind a hello that was refused are dropped with the connection.
-    if (this.state === "closed" || (frame.type !== "hello" && this.state !== "ready")) return;
-    try {
-      if (frame.type === "hello") await this.hello(frame);
-      else await handleFrame(this, frame);
-    } catch (err) {
-      this.ctx.log.error("agent: frame failed", { nodeId: this.nodeId, type: frame.type, err: String(err) });
-      this.send({ type: "error", code: "INTERNAL_ERROR", message: `the ${frame.type} frame could not be processed; send it again later` });
+    // Frames queued behind a hello that was refused are dropped with the
+    // connection; those of an agent that was here are handled even if its socket
+    // closed meanwhile: they say what happened on the node.
+    if (frame.type === "hello" ? this.state === "closed" : !this.wasReady) return;
+    for (;;) {
+      try {
+        if (frame.type === "hello") await this.hello(frame);
+        else await handleFrame(this, frame);
+        return;
+      } catch (err) {
+        const unreachable = this.ctx.dbHealth.noteError(err);
+        // What happened on the node waits for the database rather than being lost;
+        // logs are resent by the agent from its acknowledged cursor.
+        if (unreachable && KEPT_THROUGH_OUTAGES.has(frame.type) && !this.abandoned) {
+          await new Promise((r) => setTimeout(r, OUTAGE_RETRY_MS));
+          continue;
+        }
+        this.ctx.log.error("agent: frame failed", { nodeId: this.nodeId, type: frame.type, err: String(err) });
+        this.send({ type: "error", code: "INTERNAL_ERROR", message: `the ${frame.type} frame could not be processed; send it again later` });
+        return;
+      }
     }
   }
 
@@ -165,6 +227,7 @@ export class AgentSession {
         serverTime: clock.now(), maxFrameBytes: this.ctx.maxFrameBytes,
       });
       this.state = "ready";
+      this.wasReady = true;
       this.enqueueOut(() => this.sync());
     });
     this.ctx.log.info("agent connected", { nodeId: node.id, agentVersion: f.agentVersion, protocolVersion: version });

@@ -30,9 +30,8 @@ const handlers: Handlers = {
     await s.ctx.repos.deployments.setEndpointReadiness(f.deploymentId, s.nodeId, f.ports);
   },
 
-  heartbeat(s) {
-    s.lastSeenMs = s.ctx.clock.now();
-    s.ctx.hub.heartbeats.note(s.nodeId, s.lastSeenMs);
+  heartbeat() {
+    // Taken on arrival by the session (AgentSession.receive), never queued behind database writes.
   },
 
   async status(s, f) {
@@ -47,7 +46,7 @@ const handlers: Handlers = {
         await repos.deployments.markRemovedFromNode(dep.id, s.nodeId, clock.now());
         return;
       }
-      const moved = await metering.move(dep, plan.to, plan.patch, clock.now());
+      const moved = await metering.move(dep, plan.to, plan.patch, clock.now(), plan.settleUntilMs);
       if (moved) {
         s.pullNotedAt.delete(dep.id);
         events.emit("deployment-changed", moved);

@@ -26,6 +26,8 @@ export class HeartbeatBatch {
       try {
         await this.repos.nodes.recordHeartbeats(beats);
       } catch (err) {
+        // Kept for the next flush (unless a newer beat came): a database outage must not erase proof of life.
+        for (const [nodeId, atMs] of beats) if (!this.pending.has(nodeId)) this.pending.set(nodeId, atMs);
         this.log.error("heartbeats: flush failed", { nodes: beats.length, err: String(err) });
       }
     });

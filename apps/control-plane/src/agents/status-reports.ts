@@ -2,12 +2,13 @@ import type { DeploymentRow, TransitionPatch } from "@cm/db";
 import { isLive, type DeploymentStatus, type StatusFrame } from "@cm/protocol";
 import type { z } from "zod";
 
-type Report = Pick<z.infer<typeof StatusFrame>, "runSeq" | "status" | "reason" | "exitCode">;
+type Report = Pick<z.infer<typeof StatusFrame>, "runSeq" | "status" | "reason" | "exitCode" | "at">;
 
 /** What an agent's status report means for the stored deployment. */
 export type ReportPlan =
   | { kind: "ignore"; why: string }
-  | { kind: "move"; to: DeploymentStatus; patch: TransitionPatch }
+  /** settleUntilMs: where the charges of a deployment leaving running end (the agent's time of the stop). */
+  | { kind: "move"; to: DeploymentStatus; patch: TransitionPatch; settleUntilMs?: number }
   /** A deleted deployment is gone from the node: it leaves the node's desired state. */
   | { kind: "removed" };
 
@@ -18,16 +19,33 @@ const PROGRESS: readonly DeploymentStatus[] = ["pending", "pulling", "starting",
 const ignore = (why: string): ReportPlan => ({ kind: "ignore", why });
 
 /**
+ * When a report's event happened: the agent's `at`, which may have been queued
+ * (the control plane down, a database outage) long before it arrived, held
+ * within what can be true. Never in the future; never before the deployment was
+ * created, before what was already billed (a previous run's end), or, for an
+ * end, before this run began.
+ */
+export function reportTimeMs(dep: Pick<DeploymentRow, "createdAt" | "billedUntil" | "startedAt" | "status">, r: Pick<Report, "at" | "status">, nowMs: number): number {
+  const ending = r.status !== "pulling" && r.status !== "starting" && r.status !== "running";
+  const notBeforeMs = Math.max(dep.createdAt, dep.billedUntil ?? 0, ending && dep.status === "running" ? (dep.startedAt ?? 0) : 0);
+  return Math.min(nowMs, Math.max(notBeforeMs, r.at));
+}
+
+/**
  * Maps one report to one transition. Pure, so every case is tested without a
  * socket. A deployment that leaves the live states also gets desiredState
  * `stopped`: it no longer holds a slot or credits, so the agent must not bring
- * it back by itself.
+ * it back by itself. Times (running since, stopped at, billed until) are the
+ * agent's, not the report's arrival.
  */
 export function planReport(dep: DeploymentRow, r: Report, nowMs: number): ReportPlan {
   if (r.runSeq !== dep.runSeq) return ignore(`report for run ${r.runSeq}; the deployment is on run ${dep.runSeq}`);
   const status = dep.status as DeploymentStatus;
   const live = isLive(status);
   const wanted = dep.desiredState;
+  const atMs = reportTimeMs(dep, r, nowMs);
+  // Leaving the live states: the container stopped at atMs, and running was billed to then.
+  const end = (to: DeploymentStatus, patch: TransitionPatch): ReportPlan => ({ kind: "move", to, patch: { ...patch, stoppedAt: atMs }, settleUntilMs: atMs });
 
   switch (r.status) {
     case "pulling":
@@ -36,30 +54,30 @@ export function planReport(dep: DeploymentRow, r: Report, nowMs: number): Report
       if (wanted !== "running") return ignore(`reported ${r.status} but the deployment should be ${wanted}`);
       const from = PROGRESS.indexOf(status);
       if (from < 0 || PROGRESS.indexOf(r.status) <= from) return ignore(`reported ${r.status} while ${status}`);
-      if (r.status === "running") return { kind: "move", to: "running", patch: { startedAt: nowMs, billedUntil: nowMs, statusReason: null, exitCode: null } };
+      if (r.status === "running") return { kind: "move", to: "running", patch: { startedAt: atMs, billedUntil: atMs, statusReason: null, exitCode: null } };
       return { kind: "move", to: r.status, patch: { statusReason: r.status === "pulling" ? "pulling image" : null } };
     }
     case "stopped": {
       if (!live) return ignore(`reported stopped while ${status}`);
       // Asked for: the reason the stop was asked for stays ("stopped by the tenant", credits).
-      if (wanted !== "running") return { kind: "move", to: "stopped", patch: {} };
-      return { kind: "move", to: "stopped", patch: { desiredState: "stopped", statusReason: r.reason ?? "the container was stopped on the node" } };
+      if (wanted !== "running") return end("stopped", {});
+      return end("stopped", { desiredState: "stopped", statusReason: r.reason ?? "the container was stopped on the node" });
     }
     case "exited": {
       if (!live) return ignore(`reported exited while ${status}`);
       const code = r.exitCode ?? 0;
-      if (wanted !== "running") return { kind: "move", to: "stopped", patch: { exitCode: code } };
+      if (wanted !== "running") return end("stopped", { exitCode: code });
       const reason = r.reason ?? `the container exited with code ${code}`;
-      return { kind: "move", to: code === 0 ? "exited" : "failed", patch: { desiredState: "stopped", exitCode: code, statusReason: reason } };
+      return end(code === 0 ? "exited" : "failed", { desiredState: "stopped", exitCode: code, statusReason: reason });
     }
     case "failed": {
       if (!live) return ignore(`reported failed while ${status}`);
-      return { kind: "move", to: "failed", patch: { desiredState: "stopped", statusReason: r.reason ?? "the deployment failed on the node", exitCode: r.exitCode ?? null } };
+      return end("failed", { desiredState: "stopped", statusReason: r.reason ?? "the deployment failed on the node", exitCode: r.exitCode ?? null });
     }
     case "removed": {
       if (wanted === "removed") return { kind: "removed" };
       if (!live) return ignore(`reported removed while ${status}; it stays ${wanted}`);
-      return { kind: "move", to: "failed", patch: { desiredState: "stopped", statusReason: r.reason ?? "the container was removed on the node", exitCode: r.exitCode ?? null } };
+      return end("failed", { desiredState: "stopped", statusReason: r.reason ?? "the container was removed on the node", exitCode: r.exitCode ?? null });
     }
   }
 }

@@ -18,6 +18,8 @@ export type RouteSpec<Q extends Schema | undefined, B extends Schema | undefined
   status?: 200 | 201;
   errors?: ErrorCode[];
   description?: string;
+  /** false for the few routes that never touch the database (liveness, readiness): no 503 gate in front. */
+  database?: false;
 };
 
 type Input<Q, B> = {
@@ -50,7 +52,13 @@ async function readJson(c: Context<AppEnv>): Promise<unknown> {
  * Registers a route on the app and describes it in the OpenAPI document from the
  * same schemas that validate it, so the document cannot drift from the code.
  */
-export function createApiRouter(app: Hono<AppEnv>, registry: OpenApiRegistry, authMiddleware: (c: Context<AppEnv>, next: () => Promise<void>) => Promise<Response | void>) {
+type Middleware = (c: Context<AppEnv>, next: () => Promise<void>) => Promise<Response | void>;
+
+/**
+ * `databaseGate` goes in front of every route that needs the database, so none
+ * waits on one that is down; the document lists its 503 for each of them.
+ */
+export function createApiRouter(app: Hono<AppEnv>, registry: OpenApiRegistry, authMiddleware: Middleware, databaseGate: Middleware) {
   function add<Q extends Schema | undefined, B extends Schema | undefined>(
     method: Method,
     path: string,
@@ -74,8 +82,9 @@ export function createApiRouter(app: Hono<AppEnv>, registry: OpenApiRegistry, au
       }
       return handler(c, { query, body } as Input<Q, B>);
     };
-    if (spec.auth) app.on(method.toUpperCase(), path, authMiddleware, run);
-    else app.on(method.toUpperCase(), path, run);
+    const gate: Middleware = spec.database === false ? (_c, next) => next() : databaseGate;
+    if (spec.auth) app.on(method.toUpperCase(), path, gate, authMiddleware, run);
+    else app.on(method.toUpperCase(), path, gate, run);
   }
   return {
     get: <Q extends Schema | undefined, B extends Schema | undefined>(p: string, s: RouteSpec<Q, B>, h: (c: Context<AppEnv>, i: Input<Q, B>) => Promise<Response>) => add("get", p, s, h),

@@ -32,7 +32,7 @@ export function createOpenApiRegistry(info: { title: string; version: string; de
         parameters.push({ name, in: "query", required: q.required?.includes(name) ?? false, schema, ...(schema.description ? { description: schema.description } : {}) });
       }
     }
-    const errors = new Set<ErrorCode>([...(spec.errors ?? []), ...(spec.auth ? (["UNAUTHORIZED", "TOKEN_EXPIRED"] as const) : []), ...(spec.body ? (["VALIDATION_ERROR", "INVALID_JSON"] as const) : []), ...(spec.query ? (["VALIDATION_ERROR"] as const) : [])]);
+    const errors = new Set<ErrorCode>([...(spec.errors ?? []), ...(spec.auth ? (["UNAUTHORIZED", "TOKEN_EXPIRED"] as const) : []), ...(spec.body ? (["VALIDATION_ERROR", "INVALID_JSON"] as const) : []), ...(spec.query ? (["VALIDATION_ERROR"] as const) : []), ...(spec.database === false ? [] : (["SERVICE_UNAVAILABLE"] as const))]);
     const byStatus = new Map<number, ErrorCode[]>();
     for (const code of errors) byStatus.set(ERROR_CODES[code].status, [...(byStatus.get(ERROR_CODES[code].status) ?? []), code]);
     const responses: Record<string, unknown> = {

@@ -33,9 +33,14 @@ export function affordableMs(hourlyRateCents: number, budgetMicro: number): numb
 
 const seconds = (ms: number) => (ms % 1000 === 0 ? String(ms / 1000) : (ms / 1000).toFixed(3));
 
-/** What the meter knows of the agents: whether a node is connected, and when it last proved it is alive. */
+/** What the meter knows of the agents: whether a node is connected, and up to when it proved it is alive. */
 export interface Liveness extends NodeLink {
-  lastSeenMs(nodeId: string): number | undefined;
+  /** A connected node's last proof of life whose reports have all been handled; undefined without a session. */
+  billableUntilMs(nodeId: string): number | undefined;
+  /** Up to when a connected node's deployment that leaves running now is billed; undefined without a session. */
+  settledThroughMs(nodeId: string, nowMs: number): number | undefined;
+  /** The node's last proof of life known here, connected or not. */
+  lastProofOfLifeMs(nodeId: string): number | undefined;
 }
 
 export type MeteringOptions = { repos: Repos; clock: Clock; ids: IdGenerator; events: EventBus; log: Logger; link: Liveness; intervalMs: number };
@@ -84,15 +89,25 @@ export function createMetering(o: MeteringOptions) {
    * Moves a deployment from exactly the state it was read in, settling its
    * charges first when it leaves running: one transaction, so no second is
    * charged twice or lost. Null when someone else moved it first. Settled up to
-   * now while its agent is connected; with no agent, nothing past the last charge.
+   * `settleUntilMs` when given (the agent's own time of a stop), else up to now
+   * while its agent is connected, else up to the node's last proof of life: a
+   * container whose agent is away may have run until then, not provably after.
    */
   async function move(dep: DeploymentRow, to: DeploymentStatus, patch: TransitionPatch, nowMs: number, settleUntilMs?: number): Promise<DeploymentRow | null> {
-    const untilMs = Math.min(nowMs, settleUntilMs ?? (link.isConnected(dep.nodeId) ? nowMs : 0));
+    const untilMs = Math.min(nowMs, settleUntilMs ?? (dep.status === "running" ? await billableNow(dep.nodeId, nowMs) : nowMs));
     const row = await repos.billing.locked(dep.id, async (db, fresh) => {
       if (fresh.status !== dep.status || fresh.updatedAt !== dep.updatedAt) return null;
       return repos.deployments.transition(db, await settle(db, fresh, untilMs, nowMs), to, patch, nowMs);
     });
     return row ?? null;
+  }
+
+  async function billableNow(nodeId: string, nowMs: number): Promise<number> {
+    const connected = link.isConnected(nodeId) ? link.settledThroughMs(nodeId, nowMs) : undefined;
+    if (connected !== undefined) return connected;
+    // Heartbeats another replica (or this one before a restart) wrote count too.
+    const node = await repos.nodes.get(nodeId);
+    return Math.max(link.lastProofOfLifeMs(nodeId) ?? 0, node?.lastHeartbeat ?? 0);
   }
 
   /** The tenant deleted it: settled and out of the live states at once; the agent removes the container. */
@@ -123,7 +138,7 @@ export function createMetering(o: MeteringOptions) {
   async function runTick() {
     const nowMs = clock.now();
     for (const { id, nodeId } of await repos.deployments.runningIds()) {
-      const seenMs = link.isConnected(nodeId) ? link.lastSeenMs(nodeId) : undefined;
+      const seenMs = link.isConnected(nodeId) ? link.billableUntilMs(nodeId) : undefined;
       if (seenMs === undefined) continue;
       try {
         await meterOne(id, Math.min(seenMs, nowMs), nowMs);

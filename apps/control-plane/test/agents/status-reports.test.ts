@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { DeploymentRow } from "@cm/db";
-import { planReport, pullReason } from "../../src/agents/status-reports";
+import { planReport, pullReason, reportTimeMs } from "../../src/agents/status-reports";
 import { affordableMs, costMicro } from "../../src/services/metering";
 
 const dep = (o: Partial<DeploymentRow> = {}): DeploymentRow => ({
@@ -12,33 +12,51 @@ const at = 1_000_000;
 
 describe("planReport", () => {
   it("climbs towards running, never back down, and only for the current run", () => {
-    expect(planReport(dep(), { runSeq: 2, status: "pulling" }, at)).toEqual({ kind: "move", to: "pulling", patch: { statusReason: "pulling image" } });
-    expect(planReport(dep({ status: "pulling" }), { runSeq: 2, status: "running" }, at)).toEqual({
+    expect(planReport(dep(), { at, runSeq: 2, status: "pulling" }, at)).toEqual({ kind: "move", to: "pulling", patch: { statusReason: "pulling image" } });
+    expect(planReport(dep({ status: "pulling" }), { at, runSeq: 2, status: "running" }, at)).toEqual({
       kind: "move", to: "running", patch: { startedAt: at, billedUntil: at, statusReason: null, exitCode: null },
     });
-    expect(planReport(dep({ status: "running" }), { runSeq: 2, status: "starting" }, at).kind).toBe("ignore");
-    expect(planReport(dep({ status: "running" }), { runSeq: 2, status: "running" }, at).kind).toBe("ignore");
-    expect(planReport(dep(), { runSeq: 1, status: "running" }, at).kind).toBe("ignore");
-    expect(planReport(dep(), { runSeq: 3, status: "running" }, at).kind).toBe("ignore");
-    expect(planReport(dep({ status: "stopping", desiredState: "stopped" }), { runSeq: 2, status: "running" }, at).kind).toBe("ignore");
+    expect(planReport(dep({ status: "running" }), { at, runSeq: 2, status: "starting" }, at).kind).toBe("ignore");
+    expect(planReport(dep({ status: "running" }), { at, runSeq: 2, status: "running" }, at).kind).toBe("ignore");
+    expect(planReport(dep(), { at, runSeq: 1, status: "running" }, at).kind).toBe("ignore");
+    expect(planReport(dep(), { at, runSeq: 3, status: "running" }, at).kind).toBe("ignore");
+    expect(planReport(dep({ status: "stopping", desiredState: "stopped" }), { at, runSeq: 2, status: "running" }, at).kind).toBe("ignore");
   });
 
   it("turns an exit into exited or failed with the code, unless the stop was asked for", () => {
     const running = dep({ status: "running" });
-    expect(planReport(running, { runSeq: 2, status: "exited", exitCode: 0 }, at)).toEqual({
-      kind: "move", to: "exited", patch: { desiredState: "stopped", exitCode: 0, statusReason: "the container exited with code 0" },
+    expect(planReport(running, { at, runSeq: 2, status: "exited", exitCode: 0 }, at)).toEqual({
+      kind: "move", to: "exited", patch: { desiredState: "stopped", exitCode: 0, statusReason: "the container exited with code 0", stoppedAt: at }, settleUntilMs: at,
     });
-    expect(planReport(running, { runSeq: 2, status: "exited", exitCode: 2 }, at)).toMatchObject({ to: "failed", patch: { exitCode: 2, statusReason: "the container exited with code 2" } });
-    expect(planReport(dep({ status: "stopping", desiredState: "stopped" }), { runSeq: 2, status: "exited", exitCode: 143 }, at)).toEqual({ kind: "move", to: "stopped", patch: { exitCode: 143 } });
-    expect(planReport(dep({ status: "stopping", desiredState: "stopped" }), { runSeq: 2, status: "stopped" }, at)).toEqual({ kind: "move", to: "stopped", patch: {} });
-    expect(planReport(running, { runSeq: 2, status: "stopped" }, at)).toMatchObject({ to: "stopped", patch: { desiredState: "stopped", statusReason: "the container was stopped on the node" } });
-    expect(planReport(dep({ status: "stopped", desiredState: "stopped" }), { runSeq: 2, status: "exited", exitCode: 1 }, at).kind).toBe("ignore");
+    expect(planReport(running, { at, runSeq: 2, status: "exited", exitCode: 2 }, at)).toMatchObject({ to: "failed", patch: { exitCode: 2, statusReason: "the container exited with code 2" } });
+    expect(planReport(dep({ status: "stopping", desiredState: "stopped" }), { at, runSeq: 2, status: "exited", exitCode: 143 }, at)).toEqual({ kind: "move", to: "stopped", patch: { exitCode: 143, stoppedAt: at }, settleUntilMs: at });
+    expect(planReport(dep({ status: "stopping", desiredState: "stopped" }), { at, runSeq: 2, status: "stopped" }, at)).toEqual({ kind: "move", to: "stopped", patch: { stoppedAt: at }, settleUntilMs: at });
+    expect(planReport(running, { at, runSeq: 2, status: "stopped" }, at)).toMatchObject({ to: "stopped", patch: { desiredState: "stopped", statusReason: "the container was stopped on the node" } });
+    expect(planReport(dep({ status: "stopped", desiredState: "stopped" }), { at, runSeq: 2, status: "exited", exitCode: 1 }, at).kind).toBe("ignore");
   });
 
   it("finalizes removal only for a deleted deployment", () => {
-    expect(planReport(dep({ status: "stopped", desiredState: "removed" }), { runSeq: 2, status: "removed" }, at)).toEqual({ kind: "removed" });
-    expect(planReport(dep({ status: "running" }), { runSeq: 2, status: "removed" }, at)).toMatchObject({ to: "failed", patch: { desiredState: "stopped" } });
-    expect(planReport(dep({ status: "stopped", desiredState: "stopped" }), { runSeq: 2, status: "removed" }, at).kind).toBe("ignore");
+    expect(planReport(dep({ status: "stopped", desiredState: "removed" }), { at, runSeq: 2, status: "removed" }, at)).toEqual({ kind: "removed" });
+    expect(planReport(dep({ status: "running" }), { at, runSeq: 2, status: "removed" }, at)).toMatchObject({ to: "failed", patch: { desiredState: "stopped" } });
+    expect(planReport(dep({ status: "stopped", desiredState: "stopped" }), { at, runSeq: 2, status: "removed" }, at).kind).toBe("ignore");
+  });
+
+  it("dates running and ends by the agent's time, not by when the report arrived", () => {
+    const nowMs = at + 60_000;
+    expect(planReport(dep({ status: "starting" }), { at, runSeq: 2, status: "running" }, nowMs)).toMatchObject({ patch: { startedAt: at, billedUntil: at } });
+    const running = dep({ status: "running", startedAt: at, billedUntil: at + 5_000 });
+    expect(planReport(running, { at: at + 7_000, runSeq: 2, status: "exited", exitCode: 0 }, nowMs)).toMatchObject({ settleUntilMs: at + 7_000, patch: { stoppedAt: at + 7_000 } });
+  });
+
+  it("holds the agent's time within what can be true", () => {
+    const nowMs = at + 60_000;
+    const running = { status: "running", createdAt: at - 1000, startedAt: at, billedUntil: at + 2000 };
+    expect(reportTimeMs(running, { at: nowMs + 5000, status: "stopped" }, nowMs)).toBe(nowMs); // never in the future
+    expect(reportTimeMs(running, { at: at - 500, status: "stopped" }, nowMs)).toBe(at + 2000); // never before what was billed
+    const fresh = { status: "starting", createdAt: at, startedAt: null, billedUntil: null };
+    expect(reportTimeMs(fresh, { at: at - 10_000, status: "running" }, nowMs)).toBe(at); // never before it was asked for
+    const again = { status: "starting", createdAt: at, startedAt: at + 1000, billedUntil: at + 9000 };
+    expect(reportTimeMs(again, { at: at + 5000, status: "running" }, nowMs)).toBe(at + 9000); // a new run starts after the last one was billed
   });
 
   it("writes pull progress for people", () => {
