@@ -34,11 +34,24 @@ export function forwardRequestHeaders(h: IncomingHttpHeaders, client: { ip: stri
   return out;
 }
 
-/** The response headers sent back to the client, hop-by-hop ones dropped. */
+/**
+ * A Set-Cookie value with its Domain attributes removed, so the cookie stays on
+ * the endpoint host that set it. With `Domain=<gateway domain>` (or a parent) a
+ * container could plant cookies for every other tenant's endpoint and for the
+ * API next to them: cookie tossing. Nothing else of the cookie changes.
+ */
+export function hostOnlyCookie(value: string): string {
+  const [pair = "", ...attributes] = value.split(";");
+  const kept = attributes.filter((attribute) => attribute.split("=", 1)[0]!.trim().toLowerCase() !== "domain");
+  return kept.length === attributes.length ? value : [pair, ...kept].join(";");
+}
+
+/** The response headers sent back to the client: hop-by-hop ones dropped, cookies kept to their host. */
 export function forwardResponseHeaders(h: IncomingHttpHeaders): OutgoingHttpHeaders {
   const drop = hopHeaders(h);
   const out: OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(h)) if (v !== undefined && !drop.has(k)) out[k] = v;
+  if (h["set-cookie"]) out["set-cookie"] = h["set-cookie"].map(hostOnlyCookie);
   return out;
 }
 

@@ -8,6 +8,8 @@
 // whose strict parser answers it. Two parsers that disagree on where a message
 // ends are how requests get smuggled past a proxy.
 
+import { hostOnlyCookie } from "./headers";
+
 export type Field = [name: string, value: string, lowerName: string];
 /**
  * A parsed head. The headers that decide framing and forwarding are gathered
@@ -227,13 +229,13 @@ export function forwardRequestHead(h: RequestHead, client: Client, upgrade: stri
 
 /**
  * The response head as sent back: hop-by-hop headers dropped, except the
- * Upgrade of a 101 that switches protocols; `close` says the relay will end the
+ * Upgrade of a 101 that switches protocols; cookies kept to their host (hostOnlyCookie); `close` says the relay will end the
  * client's connection after this response.
  */
 export function forwardResponseHead(h: ResponseHead, o: { close: boolean; upgrade: boolean }): string {
   // The relay speaks HTTP/1.1 to its client whatever the container speaks (RFC 9110 §6.2).
   let out = `${h.version === "1.1" ? h.line : `HTTP/1.1${h.line.slice(8)}`}\r\n`;
-  for (const [name, v, n] of h.fields) if (!dropped(h, n)) out += `${name}: ${v}\r\n`;
+  for (const [name, v, n] of h.fields) if (!dropped(h, n)) out += `${name}: ${n === "set-cookie" ? hostOnlyCookie(v) : v}\r\n`;
   if (o.upgrade) out += `connection: Upgrade\r\nupgrade: ${h.upgrade ?? ""}\r\n`;
   else if (o.close) out += "connection: close\r\n";
   return out + "\r\n";

@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
 import { createGateway, DialError, type EndpointTarget, type GatewayTimeouts, type Resolution } from "../../src/gateway/proxy";
-import { endpointLabel, forwardRequestHeaders } from "../../src/gateway/headers";
+import { endpointLabel, forwardRequestHeaders, hostOnlyCookie } from "../../src/gateway/headers";
 import { asSocketLike } from "../../src/gateway/socket-like";
 import { createLogger } from "../../src/services/logger";
 
@@ -78,6 +78,10 @@ beforeAll(async () => {
       return void setTimeout(() => res.end("rest"), 500);
     }
     if (req.url === "/close-after") return void res.setHeader("connection", "close").end("bye");
+    if (req.url === "/cookies") {
+      res.setHeader("set-cookie", ["toss=1; Domain=gw.test; Path=/; Secure", "mine=2; path=/; HttpOnly", "odd=3;DOMAIN=.test;SameSite=Lax", "v=a=b; domain=app-1.gw.test"]);
+      return void res.end("cookies");
+    }
     if (req.url === "/old") return void req.socket.end("HTTP/1.0 200 OK\r\ncontent-length: 3\r\n\r\nold");
     // The first time, the connection is dropped as if closed while idle; the second, no answer at all.
     if (req.url === "/drop-then-hang") return void (dropThenHang++ === 0 && req.socket.destroy());
@@ -184,6 +188,15 @@ describe("gateway headers", () => {
     expect(endpointLabel("evil-gw.test", "gw.test")).toBeUndefined();
   });
 
+  it("keeps a container's cookies to its own host: Domain attributes go, nothing else changes", () => {
+    expect(hostOnlyCookie("sid=1; Domain=gw.test; Path=/; Secure")).toBe("sid=1; Path=/; Secure");
+    expect(hostOnlyCookie("sid=1;domain=.gw.test")).toBe("sid=1");
+    expect(hostOnlyCookie("sid=1; DOMAIN = gw.test ; HttpOnly")).toBe("sid=1; HttpOnly");
+    // A value may hold "domain=": only attributes after the first ';' are read.
+    expect(hostOnlyCookie("note=domain=x; Path=/")).toBe("note=domain=x; Path=/");
+    expect(hostOnlyCookie("plain=1; Path=/")).toBe("plain=1; Path=/");
+  });
+
   it("drops hop-by-hop headers and adds X-Forwarded-*", () => {
     const h = forwardRequestHeaders({ connection: "keep-alive, x-private", "x-private": "1", "keep-alive": "5", te: "trailers", accept: "*/*", "x-forwarded-for": "1.2.3.4" }, { ip: "5.6.7.8", proto: "https", host: "a.gw.test" });
     expect(h).toEqual({ accept: "*/*", "x-forwarded-for": "1.2.3.4, 5.6.7.8", "x-forwarded-proto": "https", "x-forwarded-host": "a.gw.test" });
@@ -205,6 +218,12 @@ describe.each(["relay", "http"] as const)("gateway (%s)", (mode) => {
     expect(h["x-forwarded-for"]).toBe("127.0.0.1");
     expect(h["x-forwarded-proto"]).toBe("https");
     expect(h["x-forwarded-host"]).toBe("app-1.gw.test");
+  });
+
+  it("lets no container set a cookie beyond its own endpoint host", async () => {
+    const r = await get("app-1.gw.test", "/cookies");
+    expect(r.status).toBe(200);
+    expect(r.headers["set-cookie"]).toEqual(["toss=1; Path=/; Secure", "mine=2; path=/; HttpOnly", "odd=3;SameSite=Lax", "v=a=b"]);
   });
 
   it("streams a large upload and a large download", async () => {
