@@ -12,7 +12,8 @@ import type { SocketFactory } from "./connection/socket";
 import type { HostProbe } from "./host/probe";
 import type { Logger } from "./logger";
 import { EndpointReporter } from "./endpoints/endpoint-reporter";
-import { loadInstallId } from "./install-identity";
+import { claimInstall } from "./install-identity";
+import type { InstallClaim } from "./install-identity";
 import { LogShipping } from "./logs/log-shipping";
 import { Reconciler } from "./reconcile/reconciler";
 import { StatusReporter } from "./reconcile/status-reporter";
@@ -40,8 +41,8 @@ export class Agent {
   private readonly tunnels: TunnelOpener;
   private readonly endpoints: EndpointReporter;
   private readonly failureListeners = new Set<(failure: ConnectionFailure) => void>();
-  /** this install's id, from the state directory (install-identity.ts) */
-  private readonly installId: string | undefined;
+  /** the state directory, held while the agent runs, and this install's id from it (install-identity.ts) */
+  private install: InstallClaim | undefined;
   private started = false;
 
   constructor(
@@ -50,7 +51,6 @@ export class Agent {
   ) {
     const { clock, logger, runtime } = deps;
     const timing = config.timing;
-    this.installId = config.stateDir ? loadInstallId(config.stateDir, logger) : undefined;
     this.connection = new Connection(
       {
         url: config.wsUrl,
@@ -98,7 +98,7 @@ export class Agent {
       clock,
       logger,
       containerLabels: config.containerLabels,
-      ...(this.installId ? { installId: this.installId } : {}),
+      installId: () => this.install?.installId,
       containerStopTimeoutS: timing.containerStopTimeoutS,
       nodeFacts: () => facts.nodeFacts(),
       canShipLogs: () => this.connection.state === "ready",
@@ -114,6 +114,7 @@ export class Agent {
     if (this.started) return;
     this.started = true;
     this.deps.logger.info("Agent starting", { controlPlane: this.config.wsUrl, version: AGENT_VERSION });
+    if (this.config.stateDir) this.install = claimInstall(this.config.stateDir, this.deps.logger);
     await this.reconciler.adopt();
     this.connection.start();
   }
@@ -127,6 +128,7 @@ export class Agent {
     this.endpoints.stop();
     this.tunnels.closeAll();
     await this.connection.stop();
+    this.install?.release();
     this.deps.logger.info("Agent stopped; containers were left running");
   }
 
@@ -138,7 +140,8 @@ export class Agent {
 
   private onReady(welcome: Welcome): void {
     this.reconciler.setNodeId(welcome.nodeId);
-    this.deps.runtime.keepSandboxesWarm({ nodeId: welcome.nodeId, labels: this.config.containerLabels, ...(this.installId ? { installId: this.installId } : {}) });
+    const installId = this.install?.installId;
+    this.deps.runtime.keepSandboxesWarm({ nodeId: welcome.nodeId, labels: this.config.containerLabels, ...(installId ? { installId } : {}) });
     this.specs.start();
     this.endpoints.start();
   }

@@ -3,7 +3,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { INSTALL_ID_FILE, loadInstallId } from "../src/install-identity";
+import { INSTALL_ID_FILE, LOCK_FILE, claimInstall, loadInstallId } from "../src/install-identity";
 import type { Logger } from "../src/logger";
 
 const dirs: string[] = [];
@@ -46,5 +46,30 @@ describe("loadInstallId", () => {
       expect(loadInstallId(readOnly, logger)).toBeUndefined();
     }
     expect(logger.warnings.length).toBeGreaterThan(0);
+  });
+});
+
+describe("claimInstall", () => {
+  it("holds the state directory: a second agent meanwhile gets no install id, the next one after release does", () => {
+    const dir = stateDir();
+    const logger = recordingLogger();
+    const first = claimInstall(dir, logger);
+    expect(first.installId).toMatch(/^ins_/);
+    const second = claimInstall(dir, logger);
+    expect(second.installId).toBeUndefined();
+    expect(logger.warnings).toEqual([expect.stringMatching(/Another running agent uses this state directory/)]);
+    first.release();
+    expect(claimInstall(dir, logger).installId).toBe(first.installId);
+  });
+
+  it("takes over from an agent that died holding it, even when its pid was reused", () => {
+    const dir = stateDir();
+    const logger = recordingLogger();
+    const id = claimInstall(dir, logger).installId; // never released: as when killed
+    writeFileSync(join(dir, LOCK_FILE), `${process.pid} 1\n`); // our pid, another start time: a reused pid
+    expect(claimInstall(dir, logger).installId).toBe(id);
+    writeFileSync(join(dir, LOCK_FILE), "999999999 123\n");
+    expect(claimInstall(dir, logger).installId).toBe(id);
+    expect(logger.warnings).toEqual([]);
   });
 });

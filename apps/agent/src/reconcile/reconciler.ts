@@ -40,7 +40,7 @@ export interface ReconcilerOptions {
   logger: Logger;
   containerLabels: Record<string, string>;
   /** this agent's install (install-identity.ts), stamped on its containers; none without a state directory */
-  installId?: string;
+  installId?: () => string | undefined;
   containerStopTimeoutS: number;
   nodeFacts(): Promise<NodeFacts>;
   /** whether log shipping can start now (the connection is ready) */
@@ -123,7 +123,7 @@ export class Reconciler {
    * the same engine, or predate install ids: it is left alone.
    */
   private leftByPreviousEnrolment(container: ContainerState): boolean {
-    const installId = this.options.installId;
+    const installId = this.options.installId?.();
     return installId !== undefined && this.nodeId !== "" && container.labels[LABEL_INSTALL_ID] === installId;
   }
 
@@ -218,6 +218,7 @@ export class Reconciler {
       const container = await startDeployment(
         {
           ...this.options,
+          installId: this.options.installId?.(),
           nodeId: this.nodeId,
           gpuLock: this.gpuLock,
           superseded: () => this.latest.get(deploymentId) !== spec,

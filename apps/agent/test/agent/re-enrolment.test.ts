@@ -120,6 +120,22 @@ describe("re-enrolling a machine", () => {
     expect(other.fake.statuses(othersDeployment).map((s) => s.status)).toEqual(["starting", "running"]);
   });
 
+  it("two agents sharing one state directory by mistake leave each other's containers running", async () => {
+    const shared = stateDir();
+    const a = await enrol("node-a", { stateDir: shared });
+    const deploymentA = await runDeployment(a.fake, "a");
+    const b = await enrol("node-b", { stateDir: shared });
+    const deploymentB = await runDeployment(b.fake, "b");
+    // Each reconnects (a sync each): neither takes the other's for an old enrolment's.
+    a.fake.closeAgent(1012, "restarting");
+    b.fake.closeAgent(1012, "restarting");
+    await a.fake.waitFor(() => a.fake.hellos === 2 && a.agent.state === "ready", 10_000, "a back");
+    await b.fake.waitFor(() => b.fake.hellos === 2 && b.agent.state === "ready", 10_000, "b back");
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect((await containersOfDeployment(deploymentA)).map((c) => c.State)).toEqual(["running"]);
+    expect((await containersOfDeployment(deploymentB)).map((c) => c.State)).toEqual(["running"]);
+  });
+
   it("a fresh agent neither adopts nor reports containers of another node on the same engine", async () => {
     const first = await enrol("node-first");
     const deploymentId = await runDeployment(first.fake, "firsts");
