@@ -9,11 +9,11 @@ import fs from "node:fs";
 import path from "node:path";
 import { Keypair } from "@solana/web3.js";
 import { openRepos } from "@cm/db";
-import { loadConfig } from "../apps/control-plane/src/config";
+import { loadConfigOrExit } from "../apps/control-plane/src/config";
 import { hashSecret, newSecret, randomId } from "../apps/control-plane/src/services/ids";
 import { DockerRuntime } from "../apps/agent/src/runtime/docker-runtime";
 
-const config = loadConfig();
+const config = loadConfigOrExit("npm start");
 const localNodeFile = path.resolve("data", "local-node.json");
 const children: ChildProcess[] = [];
 const say = (line: string) => process.stdout.write(`[start] ${line}\n`);

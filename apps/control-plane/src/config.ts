@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { parseTrustedProxies } from "./http/client-address";
+import { sharedCookieScope } from "./http/cookie-scope";
 
 
 /**
@@ -58,6 +59,15 @@ export const ConfigSchema = z.object({
   /** How often running deployments are charged; they are also charged whenever they stop. */
   METER_INTERVAL_MS: z.coerce.number().int().min(100).default(60_000),
   LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+}).superRefine((config, ctx) => {
+  const shared = config.PUBLIC_DOMAIN && sharedCookieScope(config.PUBLIC_DOMAIN, config.GATEWAY_DOMAIN);
+  if (shared) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["GATEWAY_DOMAIN"],
+      message: `endpoints under ${config.GATEWAY_DOMAIN} and the API at ${config.PUBLIC_DOMAIN} share the registrable domain ${shared}, so a tenant's page could set cookies the API receives; put the endpoints on a domain of their own (see the README, "Public endpoints")`,
+    });
+  }
 });
 
 export type Config = z.infer<typeof ConfigSchema>;
@@ -69,6 +79,20 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new Error(`invalid configuration:\n${lines.join("\n")}`);
   }
   return parsed.data;
+}
+
+/**
+ * loadConfig for a program's entry point: a configuration mistake is the
+ * operator's to fix, so it is printed as such (no stack) and the process exits
+ * 78 (EX_CONFIG), which systemd and the agent's installer know not to retry.
+ */
+export function loadConfigOrExit(program: string, env: Record<string, string | undefined> = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (error) {
+    process.stderr.write(`${program}: ${(error as Error).message}\n`);
+    process.exit(78);
+  }
 }
 
 /** A config for tests and tools: the defaults with overrides, never the process environment. */

@@ -1,8 +1,8 @@
-import { loadConfig } from "./config";
+import { loadConfigOrExit } from "./config";
 import { createDeps } from "./deps";
 import { startServer } from "./server";
 
-const config = loadConfig();
+const config = loadConfigOrExit("control plane");
 const deps = await createDeps(config);
 const running = await startServer(deps, { port: config.PORT, host: config.HOST });
 deps.log.info(`control plane listening on ${running.url}`, { database: config.DATABASE_URL.startsWith("postgres") ? "postgres" : "sqlite" });

@@ -14,7 +14,9 @@ import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
 // a real deployment: TLS at nginx, endpoints and the API behind it.
 
 const root = path.resolve(import.meta.dirname, "../../../..");
+/** The endpoints' domain, and the API's: two registrable domains, as the control plane requires. */
 const DOMAIN = "gpu.test";
+const API_DOMAIN = "console.test";
 let image = "";
 
 const freePort = () =>
@@ -37,17 +39,18 @@ needs("docker", "busybox", "nginx", "openssl").describe("the example nginx confi
     // Made before the system starts: building it blocks this process, and with it
     // the agent's heartbeats and the control plane that waits for them.
     image = ensureWebImage();
-    s = await startSystem(sqlite, { GATEWAY_DOMAIN: DOMAIN });
+    s = await startSystem(sqlite, { GATEWAY_DOMAIN: DOMAIN, PUBLIC_DOMAIN: API_DOMAIN, TRUSTED_PROXIES: "127.0.0.1" });
     const cpPort = new URL(s.h.url).port;
-    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", `/CN=${DOMAIN}`, "-addext", `subjectAltName=DNS:${DOMAIN},DNS:*.${DOMAIN}`, "-keyout", `${dir}/key.pem`, "-out", `${dir}/cert.pem`], { stdio: "ignore" });
+    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", `/CN=${API_DOMAIN}`, "-addext", `subjectAltName=DNS:${API_DOMAIN},DNS:*.${DOMAIN}`, "-keyout", `${dir}/key.pem`, "-out", `${dir}/cert.pem`], { stdio: "ignore" });
     ca = readFileSync(`${dir}/cert.pem`);
     nginxPort = await freePort();
     const site = readFileSync(path.join(root, "deploy/nginx/marketplace.conf"), "utf8")
-      .replaceAll("gpu.example.com", DOMAIN)
+      .replaceAll("cloud.example.com", API_DOMAIN)
+      .replaceAll("example-gpu.net", DOMAIN)
       .replace("server 127.0.0.1:8080;", `server 127.0.0.1:${cpPort};`)
       .replace("listen 443 ssl;", `listen 127.0.0.1:${nginxPort} ssl;`)
-      .replace(`/etc/ssl/${DOMAIN}/fullchain.pem`, `${dir}/cert.pem`)
-      .replace(`/etc/ssl/${DOMAIN}/privkey.pem`, `${dir}/key.pem`);
+      .replace("/etc/ssl/marketplace/fullchain.pem", `${dir}/cert.pem`)
+      .replace("/etc/ssl/marketplace/privkey.pem", `${dir}/key.pem`);
     writeFileSync(`${dir}/site.conf`, site);
     writeFileSync(
       `${dir}/nginx.conf`,
@@ -86,7 +89,7 @@ needs("docker", "busybox", "nginx", "openssl").describe("the example nginx confi
     });
 
   it("serves the API and the endpoint over HTTPS through nginx", async () => {
-    expect((await get(DOMAIN, "/health")).status).toBe(200);
+    expect((await get(API_DOMAIN, "/health")).status).toBe(200);
     const r = await get(endpointHost, "/");
     expect(r.body).toBe("hello from the container");
     const h = JSON.parse((await get(endpointHost, "/headers")).body);
