@@ -40,6 +40,10 @@ export const ConfigSchema = z.object({
       }
     }),
   MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
+  /** Nodes one account may operate at once (retired ones do not count): far more than a real operator runs. */
+  MAX_NODES_PER_ACCOUNT: z.coerce.number().int().min(1).default(1000),
+  /** Node registrations one account may make per hour, on each replica. */
+  NODE_REGISTRATIONS_PER_HOUR: z.coerce.number().int().min(1).default(60),
   HEARTBEAT_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
   /** How often lastHeartbeat is written for all nodes at once (see agents/heartbeat-batch.ts). */
   HEARTBEAT_FLUSH_MS: z.coerce.number().int().min(10).default(1000),

@@ -21,6 +21,7 @@ export const ERROR_CODES = {
   // Resources.
   NOT_FOUND: { status: 404, description: "No route answers this method and path." },
   NODE_NOT_FOUND: { status: 404, description: "No node has this id." },
+  NODE_QUOTA_EXCEEDED: { status: 403, description: "This account already operates as many nodes as one account may (MAX_NODES_PER_ACCOUNT); retire one first." },
   TEMPLATE_NOT_FOUND: { status: 404, description: "No template has this id or slug." },
   DEPLOYMENT_NOT_FOUND: { status: 404, description: "No deployment of yours has this id." },
   PACKAGE_NOT_FOUND: { status: 404, description: "No credit package has this id." },

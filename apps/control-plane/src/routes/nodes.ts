@@ -3,11 +3,14 @@ import { z } from "zod";
 import { ApiError } from "../errors";
 import { param, type ApiRouter } from "../http/api-router";
 import { presentNodeDetail, presentNodeSummary } from "../http/presenters";
+import { fixedWindows } from "../middleware/rate-limit";
 import { hashSecret, newSecret } from "../services/ids";
 import type { Deps } from "../deps";
 
 export function nodeRoutes(api: ApiRouter, deps: Deps) {
   const { repos, clock } = deps;
+  // Enrolment is open to any signed-in account: bounded per account so nobody fills the catalogue.
+  const registrations = fixedWindows({ limit: deps.config.NODE_REGISTRATIONS_PER_HOUR, windowMs: 3_600_000, clock });
 
   api.get(
     "/nodes",
@@ -34,11 +37,16 @@ export function nodeRoutes(api: ApiRouter, deps: Deps) {
 
   api.post(
     "/operator/nodes",
-    { tag: "operator", summary: "Register a node you operate", description: "Answers the agent token once; it is stored hashed. Marks you an operator.", auth: true, body: CreateNodeRequest, response: CreateNodeResponse, status: 201 },
+    {
+      tag: "operator", summary: "Register a node you operate", auth: true, body: CreateNodeRequest, response: CreateNodeResponse, status: 201, errors: ["NODE_QUOTA_EXCEEDED", "RATE_LIMITED"],
+      description: "Answers the agent token once; it is stored hashed. Marks you an operator. An account operates at most MAX_NODES_PER_ACCOUNT nodes at once (1000 by default; retired ones do not count) and registers at most NODE_REGISTRATIONS_PER_HOUR (60) an hour.",
+    },
     async (c, { body }) => {
       const user = c.get("user");
+      registrations.hit(user.id);
       const agentToken = newSecret("cmn");
-      const node = await repos.nodes.create({ id: deps.ids("node"), operatorId: user.id, ...body, agentTokenHash: hashSecret(agentToken), createdAt: clock.now() });
+      const node = await repos.nodes.createWithinQuota({ id: deps.ids("node"), operatorId: user.id, ...body, agentTokenHash: hashSecret(agentToken), createdAt: clock.now() }, deps.config.MAX_NODES_PER_ACCOUNT);
+      if (!node) throw new ApiError("NODE_QUOTA_EXCEEDED", `this account already operates ${deps.config.MAX_NODES_PER_ACCOUNT} nodes, as many as one account may; retire one (DELETE /operator/nodes/:id) first`);
       if (!user.isOperator) await repos.auth.setOperator(user.id);
       deps.events.emit("node-changed", node.id);
       return c.json({ node: presentNodeDetail(node, clock.now()), agentToken }, 201);

@@ -104,3 +104,50 @@ describeEachDatabase("nodes on $name", (db) => {
     expect(await only("")).not.toContain(ids.off);
   });
 });
+
+describeEachDatabase("node quotas on $name", (db) => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness(db, { config: { MAX_NODES_PER_ACCOUNT: 3, NODE_REGISTRATIONS_PER_HOUR: 7 } });
+  });
+  afterAll(() => h.close());
+
+  const register = (token: string, name = "rig") => h.call("POST", "/operator/nodes", { token, body: { name, region: "eu-west", country: "DE", hourlyRateCents: 10, maxDeployments: 1 } });
+
+  it("holds an account to MAX_NODES_PER_ACCOUNT, even when its registrations race, and counts no retired node", async () => {
+    const op = await h.signIn();
+    const raced = await Promise.all(Array.from({ length: 5 }, (_, i) => register(op.token, `rig-${i}`)));
+    expect(raced.map((r) => r.status).sort()).toEqual([201, 201, 201, 403, 403]);
+    const refused = raced.find((r) => r.status === 403)!;
+    expect(refused.json.error.code).toBe("NODE_QUOTA_EXCEEDED");
+    expect(refused.json.error.message).toContain("retire one");
+    const mine = (await h.call("GET", "/operator/nodes", { token: op.token })).json.nodes;
+    expect(mine).toHaveLength(3);
+    // Another account has a quota of its own.
+    expect((await register((await h.signIn()).token)).status).toBe(201);
+    // A retired node frees its place.
+    expect((await h.call("DELETE", `/operator/nodes/${mine[0].id}`, { token: op.token })).status).toBe(200);
+    expect((await register(op.token)).status).toBe(201);
+    expect((await register(op.token)).status).toBe(403);
+  });
+
+  it("limits registrations per account and hour with 429 and Retry-After", async () => {
+    const op = await h.signIn();
+    const codes: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const r = await register(op.token);
+      codes.push(r.status);
+      if (r.status === 201) await h.call("DELETE", `/operator/nodes/${r.json.node.id}`, { token: op.token });
+      else if (r.status === 429) {
+        expect(r.json.error.code).toBe("RATE_LIMITED");
+        expect(Number(r.headers.get("retry-after"))).toBeGreaterThan(0);
+      }
+    }
+    expect(codes).toEqual([201, 201, 201, 201, 201, 201, 201, 429]);
+    h.clock.advance(3_600_000);
+    // Same account, signed in afresh (its access token expired meanwhile): a new window.
+    const again = await h.signIn(op.wallet);
+    expect(again.user.id).toBe(op.user.id);
+    expect((await register(again.token)).status).toBe(201);
+  });
+});

@@ -48,6 +48,22 @@ export function createNodesRepo(h: DbHandle) {
       });
     },
 
+    /**
+     * Creates the node unless its operator already has `maxNodes` that are not
+     * retired; answers undefined then. Counted and inserted in one transaction,
+     * under a per-operator lock on PostgreSQL (SQLite runs one at a time), so
+     * parallel requests cannot pass the quota together.
+     */
+    async createWithinQuota(row: Parameters<typeof this.create>[0], maxNodes: number): Promise<NodeRow | undefined> {
+      return h.transaction(async (db) => {
+        if (h.dialect === "pg") await db.execute(sql`select pg_advisory_xact_lock(hashtext(${`node-quota:${row.operatorId}`}))`);
+        const [held] = await db.select({ n: count() }).from(nodes).where(and(eq(nodes.operatorId, row.operatorId), visible));
+        if ((held?.n ?? 0) >= maxNodes) return undefined;
+        const [created] = await db.insert(nodes).values({ ...row, status: "offline", specs: EMPTY_SPECS, gpus: [] }).returning();
+        return created!;
+      });
+    },
+
     /** Newest first: a new operator's node is found without paging to the end. */
     async list(f: NodeFilter, page: number, limit: number): Promise<{ rows: NodeRow[]; total: number }> {
       return h.run(async (db) => {
