@@ -2,12 +2,13 @@
 // returns, even when the deployment is no longer wanted by then: the agent stops
 // the container, sends its log to the end and only then removes it and reports.
 import { execFileSync } from "node:child_process";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
 import { deploymentSpec, startTestAgent } from "../support/agent-harness";
 import { dockerTestRun } from "../support/docker-test-run";
 import { FakeControlPlane } from "../support/fake-control-plane";
 import { ensureScriptImage } from "../support/script-image";
+import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 let image = "";
@@ -68,7 +69,7 @@ async function counterLeftAlone(suffix: string) {
   return { spec, atDeath };
 }
 
-describe("lines written while the agent is away", () => {
+needs("docker", "busybox").describe("lines written while the agent is away", () => {
   it("are shipped to the end before a deployment stopped meanwhile is reported stopped", async () => {
     const { spec, atDeath } = await counterLeftAlone("stopped");
     fake.desired.set(spec.deploymentId, { ...spec, desiredState: "stopped" });

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { createAgent } from "../../src/agent";
 import type { Agent } from "../../src/agent";
 import { systemClock } from "../../src/clock";
@@ -17,6 +17,7 @@ import { deploymentSpec, fakeHostProbe, testConfig } from "../support/agent-harn
 import { dockerTestRun } from "../support/docker-test-run";
 import { FakeControlPlane } from "../support/fake-control-plane";
 import { ensureScriptImage } from "../support/script-image";
+import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 let image = "";
@@ -93,7 +94,7 @@ async function eventually<T>(check: () => Promise<T | false>, timeoutMs: number,
   }
 }
 
-describe("re-enrolling a machine", () => {
+needs("docker", "busybox").describe("re-enrolling a machine", () => {
   it("removes the old node's containers, spare sandboxes and networks, and leaves another install's alone", async () => {
     const machine = stateDir();
     // Another agent on the same engine, with the same container labels: another install.

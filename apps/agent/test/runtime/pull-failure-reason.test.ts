@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { DockerRuntime } from "../../src/runtime/docker-runtime";
 import { ImageUnavailableError } from "../../src/runtime/errors";
 import { hideNetworkDetails } from "../../src/runtime/network-details";
+import { needs } from "@cm/testkit";
 
 const IPV4 = /\b\d{1,3}(\.\d{1,3}){3}\b/;
 
@@ -30,7 +31,7 @@ describe("hideNetworkDetails", () => {
   });
 });
 
-describe("a failed pull through Docker", () => {
+needs("docker").describe("a failed pull through Docker", () => {
   it("says the registry's name could not be resolved, without the node's resolver", async () => {
     const runtime = new DockerRuntime({ docker: new Docker() });
     const ref = "registry.example.invalid/tenant/app:1";

@@ -3,16 +3,15 @@
 // no later acknowledgement skips them: the stored log has no gap. The outage is
 // the log store's writes failing for a while, inside the real control plane.
 import { execFileSync } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { TestDatabase } from "@cm/db/testing";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureScriptImage } from "../../../agent/test/support/script-image";
 import { startSystem, until, type System } from "./support/system";
+import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
 
-const sqlite: TestDatabase = { name: "sqlite", create: async () => ({ url: "file::memory:", drop: async () => undefined }) };
 const COUNTER = 'i=1; while true; do echo "line $i"; i=$((i+1)); usleep 2000; done';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe("log batches refused during an outage, with the real control plane", () => {
+needs("docker", "busybox").describe("log batches refused during an outage, with the real control plane", () => {
   let s: System;
   let token = "";
   let image = "";

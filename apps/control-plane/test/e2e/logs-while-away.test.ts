@@ -4,12 +4,11 @@
 // and the control plane takes logs of a stopped or deleted deployment until its
 // agent reports it gone.
 import { execFileSync } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { TestDatabase } from "@cm/db/testing";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureScriptImage } from "../../../agent/test/support/script-image";
 import { startSystem, until, type System } from "./support/system";
+import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
 
-const sqlite: TestDatabase = { name: "sqlite", create: async () => ({ url: "file::memory:", drop: async () => undefined }) };
 const COUNTER = 'trap "exit 0" TERM; i=1; while true; do echo "line $i"; i=$((i+1)); usleep 2000; done';
 
 const containerOf = (deploymentId: string) => execFileSync("docker", ["ps", "-aq", "--filter", `label=cm.deployment-id=${deploymentId}`], { encoding: "utf8" }).trim();
@@ -17,7 +16,7 @@ const dockerLineCount = (id: string) => execFileSync("docker", ["logs", id], { e
 const isRunning = (id: string) => execFileSync("docker", ["inspect", "-f", "{{.State.Running}}", id], { encoding: "utf8" }).trim() === "true";
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe("lines written while the agent is away, with the real control plane", () => {
+needs("docker", "busybox").describe("lines written while the agent is away, with the real control plane", () => {
   let s: System;
   let token = "";
   let image = "";
