@@ -1,0 +1,175 @@
+import { execFileSync } from "node:child_process";
+import { expect } from "vitest";
+import { creditsToMicro, openRepos, type Repos } from "@cm/db";
+import { ensureScriptImage } from "../../../../agent/test/support/script-image";
+import { costMicro } from "../../../src/services/metering";
+import { newWallet } from "../../support/harness";
+import { removeNodeContainers, watchDockerRuns, type DockerRuns } from "./docker-runs";
+import { startPgCluster, freePort, type PgCluster } from "./pg-cluster";
+import { startProgram, type Program } from "./processes";
+
+/** 1 credit a second: a deployment's cost in micro-credits is its billed milliseconds x 1000. */
+export const RATE_CENTS_PER_HOUR = 3600;
+
+/** A container that prints 1, 2, 3, ... every `everyS` seconds, so lost or repeated lines can be counted. */
+export const numberedLines = (everyS = 0.1) => `i=0; while true; do i=$((i+1)); echo "$i"; sleep ${everyS}; done`;
+
+export type FaultSystemOptions = { heartbeatIntervalMs: number; meterIntervalMs?: number; env?: Record<string, string> };
+
+/**
+ * The product as an operator runs it, for fault injection: PostgreSQL in a
+ * cluster of the test's own, the control plane and the agent each in their own
+ * process (configured by environment, as their CLIs are), real Docker. The test
+ * holds a connection of its own to the database to check the books afterwards.
+ */
+export async function startFaultSystem(o: FaultSystemOptions) {
+  const image = ensureScriptImage();
+  const pg = await startPgCluster();
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const cpEnv = {
+    PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: pg.url, LOG_LEVEL: "info",
+    HEARTBEAT_INTERVAL_MS: String(o.heartbeatIntervalMs), HEARTBEAT_FLUSH_MS: "200",
+    METER_INTERVAL_MS: String(o.meterIntervalMs ?? 1000), AUTH_RATE_LIMIT_PER_MIN: "100000", ACCESS_TOKEN_TTL_S: "3600",
+    ...o.env,
+  };
+  const startControlPlane = async () => {
+    const p = startProgram("control-plane", "apps/control-plane/src/index.ts", [], cpEnv);
+    await p.waitForLine(/control plane listening/, 60_000);
+    return p;
+  };
+  let cp: Program = await startControlPlane();
+  const repos: Repos = await openRepos(pg.url);
+  let agent: Program | undefined;
+  let runs: DockerRuns | undefined;
+  let nodeId = "";
+
+  async function call(method: string, path: string, init: { body?: unknown; token?: string; timeoutMs?: number } = {}) {
+    const headers: Record<string, string> = {};
+    if (init.token) headers.authorization = `Bearer ${init.token}`;
+    if (init.body !== undefined) headers["content-type"] = "application/json";
+    const started = Date.now();
+    const res = await fetch(url + path, { method, headers, body: init.body === undefined ? undefined : JSON.stringify(init.body), signal: AbortSignal.timeout(init.timeoutMs ?? 20_000) });
+    const text = await res.text();
+    let json: any;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, json, text, ms: Date.now() - started };
+  }
+
+  // One user is the node's operator and its tenant.
+  const wallet = newWallet();
+  const nonce = await call("POST", "/auth/nonce", { body: { walletAddress: wallet.address } });
+  const verified = await call("POST", "/auth/verify", { body: { walletAddress: wallet.address, message: nonce.json.message, signature: wallet.sign(nonce.json.message) } });
+  const token = verified.json.accessToken as string;
+  const userId = verified.json.user.id as string;
+  await repos.handle.transaction((tx) =>
+    repos.ledger.post(tx, { id: `txn_fault_${Date.now()}`, userId, type: "deposit", amountMicro: creditsToMicro(1_000_000), description: "fault suite grant", createdAt: Date.now() }),
+  );
+  const node = await call("POST", "/operator/nodes", { token, body: { name: "fault", region: "eu-west", country: "DE", hourlyRateCents: RATE_CENTS_PER_HOUR, maxDeployments: 16 } });
+  nodeId = node.json.node.id as string;
+  const agentToken = node.json.agentToken as string;
+  runs = watchDockerRuns(nodeId);
+
+  async function startAgent() {
+    agent = startProgram("agent", "apps/agent/src/index.ts", ["run"], { CONTROL_PLANE_URL: url, AGENT_TOKEN: agentToken, AGENT_SANDBOX_POOL: "0", LOG_LEVEL: "info" });
+    await until("the node online", async () => (await call("GET", `/nodes/${nodeId}`)).json?.node?.status === "online", 60_000);
+    return agent;
+  }
+
+  async function deploy(script = numberedLines()) {
+    const r = await call("POST", "/deployments", { token, body: { nodeId, customImage: image, env: { SCRIPT: script } } });
+    if (r.status !== 201) throw new Error(`create failed: ${r.status} ${r.text}`);
+    return r.json.deployment.id as string;
+  }
+
+  const deployment = async (id: string) => (await call("GET", `/deployments/${id}`, { token })).json?.deployment;
+  const waitStatus = (id: string, status: string, timeoutMs = 60_000) =>
+    until(`${id} ${status}`, async () => (await deployment(id))?.status === status, timeoutMs, async () => `${JSON.stringify(await deployment(id))}\n${agent?.tail(20)}\n${cp.tail(20)}`);
+
+  /** Line numbers the API holds for a deployment: how many of 1..max are missing, and how many came twice. */
+  async function lineCounts(id: string) {
+    const logs = (await call("GET", `/deployments/${id}/logs?tail=10000`, { token })).json.logs as Array<{ message: string }>;
+    const nums = logs.map((l) => Number(l.message.trim())).filter((n) => Number.isInteger(n));
+    const seen = new Set(nums);
+    const max = nums.length ? Math.max(...nums) : 0;
+    let lost = 0;
+    for (let i = 1; i <= max; i++) if (!seen.has(i)) lost++;
+    return { max, lost, repeated: nums.length - seen.size };
+  }
+
+  /** The ledger's invariants, read from the database itself (as the in-process harness checks them). */
+  async function checkBooks() {
+    const bal = await repos.ledger.balance(userId);
+    expect(bal.balanceMicro).toBe(await repos.ledger.sumOfRows(userId));
+    expect(bal.availableMicro).toBeGreaterThanOrEqual(0);
+    const { rows } = await repos.deployments.list(userId, undefined, 1, 100);
+    expect(bal.reservedMicro).toBe(rows.reduce((s, d) => s + d.reservedMicro, 0));
+  }
+
+  /**
+   * A deployment that no longer runs was billed floor(rate x seconds / 3600) for
+   * the seconds its container really ran (up to `stopAskedAtMs` when the tenant
+   * stopped it: billing ends when the stop is asked), within `toleranceMs`.
+   * Answers the figures.
+   */
+  async function checkBilled(id: string, toleranceMs: number, stopAskedAtMs?: number) {
+    const dep = (await repos.deployments.getOnNode(id, nodeId))!;
+    const ranMs = runs!.ranMs(id, stopAskedAtMs);
+    expect(dep.totalCostMicro, `${id}: cost is the floor formula of the billed time`).toBe(costMicro(dep.hourlyRateCents, dep.billedMs));
+    const figures = { id, status: dep.status, billedS: dep.billedMs / 1000, ranS: ranMs / 1000, diffS: (dep.billedMs - ranMs) / 1000 };
+    expect(Math.abs(dep.billedMs - ranMs), `billed vs ran: ${JSON.stringify(figures)}`).toBeLessThanOrEqual(toleranceMs);
+    return figures;
+  }
+
+  /** No tenant container runs on the node that its deployment does not want running. */
+  async function checkNothingUnwanted() {
+    const out = execFileSync("docker", ["ps", "--filter", `label=cm.node-id=${nodeId}`, "--format", '{{.Label "cm.deployment-id"}}'], { encoding: "utf8" });
+    for (const id of out.split("\n").filter(Boolean)) {
+      const dep = await repos.deployments.getOnNode(id, nodeId);
+      expect(dep?.desiredState, `container of ${id} runs`).toBe("running");
+    }
+  }
+
+  return {
+    pg: pg as PgCluster, repos, url, token, userId, nodeId, runs: runs!,
+    get cp() { return cp; },
+    get agent() { return agent; },
+    call, startAgent, deploy, deployment, waitStatus, lineCounts, checkBooks, checkBilled, checkNothingUnwanted,
+    async restartControlPlane() {
+      await cp.stop();
+      cp = await startControlPlane();
+    },
+    async close() {
+      await agent?.stop().catch(() => undefined);
+      await cp.stop().catch(() => undefined);
+      runs?.close();
+      await repos.handle.close().catch(() => undefined);
+      removeNodeContainers(nodeId);
+      await pg.destroy();
+    },
+  };
+}
+export type FaultSystem = Awaited<ReturnType<typeof startFaultSystem>>;
+
+/** Polls fn until it answers truthy; on timeout says what was awaited and what `explain` tells. */
+export async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000, explain?: () => Promise<string>): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < end) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const state = explain ? await explain().catch((err: unknown) => `(could not say: ${String(err)})`) : "";
+  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}${state ? `\n${state}` : ""}`);
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
