@@ -76,7 +76,9 @@ describe("database outages", () => {
     await until("containers gone", async () => ids.every((id) => !sys.runs.isRunning(id)), 30_000);
     await sys.checkBooks();
     figures.billing = await Promise.all(ids.map((id) => sys.checkBilled(id, 500, stopAskedAt)));
-    figures.lines = await Promise.all(ids.map((id) => sys.lineCounts(id)));
+    const lines = await Promise.all(ids.map((id) => sys.lineCounts(id)));
+    figures.lines = lines;
+    for (const l of lines) expect(l, "no line lost or repeated").toMatchObject({ lost: 0, repeated: 0 });
     await sys.checkNothingUnwanted();
   }, 180_000);
 });

@@ -44,6 +44,7 @@ describe("a stalled control plane (SIGSTOP, then SIGCONT)", () => {
     await sys.checkBooks();
     figures.billing = await sys.checkBilled(id, 500, stopAskedAt);
     figures.lines = await sys.lineCounts(id);
+    expect(figures.lines, "no line lost or repeated").toMatchObject({ lost: 0, repeated: 0 });
     await sys.checkNothingUnwanted();
   }, 180_000);
 });
