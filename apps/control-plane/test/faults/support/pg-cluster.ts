@@ -62,6 +62,11 @@ export async function startPgCluster() {
     },
     async destroy() {
       try {
+        for (const pid of processes()) process.kill(pid, "SIGCONT"); // a test that failed while it was frozen
+      } catch {
+        // not running
+      }
+      try {
         asPostgres("pg_ctl", ["-D", data, "-m", "immediate", "-w", "-t", "30", "stop"]);
       } catch {
         // already stopped
