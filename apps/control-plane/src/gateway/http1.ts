@@ -8,6 +8,7 @@
 // whose strict parser answers it. Two parsers that disagree on where a message
 // ends are how requests get smuggled past a proxy.
 
+import { METHODS as METHODS_NODE_KNOWS } from "node:http";
 import { hostOnlyCookie } from "./headers";
 
 export type Field = [name: string, value: string, lowerName: string];
@@ -80,10 +81,22 @@ export function closesAfter(h: Head & { version: string }): boolean {
   return h.version === "1.0" ? !h.connection.includes("keep-alive") : h.connection.includes("close");
 }
 
+// Only the methods Node's parser knows: one it does not (a token like "helloGET",
+// left over from a body the relay read otherwise) would be a request the two
+// parsers read apart.
+const METHODS: ReadonlySet<string> = new Set(METHODS_NODE_KNOWS);
+
+/** The request-target forms a relayed request may use (RFC 9112 §3.2), as Node reads them: a path, an absolute URL, or `*` for OPTIONS. */
+function targetFits(method: string, target: string): boolean {
+  if (method === "CONNECT") return false; // authority-form tunnels are not the relay's to carry
+  return target.startsWith("/") || (target === "*" && method === "OPTIONS") || /^https?:\/\/[^/?#]/i.test(target);
+}
+
 export function parseRequestHead(buf: Buffer, end: number): RequestHead | undefined {
   const h = parseFields(buf.toString("latin1", 0, end));
-  const m = h && /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([!-~\x80-\xff]+) HTTP\/(1\.[01])$/.exec(h.line);
-  return m ? Object.assign(h!, { method: m[1]!, target: m[2]!, version: m[3]! }) : undefined;
+  // The target in visible ASCII only: raw bytes above 0x7f are refused by Node's strict parser too.
+  const m = h && /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([!-~]+) HTTP\/(1\.[01])$/.exec(h.line);
+  return m && METHODS.has(m[1]!) && targetFits(m[1]!, m[2]!) ? Object.assign(h!, { method: m[1]!, target: m[2]!, version: m[3]! }) : undefined;
 }
 
 export function parseResponseHead(buf: Buffer, end: number): ResponseHead | undefined {
@@ -125,6 +138,16 @@ export function responseFraming(h: ResponseHead, method: string): Framing | unde
   if (length === "bad") return undefined;
   return length === undefined ? { kind: "until-close" } : length === 0 ? { kind: "none" } : { kind: "length", bytes: length };
 }
+
+// A trailer field: a field line that does not frame the message (Node refuses a
+// Content-Length or Transfer-Encoding there as it would in the head).
+const TRAILER = new RegExp(`^(?!(?:content-length|transfer-encoding)\\s*:)${FIELD.source.slice(1)}`, "i");
+
+// A chunk size in hex and its extensions as Node's parser takes them: `;name`
+// or `;name=token` or `;name="quoted"`, no white space (RFC 9112 allows some;
+// llhttp does not, and the two must agree on where a chunk begins).
+const TOKEN = "[!#$%&'*+\\-.^_`|~0-9A-Za-z]+";
+const CHUNK_SIZE_LINE = new RegExp(`^([0-9a-fA-F]{1,12})(?:;${TOKEN}(?:=(?:${TOKEN}|"[^"\\r\\n\\\\]*"))?)*\\r\\n$`);
 
 /**
  * Walks over one message body as its bytes arrive, without copying them:
@@ -179,9 +202,10 @@ export class BodyWalker {
         if (!line.endsWith("\r\n")) throw new Error("chunk line not ended by CRLF");
         if (this.phase === "trailers") {
           if (line === "\r\n") this.phase = "done";
+          else if (!TRAILER.test(line.slice(0, -2))) throw new Error("bad trailer field");
           continue;
         }
-        const m = /^([0-9a-fA-F]{1,12})(?:[ \t]*;[^\r\n]*)?\r\n$/.exec(line);
+        const m = CHUNK_SIZE_LINE.exec(line);
         if (!m) throw new Error("bad chunk size");
         this.left = parseInt(m[1]!, 16);
         this.phase = this.left === 0 ? "trailers" : "data";
