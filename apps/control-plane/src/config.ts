@@ -48,7 +48,7 @@ export const ConfigSchema = z.object({
   /** How often lastHeartbeat is written for all nodes at once (see agents/heartbeat-batch.ts). */
   HEARTBEAT_FLUSH_MS: z.coerce.number().int().min(10).default(1000),
   /** An agent that sends no hello this long after connecting is closed with 4408. */
-  AGENT_HELLO_TIMEOUT_MS: z.coerce.number().int().min(10).default(10_000),
+  AGENT_HELLO_TIMEOUT_MS: z.coerce.number().int().min(10).default(5_000),
   /** The largest frame read from an agent; log batches are split below it (it is announced in welcome). */
   AGENT_MAX_FRAME_BYTES: z.coerce.number().int().min(1024).default(16 * 1024 * 1024),
   /** Public endpoints: from a request to the first byte of the container's answer. */

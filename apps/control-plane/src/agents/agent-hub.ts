@@ -21,6 +21,25 @@ export type AgentHubOptions = Omit<AgentContext, "hub"> & { heartbeatFlushMs: nu
  * one of its deployments. Desired state lives in the database, so a command
  * that finds no session is not lost: the next sync carries it.
  */
+/**
+ * Bytes a connection may send before it is a ready agent: a hello is a few
+ * hundred bytes and nothing else comes before the welcome. The frame limit
+ * (AGENT_MAX_FRAME_BYTES) is for authenticated agents' log batches; without
+ * this, anyone could hold that much memory per socket without a token.
+ */
+export const BYTES_BEFORE_READY = 16 * 1024;
+
+/** Destroys the socket of a session that sends more than BYTES_BEFORE_READY before it is ready. */
+function boundUntilReady(socket: Duplex, alreadyRead: number, session: AgentSession) {
+  let read = alreadyRead;
+  const count = (chunk: Buffer) => {
+    if (session.ready || session.state === "closed") return void socket.off("data", count);
+    read += chunk.length;
+    if (read > BYTES_BEFORE_READY) socket.destroy();
+  };
+  socket.on("data", count);
+}
+
 export class AgentHub implements NodeLink, SessionHost {
   readonly heartbeats: HeartbeatBatch;
   /** Adopted sessions by node; `all` also holds those still in their handshake. */
@@ -94,7 +113,11 @@ export class AgentHub implements NodeLink, SessionHost {
   /** Takes over an HTTP upgrade the server routed to AGENT_WS_PATH. */
   handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (this.closing) return void socket.destroy();
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.all.add(new AgentSession(ws, this.ctx)));
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      const session = new AgentSession(ws, this.ctx);
+      this.all.add(session);
+      boundUntilReady(socket, head.length, session);
+    });
   };
 
   adopt(session: AgentSession) {

@@ -31,7 +31,9 @@ export type TunnelBrokerOptions = {
  */
 export class TunnelBroker implements TunnelDialer {
   private readonly pending = new Map<string, Pending>();
-  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 16 * 1024 * 1024 });
+  // WebSocket tunnels (agents before 0.2) carry one socket read per frame, 64 KiB at most:
+  // a larger frame is no agent's, and would only hold memory.
+  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 1024 * 1024 });
   private readonly open = new Set<{ destroy(): void } | WebSocket>();
 
   constructor(private readonly o: TunnelBrokerOptions) {

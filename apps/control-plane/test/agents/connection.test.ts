@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
 import { CLOSE_CODES, CURRENT_PROTOCOL_VERSION } from "@cm/protocol";
+import { BYTES_BEFORE_READY } from "../../src/agents/agent-hub";
 import { eventually, startAgentHarness, type AgentHarness } from "./support/agent-harness";
 import { GPU, SimAgent, SPECS } from "./support/sim-agent";
 import { describeEachDatabase } from "@cm/testkit";
@@ -47,6 +48,21 @@ describeEachDatabase("agent connection on $name", (db) => {
     const a = await SimAgent.open(h.url);
     expect((await a.next("error")).code).toBe("HELLO_TIMEOUT");
     expect((await a.closed).code).toBe(CLOSE_CODES.HELLO_TIMEOUT);
+  });
+
+  it("cuts off a socket that sends more than a hello's worth before it is welcomed", async () => {
+    const big = await SimAgent.open(h.url);
+    const received: string[] = [];
+    big.ws.on("message", (m) => received.push(m.toString()));
+    // Far below the frame limit, far above any hello: a socket without a token may not hold that much.
+    big.sendRaw(JSON.stringify({ type: "hello", token: "x".repeat(BYTES_BEFORE_READY * 4), agentVersion: "1", protocolVersions: [1] }));
+    expect((await big.closed).code).toBe(1006);
+    expect(received).toEqual([]); // not read as a frame: no error frame, no welcome
+    // Small garbage before hello is still answered frame by frame, and a real agent still gets in.
+    const node = await h.connectedNode(op.token);
+    node.agent.send({ type: "specs", specs: SPECS, gpus: Array.from({ length: 64 }, (_, i) => ({ ...GPU, index: i, uuid: `GPU-${i}` })) });
+    await eventually(async () => expect((await h.call("GET", `/nodes/${node.id}`)).json.node.gpus).toHaveLength(64));
+    await node.agent.close();
   });
 
   it("answers garbage with error frames, closes with 4400 after 20, and keeps serving", async () => {
