@@ -51,6 +51,8 @@ export const ConfigSchema = z.object({
   AGENT_HELLO_TIMEOUT_MS: z.coerce.number().int().min(10).default(5_000),
   /** The largest frame read from an agent; log batches are split below it (it is announced in welcome). */
   AGENT_MAX_FRAME_BYTES: z.coerce.number().int().min(1024).default(16 * 1024 * 1024),
+  /** Log text one node may store per second on average (bursts of 4 s); past it batches are refused and the agent sends them again later. */
+  LOG_INGEST_BYTES_PER_S: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
   /** Public endpoints: from a request to the first byte of the container's answer. */
   GATEWAY_RESPONSE_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
   /** Public endpoints: no byte either way for this long ends a request, a stream or a WebSocket. */

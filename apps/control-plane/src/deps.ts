@@ -74,7 +74,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   const agents = new AgentHub({
     repos, clock, ids, events, log, metering, dbHealth,
     heartbeatIntervalMs: config.HEARTBEAT_INTERVAL_MS, heartbeatFlushMs: config.HEARTBEAT_FLUSH_MS,
-    helloTimeoutMs: config.AGENT_HELLO_TIMEOUT_MS, maxFrameBytes: config.AGENT_MAX_FRAME_BYTES,
+    helloTimeoutMs: config.AGENT_HELLO_TIMEOUT_MS, maxFrameBytes: config.AGENT_MAX_FRAME_BYTES, logIngestBytesPerS: config.LOG_INGEST_BYTES_PER_S,
   });
   const link: NodeLink = o.link ?? agents;
   const tunnels = new TunnelBroker({ repos, events, sendTo: (id, f) => agents.sendTo(id, f), openTimeoutMs: config.TUNNEL_OPEN_TIMEOUT_MS, idleMs: config.GATEWAY_IDLE_TIMEOUT_MS });

@@ -30,4 +30,6 @@ export type AgentContext = {
   heartbeatIntervalMs: number;
   helloTimeoutMs: number;
   maxFrameBytes: number;
+  /** Log text (plus a per-line overhead) one node's connection may store per second, on average. */
+  logIngestBytesPerS: number;
 };

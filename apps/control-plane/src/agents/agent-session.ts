@@ -5,6 +5,7 @@ import { hashSecret } from "../services/ids";
 import type { AgentContext } from "./agent-context";
 import { commandAction, gpuCountFor, specKey, toSpec } from "./desired-state";
 import { handleFrame } from "./frame-handlers";
+import { TokenBucket } from "./log-limits";
 
 type HelloFrame = Extract<AgentFrame, { type: "hello" }>;
 type State = "awaiting-hello" | "authenticating" | "ready" | "closed";
@@ -18,6 +19,8 @@ const RESUME_AT = 8;
 /** Frames whose database writes are retried (every OUTAGE_RETRY_MS, in order) while the database cannot be reached. */
 const KEPT_THROUGH_OUTAGES: ReadonlySet<AgentFrame["type"]> = new Set(["hello", "status", "specs", "endpoints"]);
 const OUTAGE_RETRY_MS = 500;
+/** Seconds of a node's log rate it may send at once. */
+const LOG_BURST_S = 4;
 
 /**
  * One agent connection: the hello handshake, then frames in arrival order.
@@ -42,6 +45,8 @@ export class AgentSession {
   readonly known = new Map<string, string>();
   /** When each deployment's pull progress was last written. */
   readonly pullNotedAt = new Map<string, number>();
+  /** What this node may still store of its logs (see log-limits.ts). */
+  readonly logBudget: TokenBucket;
   private badFrames = 0;
   private queued = 0;
   /** Status reports among the frames queued: only they can say a container stopped earlier than now. */
@@ -55,6 +60,7 @@ export class AgentSession {
   private readonly helloTimer: NodeJS.Timeout;
 
   constructor(private readonly ws: WebSocket, readonly ctx: AgentContext) {
+    this.logBudget = new TokenBucket(ctx.logIngestBytesPerS, LOG_BURST_S, ctx.clock.now());
     this.helloTimer = setTimeout(() => this.refuse(CLOSE_CODES.HELLO_TIMEOUT, "HELLO_TIMEOUT", `no hello within ${ctx.helloTimeoutMs} ms`), ctx.helloTimeoutMs);
     ws.on("message", (data, isBinary) => this.receive(data, isBinary));
     ws.on("close", () => this.closed());

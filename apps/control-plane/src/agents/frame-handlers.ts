@@ -1,6 +1,7 @@
 import { isLive, type AgentFrame, type DeploymentStatus } from "@cm/protocol";
 import type { AgentSession } from "./agent-session";
 import { planReport, pullReason } from "./status-reports";
+import { ingestCost, storedLine } from "./log-limits";
 
 type FrameOf<T extends AgentFrame["type"]> = Extract<AgentFrame, { type: T }>;
 type Handlers = { [K in Exclude<AgentFrame["type"], "hello">]: (s: AgentSession, f: FrameOf<K>) => Promise<void> | void };
@@ -70,10 +71,12 @@ const handlers: Handlers = {
     if (!s.known.has(f.deploymentId) && !(await repos.deployments.getOnNode(f.deploymentId, s.nodeId))) {
       return s.send({ type: "error", code: "UNKNOWN_DEPLOYMENT", message: `deployment ${f.deploymentId} is not on this node; its logs were dropped` });
     }
-    const lines = f.lines.map((l) => {
-      const tsMs = Date.parse(l.ts);
-      return { seq: l.seq, ts: l.ts, tsMs: Number.isNaN(tsMs) ? clock.now() : tsMs, stream: l.stream, message: l.message };
-    });
+    const nowMs = clock.now();
+    const lines = f.lines.map((l) => storedLine(l, nowMs));
+    if (!s.logBudget.take(ingestCost(lines), nowMs)) {
+      // No ack: the agent keeps the batch and sends it again later, reading its container's log no faster than we store it.
+      return s.send({ type: "error", code: "LOGS_RATE_LIMITED", message: `this node sends more log text than ${s.ctx.logIngestBytesPerS} bytes a second; the batch ending at line ${f.lines.at(-1)!.seq} was not stored, send it again later` });
+    }
     await repos.logIngest.append(f.deploymentId, lines);
     const last = f.lines.reduce((a, b) => (b.seq > a.seq ? b : a));
     s.send({ type: "logs_ack", deploymentId: f.deploymentId, cursor: { seq: last.seq, dockerTs: last.ts } });

@@ -78,3 +78,45 @@ describeEachDatabase("logs from the agent on $name", (db) => {
     await node.agent.close();
   });
 });
+
+describeEachDatabase("log bounds on $name", (db) => {
+  let h: AgentHarness;
+  let op: Awaited<ReturnType<AgentHarness["signIn"]>>;
+  let tenant: Awaited<ReturnType<AgentHarness["signIn"]>>;
+  beforeAll(async () => {
+    // 64 KiB a second per node, 256 KiB at once.
+    h = await startAgentHarness(db, { LOG_INGEST_BYTES_PER_S: 64 * 1024 });
+    op = await h.signIn();
+    tenant = await h.signIn();
+    await h.grantCredits(tenant.user.id, 10_000);
+  });
+  afterAll(() => h.close());
+
+  it("cuts long lines, restamps incredible times, and refuses what passes a node's rate until time allows it", async () => {
+    const node = await h.connectedNode(op.token);
+    const { id } = await h.deploy(tenant.token, node.id, node.agent);
+    node.agent.send({ type: "logs", deploymentId: id, lines: [
+      { seq: 1, ts: tsOf(1), stream: "stdout", message: "z".repeat(60_000) },
+      { seq: 2, ts: "1970-01-01T00:00:00.000000001Z", stream: "stdout", message: "from the epoch" },
+    ] });
+    expect((await node.agent.next("logs_ack")).cursor.seq).toBe(2);
+    const stored = (await h.call("GET", `/deployments/${id}/logs`, { token: tenant.token })).json.logs;
+    expect(stored[0].message).toBe(`${"z".repeat(16 * 1024)} … [line cut: 60000 characters]`);
+    expect(stored[1]).toMatchObject({ message: "from the epoch", timestamp: new Date(h.clock.now()).toISOString() });
+
+    // 300 KiB of text in one go: more than the burst left. Refused, nothing stored, the agent told why.
+    const flood = Array.from({ length: 30 }, (_, i) => ({ seq: 3 + i, ts: tsOf(3 + i), stream: "stdout" as const, message: "f".repeat(10_000) }));
+    node.agent.send({ type: "logs", deploymentId: id, lines: flood });
+    const refused = await node.agent.next("error");
+    expect(refused.code).toBe("LOGS_RATE_LIMITED");
+    expect(refused.message).toContain("send it again later");
+    expect((await h.call("GET", `/deployments/${id}/logs?tail=100`, { token: tenant.token })).json.logs).toHaveLength(2);
+    // Seconds later the same batch fits.
+    h.clock.advance(5_000);
+    node.agent.send({ type: "logs", deploymentId: id, lines: flood });
+    expect((await node.agent.next("logs_ack")).cursor.seq).toBe(32);
+    expect((await h.call("GET", `/deployments/${id}/logs?tail=100`, { token: tenant.token })).json.logs).toHaveLength(32);
+    await node.agent.close();
+  });
+});
+
