@@ -76,7 +76,15 @@ export async function startFaultSystem(o: FaultSystemOptions) {
 
   async function startAgent() {
     agent = startProgram("agent", "apps/agent/src/index.ts", ["run"], { CONTROL_PLANE_URL: url, AGENT_TOKEN: agentToken, AGENT_SANDBOX_POOL: "0", LOG_LEVEL: "info" });
-    await until("the node online", async () => (await call("GET", `/nodes/${nodeId}`)).json?.node?.status === "online", 60_000);
+    // Online with its inventory reported: the agent's first host probe can hold its
+    // event loop for seconds on a machine with many Docker networks (it may even
+    // miss heartbeats and reconnect); the scenarios start once it is past that.
+    await until(
+      "the node online with its inventory",
+      async () => (await call("GET", `/nodes/${nodeId}`)).json?.node?.status === "online" && ((await repos.nodes.get(nodeId))?.cpuCores ?? 0) > 0,
+      90_000,
+      async () => `${agent?.tail(20)}\n${cp.tail(20)}`,
+    );
     return agent;
   }
 

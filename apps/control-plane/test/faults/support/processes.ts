@@ -54,16 +54,18 @@ export function startProgram(name: string, entry: string, args: string[], env: R
             resolve(hit);
           }
         };
-        const timer = setTimeout(() => {
+        const fail = (why: string) => {
           cleanup();
-          reject(new Error(`${name}: no line matching ${re} within ${timeoutMs} ms; last lines:\n${lines.slice(-30).join("\n")}`));
-        }, timeoutMs);
+          reject(new Error(`${name}: no line matching ${re} ${why}; last lines:\n${lines.slice(-30).join("\n")}`));
+        };
+        const timer = setTimeout(() => fail(`within ${timeoutMs} ms`), timeoutMs);
         const cleanup = () => {
           clearTimeout(timer);
           waiters.delete(check);
         };
         waiters.add(check);
         check();
+        void exited.then((code) => waiters.has(check) && fail(`before it exited (${code})`));
       });
     },
     /** SIGTERM, then SIGKILL after graceMs. */
