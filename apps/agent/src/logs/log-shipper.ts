@@ -80,6 +80,8 @@ export class LogShipper {
   private finishing = false;
   /** finishing, and the source had nothing more */
   private drained = false;
+  /** finished: everything to the end was acknowledged */
+  private completed = false;
   private closed = false;
   private resolveDone!: () => void;
   /** Settles when the log was sent to its end after finish(), or stop() was called. */
@@ -108,6 +110,11 @@ export class LogShipper {
 
   get finished(): boolean {
     return this.closed;
+  }
+
+  /** Stopped after finish() because the control plane had every line (not because the connection went). */
+  get complete(): boolean {
+    return this.completed;
   }
 
   start(): void {
@@ -195,7 +202,9 @@ export class LogShipper {
   }
 
   private settleIfDone(): void {
-    if (this.unacked.length === 0) this.stop();
+    if (this.unacked.length > 0) return;
+    this.completed = true;
+    this.stop();
   }
 
   private schedule(delayMs: number): void {

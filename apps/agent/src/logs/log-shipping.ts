@@ -21,6 +21,13 @@ export interface LogShippingOptions {
   maxFrameBytes?: () => number | undefined;
 }
 
+/**
+ * How finish() ended: every line acknowledged; the control plane did not take
+ * them in time; or shipping stopped first (the connection dropped, the
+ * container went), so the next sync ships the rest.
+ */
+export type FinishOutcome = "complete" | "timeout" | "stopped";
+
 export class LogShipping {
   private readonly shippers = new Map<string, LogShipper>();
   /** the highest seq this process numbered per deployment, and for which container */
@@ -83,13 +90,15 @@ export class LogShipping {
   }
 
   /** The container has ended: waits (at most timeoutMs) until its log was sent to the end. */
-  async finish(deploymentId: string, timeoutMs: number): Promise<void> {
+  async finish(deploymentId: string, timeoutMs: number): Promise<FinishOutcome> {
     const shipper = this.shippers.get(deploymentId);
-    if (!shipper) return;
+    if (!shipper) return "complete";
     shipper.finish();
     let timer: TimerHandle | undefined;
-    await Promise.race([shipper.done, new Promise<void>((resolve) => (timer = this.options.clock.setTimeout(resolve, timeoutMs)))]);
+    const timedOut = await Promise.race([shipper.done.then(() => false), new Promise<boolean>((resolve) => (timer = this.options.clock.setTimeout(() => resolve(true), timeoutMs)))]);
     this.options.clock.clearTimeout(timer);
+    if (shipper.complete) return "complete";
+    return timedOut ? "timeout" : "stopped";
   }
 
   /** The deployment is gone: its unacknowledged lines go with it. */

@@ -162,7 +162,10 @@ export class Reconciler {
       const containers = await this.containersOf(spec.deploymentId);
       if (spec.desiredState === "running") return await this.convergeRunning(spec, containers);
       await this.stopContainers(spec.deploymentId, containers);
-      await this.shipRemainingLogs(spec, containers);
+      if (!(await this.shipRemainingLogs(spec, containers))) {
+        // Removing or reporting now would lose them: the next sync converges again, lines first.
+        return { ok: false, error: "the connection dropped while the container's last log lines went out; continuing after the next sync" };
+      }
       if (spec.desiredState === "removed") {
         for (const container of containers) await this.options.runtime.remove(container.id);
         this.options.logs.stop(spec.deploymentId);
@@ -264,15 +267,18 @@ export class Reconciler {
   }
 
   /**
-   * Sends the newest run's log to its end (up to what the control plane has, by
-   * the spec's cursor) and waits for it to be stored: lines written while the
-   * agent was away would otherwise go with the container.
+   * Sends the newest run's log to its end (after the spec's cursor) and waits
+   * for it to be stored: lines written while the agent was away would otherwise
+   * go with the container. False when the connection dropped first: the
+   * container must stay until the next sync ships the rest. A control plane that
+   * takes nothing for FINAL_LOG_DRAIN_MS does not hold the deployment up.
    */
-  private async shipRemainingLogs(spec: DeploymentSpec, containers: ContainerState[]): Promise<void> {
+  private async shipRemainingLogs(spec: DeploymentSpec, containers: ContainerState[]): Promise<boolean> {
     const newest = containers[0];
-    if (!newest || newest.startedAt === null || runSeqOf(newest) > spec.runSeq || !this.options.canShipLogs()) return;
+    if (!newest || newest.startedAt === null || runSeqOf(newest) > spec.runSeq) return true;
+    if (!this.options.canShipLogs()) return false;
     this.options.logs.ensure(spec.deploymentId, newest, spec.logCursor, true);
-    await this.options.logs.finish(spec.deploymentId, FINAL_LOG_DRAIN_MS);
+    return (await this.options.logs.finish(spec.deploymentId, FINAL_LOG_DRAIN_MS)) !== "stopped";
   }
 
   private track(container: ContainerState): void {

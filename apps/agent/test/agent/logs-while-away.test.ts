@@ -28,8 +28,6 @@ afterAll(async () => {
   await run.cleanup();
 });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 async function startAgent(): Promise<Agent> {
   const agent = await startTestAgent(fake, run);
   agents.push(agent);
@@ -39,6 +37,10 @@ async function startAgent(): Promise<Agent> {
 
 function containerId(deploymentId: string): string {
   return execFileSync("docker", ["ps", "-aq", "--filter", `label=cm.deployment-id=${deploymentId}`], { encoding: "utf8" }).trim();
+}
+
+function dockerLineCount(id: string): number {
+  return dockerLogLines(id).length;
 }
 
 function dockerLogLines(id: string): string[] {
@@ -65,7 +67,9 @@ async function counterLeftAlone(suffix: string) {
   await first.stop();
   agents.splice(agents.indexOf(first), 1);
   const atDeath = fake.storedLines(spec.deploymentId).length;
-  await sleep(1_500); // the agent is away; the container writes on
+  // The agent is away; the container writes on (slowly on a busy machine).
+  const id = containerId(spec.deploymentId);
+  await fake.waitFor(() => dockerLineCount(id) >= atDeath + 200, 20_000, "200 lines written while the agent is away");
   return { spec, atDeath };
 }
 
@@ -94,6 +98,23 @@ needs("docker", "busybox").describe("lines written while the agent is away", () 
     expect(containerId(spec.deploymentId)).toBe("");
     const stored = expectComplete(spec.deploymentId);
     console.log(`deleted while away: ${atDeath} lines stored at the agent's death, at least ${writtenBefore} written, ${stored} stored`);
+    expect(writtenBefore).toBeGreaterThan(atDeath + 100);
+    expect(stored).toBeGreaterThanOrEqual(writtenBefore);
+  });
+
+  it("are not lost when the connection drops while they go out: the container is removed only once they are stored", async () => {
+    const { spec, atDeath } = await counterLeftAlone("dropped");
+    fake.desired.set(spec.deploymentId, { ...spec, desiredState: "removed" });
+    const writtenBefore = dockerLineCount(containerId(spec.deploymentId));
+    fake.storeLogs = false; // the batches of the final drain go unanswered...
+    const logFramesBefore = fake.of("logs").length;
+    await startAgent();
+    await fake.waitFor(() => fake.of("logs").length > logFramesBefore, 10_000, "the final drain under way");
+    fake.closeAgent(1012, "restarting"); // ...and the connection drops under them
+    fake.storeLogs = true;
+    await fake.waitFor(() => fake.statuses(spec.deploymentId).some((s) => s.status === "removed"), 20_000, "removed");
+    expect(containerId(spec.deploymentId)).toBe("");
+    const stored = expectComplete(spec.deploymentId);
     expect(writtenBefore).toBeGreaterThan(atDeath + 100);
     expect(stored).toBeGreaterThanOrEqual(writtenBefore);
   });
