@@ -37,7 +37,9 @@ export function createApp(deps: Deps) {
       },
     }),
   );
-  app.use("/auth/*", rateLimit({ limit: deps.config.AUTH_RATE_LIMIT_PER_MIN, windowMs: 60_000, clock: deps.clock, trustedProxies: parseTrustedProxies(deps.config.TRUSTED_PROXIES) }));
+  // What an attacker would hammer: sign-in and refresh, per client address. Reading /auth/me is not limited.
+  const signInLimit = rateLimit({ limit: deps.config.AUTH_RATE_LIMIT_PER_MIN, windowMs: 60_000, clock: deps.clock, trustedProxies: parseTrustedProxies(deps.config.TRUSTED_PROXIES) });
+  for (const path of ["/auth/nonce", "/auth/verify", "/auth/refresh"]) app.use(path, signInLimit);
 
   const api = createApiRouter(app, registry, requireUser(deps.auth), databaseGate({ health: deps.dbHealth }));
   api.get(

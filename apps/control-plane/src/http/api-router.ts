@@ -1,6 +1,6 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
-import type { ErrorCode } from "@cm/protocol";
+import { text, type ErrorCode } from "@cm/protocol";
 import { ApiError } from "../errors";
 import type { AppEnv } from "./env";
 import type { OpenApiRegistry } from "./openapi";
@@ -94,7 +94,13 @@ export function createApiRouter(app: Hono<AppEnv>, registry: OpenApiRegistry, au
 }
 export type ApiRouter = ReturnType<typeof createApiRouter>;
 
-/** A path parameter the route's pattern guarantees. */
+/** Ids and slugs in paths: short, and text a database can hold. */
+const PathParam = text().max(128);
+
+/** A path parameter the route's pattern guarantees; one no database could hold is a 400 naming it, never a 500. */
 export function param(c: Context<AppEnv>, name: string): string {
-  return c.req.param(name) ?? "";
+  const value = c.req.param(name) ?? "";
+  const r = PathParam.safeParse(value);
+  if (!r.success) throw validationError("path", r.error.issues.map((issue) => ({ ...issue, path: [name] })));
+  return value;
 }

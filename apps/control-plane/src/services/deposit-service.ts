@@ -31,13 +31,14 @@ export function presentDeposit(d: DepositRow) {
 export function createDepositService(repos: Repos, chain: ChainClient, clock: Clock, ids: IdGenerator, s: PaymentSettings) {
   return {
     async initiate(user: { id: string; walletAddress: string }, packageId: string, walletAddress: string) {
-      if (!s.treasuryWallet) throw new ApiError("PAYMENTS_NOT_CONFIGURED");
+      // What is wrong with the request is said first, whatever this installation's configuration.
       decodeWallet(walletAddress);
       // The payer check compares against this wallet. Binding it to the signed-in
       // wallet stops anyone from naming a stranger's payment as theirs.
       if (walletAddress !== user.walletAddress) throw new ApiError("DEPOSIT_WALLET_MISMATCH", "walletAddress must be the wallet you signed in with");
       const pkg = await repos.deposits.package(packageId);
       if (!pkg) throw new ApiError("PACKAGE_NOT_FOUND", `no credit package ${packageId}`);
+      if (!s.treasuryWallet) throw new ApiError("PAYMENTS_NOT_CONFIGURED");
       const now = clock.now();
       return repos.deposits.create({
         id: ids("dpst"),

@@ -162,6 +162,19 @@ describe("auth rate limit", () => {
     }
   });
 
+  it("never limits reading /auth/me: only sign-in and refresh count", async () => {
+    const limited = await startHarness(sqliteDatabase, { config: { AUTH_RATE_LIMIT_PER_MIN: 3 } });
+    try {
+      const user = await limited.signIn(); // nonce + verify: 2 of 3
+      const reads = await Promise.all(Array.from({ length: 20 }, () => limited.call("GET", "/auth/me", { token: user.token })));
+      expect(reads.map((r) => r.status)).toEqual(Array(20).fill(200));
+      expect((await limited.call("POST", "/auth/nonce", { body: { walletAddress: newWallet().address } })).status).toBe(200);
+      expect((await limited.call("POST", "/auth/nonce", { body: { walletAddress: newWallet().address } })).status).toBe(429);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it("tells clients apart behind a trusted proxy by X-Forwarded-For, and believes nobody else's", async () => {
     const nonce = (h: Harness, forwardedFor: string) => h.call("POST", "/auth/nonce", { body: { walletAddress: newWallet().address }, headers: { "x-forwarded-for": forwardedFor } });
     const behindProxy = await startHarness(sqliteDatabase, { config: { AUTH_RATE_LIMIT_PER_MIN: 2, TRUSTED_PROXIES: "127.0.0.1, ::1" } });

@@ -66,6 +66,43 @@ describeEachDatabase("bad input on $name", (db) => {
     }
   });
 
+  it("answers the same 400 on both databases for ids, searches and filters no column can hold", async () => {
+    for (const path of ["/nodes/%00", "/templates/a%00b", "/deployments/%00", "/deployments/%00/logs", `/nodes/${"n".repeat(200)}`]) {
+      const r = await h.call("GET", path, { token });
+      expect(r.status, path).toBe(400);
+      expect(r.json.error.code).toBe("VALIDATION_ERROR");
+      expect(r.json.error.details[0].field).toMatch(/^(id|slug|idOrSlug)$/);
+      shape(r);
+    }
+    for (const path of ["/deployments/%00/stop", "/deployments/%00/start"]) expect((await h.call("POST", path, { token })).status, path).toBe(400);
+    expect((await h.call("DELETE", "/deployments/%00", { token })).status).toBe(400);
+    expect((await h.call("DELETE", "/operator/nodes/%00", { token })).status).toBe(400);
+    const search = await h.call("GET", "/templates?search=%00");
+    expect(search.status).toBe(400);
+    expect(search.json.error.details[0].field).toBe("search");
+    for (const body of [{ nodeId: "\u0000", customImage: "busybox" }, { nodeId: "node_1", templateId: "t\u0000" }]) {
+      expect((await h.call("POST", "/deployments", { token, body })).status).toBe(400);
+    }
+    // Filters past the integer columns they are compared with: refused, not a 500 on PostgreSQL.
+    for (const q of ["minGpuVram=2147483648", "minCpuCores=9007199254740991", "minRamMb=2147483648", "maxHourlyRate=2147483648"]) {
+      const r = await h.call("GET", `/nodes?${q}`);
+      expect(r.status, q).toBe(400);
+      expect(r.json.error.code).toBe("VALIDATION_ERROR");
+    }
+    expect((await h.call("GET", "/nodes?minRamMb=2147483647")).status).toBe(200);
+  });
+
+  it("reads a fractional maxHourlyRate as whole credits, the same on both databases", async () => {
+    const cheap = await h.call("POST", "/operator/nodes", { token, body: { name: "one-credit", region: "eu-west", country: "DE", hourlyRateCents: 1, maxDeployments: 1 } });
+    await h.call("POST", "/operator/nodes", { token, body: { name: "two-credits", region: "eu-west", country: "DE", hourlyRateCents: 2, maxDeployments: 1 } });
+    const r = await h.call("GET", "/nodes?maxHourlyRate=1.5&limit=100");
+    expect(r.status).toBe(200);
+    const rates = r.json.nodes.map((n: { hourlyRateCents: number }) => n.hourlyRateCents);
+    expect(rates.every((rate: number) => rate <= 1)).toBe(true);
+    // Nodes are offline until an agent connects, and the catalogue lists them too: the 1-credit one is there.
+    expect(r.json.nodes.map((n: { id: string }) => n.id)).toContain(cheap.json.node.id);
+  });
+
   it("answers an oversized body with 413 PAYLOAD_TOO_LARGE, not a crash", async () => {
     const big = JSON.stringify({ walletAddress: "x".repeat(2 * 1024 * 1024) });
     const r = await h.call("POST", "/auth/nonce", { raw: big, headers: { "content-type": "application/json" } });

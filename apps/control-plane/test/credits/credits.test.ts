@@ -1,11 +1,11 @@
-import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { Keypair } from "@solana/web3.js";
 import bs58 from "bs58";
 import nacl from "tweetnacl";
 import { startFakeSolanaRpc, type FakeSolanaRpc } from "../support/fake-solana-rpc";
 import { makeUsdcPayment, USDC_MINT, type PaymentOptions } from "../support/solana-fixtures";
 import { startHarness, type Harness, type Wallet } from "../support/harness";
-import { describeEachDatabase } from "@cm/testkit";
+import { describeEachDatabase, sqliteDatabase } from "@cm/testkit";
 
 
 /** The tenant's Solana keypair doubles as its sign-in wallet, as a real wallet does. */
@@ -228,5 +228,24 @@ describeEachDatabase("credits on $name", (db) => {
     expect(r.json.error.code).toBe("VALIDATION_ERROR");
     const unknown = await confirm(t, "dpst_nope", bs58.encode(new Uint8Array(64).fill(7)));
     expect(unknown.json.error.code).toBe("DEPOSIT_NOT_FOUND");
+  });
+});
+
+describe("deposits where payments are not configured", () => {
+  it("says what is wrong with the request first, and PAYMENTS_NOT_CONFIGURED only for a good one", async () => {
+    const h = await startHarness(sqliteDatabase); // no TREASURY_WALLET
+    try {
+      const t = await h.signIn();
+      const initiate = (body: Record<string, unknown>) => h.call("POST", "/credits/deposit/initiate", { token: t.token, body });
+      expect((await initiate({ packageId: "pkg_builder" })).json.error.code).toBe("VALIDATION_ERROR");
+      expect((await initiate({ packageId: "pkg_builder", walletAddress: "xyz" })).json.error.code).toBe("INVALID_WALLET_ADDRESS");
+      expect((await initiate({ packageId: "pkg_builder", walletAddress: Keypair.generate().publicKey.toBase58() })).json.error.code).toBe("DEPOSIT_WALLET_MISMATCH");
+      expect((await initiate({ packageId: "pkg_nope", walletAddress: t.wallet.address })).json.error.code).toBe("PACKAGE_NOT_FOUND");
+      const good = await initiate({ packageId: "pkg_builder", walletAddress: t.wallet.address });
+      expect(good.status).toBe(503);
+      expect(good.json.error.code).toBe("PAYMENTS_NOT_CONFIGURED");
+    } finally {
+      await h.close();
+    }
   });
 });

@@ -30,7 +30,8 @@ export function createNodesRepo(h: DbHandle) {
     if (f.minCpuCores !== undefined) c.push(gte(nodes.cpuCores, f.minCpuCores));
     if (f.minRamMb !== undefined) c.push(gte(nodes.ramMb, f.minRamMb));
     if (f.region) c.push(eq(nodes.region, f.region));
-    if (f.maxHourlyRate !== undefined) c.push(lte(nodes.hourlyRateCents, f.maxHourlyRate));
+    // Rates are whole credits: "at most 1.5" is "at most 1", and the integer column is compared with an integer.
+    if (f.maxHourlyRate !== undefined) c.push(lte(nodes.hourlyRateCents, Math.floor(f.maxHourlyRate)));
     return and(...c);
   }
 

@@ -1,12 +1,12 @@
 import { z } from "zod";
-import { Timestamp } from "./common";
+import { Timestamp, text } from "./common";
 
 export const User = z
   .object({ id: z.string(), walletAddress: z.string(), isOperator: z.boolean(), createdAt: Timestamp })
   .meta({ id: "User" });
 export type User = z.infer<typeof User>;
 
-const wallet = z.string().max(64).meta({ description: "Solana wallet address (base58 ed25519 public key)" });
+const wallet = text().max(64).meta({ description: "Solana wallet address (base58 ed25519 public key)" });
 
 export const NonceRequest = z.strictObject({ walletAddress: wallet });
 export const NonceResponse = z.object({
@@ -17,8 +17,8 @@ export const NonceResponse = z.object({
 
 export const VerifyRequest = z.strictObject({
   walletAddress: wallet,
-  signature: z.string().max(200).meta({ description: "base64 ed25519 signature of message" }),
-  message: z.string().max(2000),
+  signature: text().max(200).meta({ description: "base64 ed25519 signature of message" }),
+  message: text().max(2000),
 });
 
 export const TokenPair = z.object({
@@ -27,5 +27,5 @@ export const TokenPair = z.object({
   expiresAt: z.number().int().meta({ description: "epoch milliseconds when accessToken expires" }),
 });
 export const VerifyResponse = TokenPair.extend({ user: User });
-export const RefreshRequest = z.strictObject({ refreshToken: z.string().max(200) });
+export const RefreshRequest = z.strictObject({ refreshToken: text().max(200) });
 export const MeResponse = z.object({ user: User });

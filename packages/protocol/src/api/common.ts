@@ -38,6 +38,9 @@ export const text = () => z.string().refine((value) => !UNSTORABLE.test(value), 
 // NUL, a high surrogate not followed by a low one, or a low one not preceded by a high one.
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
+/** The largest value of the integer columns query filters are compared with (PostgreSQL's integer). */
+export const INT32_MAX = 2_147_483_647;
+
 export const Timestamp = z.string().meta({ format: "date-time", description: "ISO 8601, UTC" });
 
 /** Environment variables: bounded so a body cannot smuggle megabytes into a container. */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { Pagination, Timestamp, pageQuery } from "./common";
+import { Pagination, Timestamp, pageQuery, text } from "./common";
 
 export const Balance = z
   .object({
@@ -48,10 +48,10 @@ export const CreditTransaction = z
 
 export const BalanceResponse = z.object({ balance: Balance });
 export const PackagesResponse = z.object({ packages: z.array(CreditPackage) });
-export const InitiateDepositRequest = z.strictObject({ packageId: z.string().min(1).max(64), walletAddress: z.string().max(64) });
+export const InitiateDepositRequest = z.strictObject({ packageId: text().min(1).max(64), walletAddress: text().max(64) });
 export const InitiateDepositResponse = z.object({ deposit: Deposit });
 export const ConfirmDepositRequest = z.strictObject({
-  depositId: z.string().min(1).max(64),
+  depositId: text().min(1).max(64),
   txSignature: z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{64,90}$/, "must be a base58 transaction signature"),
 });
 export const ConfirmDepositResponse = z.object({ transaction: CreditTransaction, newBalance: Balance });

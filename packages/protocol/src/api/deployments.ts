@@ -44,8 +44,8 @@ export type Deployment = z.infer<typeof Deployment>;
 const Port = z.number().int().min(1).max(65535);
 
 export const CreateDeploymentRequest = z.strictObject({
-  nodeId: z.string().min(1).max(64),
-  templateId: z.string().min(1).max(64).optional(),
+  nodeId: text().min(1).max(64),
+  templateId: text().min(1).max(64).optional(),
   customImage: z
     .string()
     .min(1)

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { queryBoolean } from "./common";
+import { queryBoolean, text } from "./common";
 
 export const TEMPLATE_CATEGORIES = ["llm", "image", "notebook", "utility", "custom"] as const;
 export const TemplateCategory = z.enum(TEMPLATE_CATEGORIES);
@@ -32,7 +32,7 @@ export type TemplateDetail = z.infer<typeof TemplateDetail>;
 export const TemplateListQuery = z.strictObject({
   category: TemplateCategory.optional(),
   requiresGpu: queryBoolean.optional(),
-  search: z.string().max(100).optional(),
+  search: text().max(100).optional(),
 });
 export const TemplateListResponse = z.object({ templates: z.array(TemplateSummary) });
 export const TemplateResponse = z.object({ template: TemplateDetail });
