@@ -38,11 +38,10 @@ describe("a stalled control plane (SIGSTOP, then SIGCONT)", () => {
     expect(sys.runs.isRunning(id)).toBe(true);
     figures.checkedAfterResumeMs = Date.now() - resumedAt;
 
-    const stopAskedAt = Date.now();
-    expect((await sys.call("POST", `/deployments/${id}/stop`, { token: sys.token })).status).toBe(200);
+    const stop = await sys.stop(id);
     await sys.waitStatus(id, "stopped");
     await sys.checkBooks();
-    figures.billing = await sys.checkBilled(id, 500, stopAskedAt);
+    figures.billing = await sys.checkBilled(id, 500 + stop.ms, stop.askedAtMs);
     figures.lines = await sys.lineCounts(id);
     expect(figures.lines, "no line lost or repeated").toMatchObject({ lost: 0, repeated: 0 });
     await sys.checkNothingUnwanted();

@@ -88,6 +88,17 @@ export async function startFaultSystem(o: FaultSystemOptions) {
     return agent;
   }
 
+  /**
+   * Asks for the stop and answers when it was asked: billing ends while the
+   * control plane handles it, between the request and the answer (`ms`).
+   */
+  async function stop(id: string) {
+    const askedAtMs = Date.now();
+    const r = await call("POST", `/deployments/${id}/stop`, { token });
+    expect(r.status, r.text).toBe(200);
+    return { askedAtMs, ms: r.ms };
+  }
+
   async function deploy(script = numberedLines()) {
     const r = await call("POST", "/deployments", { token, body: { nodeId, customImage: image, env: { SCRIPT: script } } });
     if (r.status !== 201) throw new Error(`create failed: ${r.status} ${r.text}`);
@@ -146,7 +157,7 @@ export async function startFaultSystem(o: FaultSystemOptions) {
     pg: pg as PgCluster, repos, url, token, userId, nodeId, runs: runs!,
     get cp() { return cp; },
     get agent() { return agent; },
-    call, startAgent, deploy, deployment, waitStatus, lineCounts, checkBooks, checkBilled, checkNothingUnwanted,
+    call, startAgent, deploy, stop, deployment, waitStatus, lineCounts, checkBooks, checkBilled, checkNothingUnwanted,
     async restartControlPlane() {
       await cp.stop();
       cp = await startControlPlane();
