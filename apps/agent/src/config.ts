@@ -2,7 +2,7 @@
 // flags, environment variables, then a config file (KEY=VALUE lines as systemd's
 // EnvironmentFile reads them, or a JSON object with the same keys). Nothing
 // else in the agent reads the environment.
-import { AGENT_TUNNEL_PATH } from "@cm/protocol";
+import { AGENT_TUNNEL_PATH, AGENT_WS_PATH } from "@cm/protocol";
 import { z } from "zod";
 import { DEFAULT_SANDBOX_POOL } from "./runtime/sandboxes";
 
@@ -16,7 +16,6 @@ export type ConfigKey = (typeof CONFIG_KEYS)[number];
 export type RawConfig = Partial<Record<ConfigKey, string>>;
 
 export const DEFAULT_DOCKER_SOCKET = "/var/run/docker.sock";
-export const AGENT_WS_PATH = "/agent/ws";
 
 /** Tuning with production defaults; not read from the environment, tests shorten them. */
 const Timing = z.object({

@@ -4,8 +4,7 @@ import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { AGENT_TUNNEL_PATH } from "@cm/protocol";
-import { AGENT_WS_PATH } from "./agents/agent-hub";
+import { AGENT_TUNNEL_PATH, AGENT_WS_PATH } from "@cm/protocol";
 import { createApp } from "./app";
 import type { Deps } from "./deps";
 

@@ -8,7 +8,7 @@
 //
 // The connection owns only transport concerns: hello, heartbeats, liveness,
 // backoff, parsing. What the frames mean is the agent's business.
-import { PROTOCOL_VERSIONS } from "@cm/protocol";
+import { CLOSE_CODES, PROTOCOL_VERSIONS } from "@cm/protocol";
 import type { AgentFrame } from "@cm/protocol";
 import type { TimerHandle } from "../clock";
 import { backoffDelayMs } from "./backoff";
@@ -163,7 +163,7 @@ export class Connection {
     if (this.current !== "authenticating") return this.options.logger.warn("Ignoring a second welcome");
     if (!(PROTOCOL_VERSIONS as readonly number[]).includes(welcome.protocolVersion)) {
       this.options.logger.error("The control plane chose a protocol version this agent does not speak", { chosen: welcome.protocolVersion, ours: PROTOCOL_VERSIONS });
-      socket.close(4406, "unsupported protocol version");
+      socket.close(CLOSE_CODES.UNSUPPORTED_PROTOCOL, "unsupported protocol version");
       return;
     }
     this.options.clock.clearTimeout(this.timers.hello);

@@ -9,7 +9,6 @@ import { AgentSession } from "./agent-session";
 import { HeartbeatBatch } from "./heartbeat-batch";
 import { StallWatch } from "./stall-watch";
 
-export const AGENT_WS_PATH = "/agent/ws";
 
 export type AgentHubOptions = Omit<AgentContext, "hub"> & { heartbeatFlushMs: number };
 

@@ -9,7 +9,7 @@
 // ends are how requests get smuggled past a proxy.
 
 import { METHODS as METHODS_NODE_KNOWS } from "node:http";
-import { hostOnlyCookie } from "./headers";
+import { HOP_BY_HOP, hostOnlyCookie } from "./headers";
 
 export type Field = [name: string, value: string, lowerName: string];
 /**
@@ -215,12 +215,12 @@ export class BodyWalker {
   }
 }
 
-/** RFC 9110 §7.6.1. Transfer-Encoding stays: the relay passes bodies on framed as they came. */
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "upgrade"]);
-
-/** Whether a header is not sent on: hop-by-hop, or named by Connection (never the framing headers). */
+/**
+ * Whether a header is not sent on: hop-by-hop, or named by Connection (never the
+ * framing headers). Transfer-Encoding stays: the relay passes bodies on framed as they came.
+ */
 function dropped(h: Head, lower: string): boolean {
-  return HOP_BY_HOP.has(lower) || (h.connection.length > 0 && h.connection.includes(lower) && lower !== "transfer-encoding" && lower !== "content-length");
+  return (HOP_BY_HOP.has(lower) && lower !== "transfer-encoding") || (h.connection.length > 0 && h.connection.includes(lower) && lower !== "transfer-encoding" && lower !== "content-length");
 }
 
 export type Client = { ip: string; proto: "http" | "https"; host: string };

@@ -175,6 +175,8 @@ export const ServerErrorFrame = z.object({ type: z.literal("error"), code: z.str
  */
 export const OpenTunnelFrame = z.object({ type: z.literal("open_tunnel"), tunnelId: z.string(), deploymentId: z.string(), port: z.number().int().min(1).max(65535) });
 export const AGENT_TUNNEL_PATH = "/agent/tunnel";
+/** Where the agent opens its one control connection (a WebSocket). */
+export const AGENT_WS_PATH = "/agent/ws";
 /**
  * The `Upgrade` token of a tunnel connection: after the 101 the connection
  * carries the tenant's bytes as they are, no framing. A WebSocket (what agents
