@@ -191,6 +191,7 @@ export class AgentSession {
     // closed meanwhile: they say what happened on the node.
     if (frame.type === "hello" ? this.state === "closed" : !this.wasReady) return;
     for (;;) {
+      if (frame.type === "hello" && this.isClosed()) return; // gave up waiting for its welcome
       try {
         if (frame.type === "hello") await this.hello(frame);
         else await handleFrame(this, frame);
