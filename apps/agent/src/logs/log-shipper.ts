@@ -6,11 +6,14 @@
 //
 // The control plane answers every logs frame, in the order it got them, with a
 // logs_ack for that frame's last line or with an error ("send it again later",
-// during a database outage). So acks are never cumulative: an ack for a later
-// batch while an earlier one is unanswered means the earlier one was refused,
-// and it is sent again at once; a batch unanswered for ackTimeoutMs is sent
-// again too (doubling while nothing is answered). Every batch is kept until its
-// own ack, and what is unacknowledged when the shipper stops goes to the next one.
+// during a database outage). So acks are never cumulative: an ack answering a
+// send means every send before it that is still unanswered was refused, and
+// those batches are sent again at once. When nothing is answered for
+// ackTimeoutMs the oldest batch alone is sent again as a probe (the control
+// plane may only be slow: one batch twice costs nothing, as it stores lines by
+// number), doubling the wait while nothing is answered, and no new lines go out
+// until something is. Every batch is kept until its own ack, and what is
+// unacknowledged when the shipper stops goes to the next one.
 import type { LogCursor, LogLineFrame } from "@cm/protocol";
 import type { Clock, TimerHandle } from "../clock";
 import type { Logger } from "../logger";
@@ -48,10 +51,10 @@ export interface LogShipperOptions {
   onClose?: (unacked: LogLineFrame[][]) => void;
 }
 
-/** A batch sent and not yet acknowledged; `sendNo` orders the sends, resends included. */
+/** A batch sent and not yet acknowledged, with its sends still unanswered (numbered in send order, oldest first). */
 interface Unacked {
   lines: LogLineFrame[];
-  sendNo: number;
+  sends: number[];
 }
 
 /** Frames stay this small even when the control plane would read bigger ones. */
@@ -118,7 +121,7 @@ export class LogShipper {
   }
 
   start(): void {
-    const resend = (this.options.resend ?? []).map((lines) => ({ lines, sendNo: 0 }));
+    const resend = (this.options.resend ?? []).map((lines): Unacked => ({ lines, sends: [] }));
     for (const batch of resend) this.insert(batch);
     for (const batch of resend) if (!this.transmit(batch)) return;
     this.schedule(0);
@@ -141,8 +144,16 @@ export class LogShipper {
     const index = this.unacked.findIndex((batch) => batch.lines[batch.lines.length - 1]!.seq === cursor.seq);
     if (index < 0) return; // an answer to a batch sent twice, acknowledged already
     const [acked] = this.unacked.splice(index, 1);
-    // Answers come in the order of the sends: one sent before this and still unanswered was refused.
-    const refused = this.unacked.filter((batch) => batch.sendNo < acked!.sendNo);
+    // Answers come in the order of the sends: each send before the one answered
+    // here and still unanswered was refused. Sent twice, the batch's earliest
+    // send counts as the answered one: that may miss a refusal (the timeout
+    // finds it), never invent one.
+    const answered = acked!.sends[0] ?? 0;
+    const refused: Unacked[] = [];
+    for (const batch of this.unacked) {
+      batch.sends = batch.sends.filter((send) => send > answered);
+      if (batch.sends.length === 0) refused.push(batch);
+    }
     this.probing = false;
     this.resendDelayMs = this.options.ackTimeoutMs;
     this.options.clock.clearTimeout(this.resendTimer);
@@ -176,7 +187,7 @@ export class LogShipper {
       this.stop();
       return false;
     }
-    batch.sendNo = ++this.sends;
+    batch.sends.push(++this.sends);
     if (isNew) this.insert(batch);
     this.armResend();
     return true;
@@ -194,10 +205,10 @@ export class LogShipper {
     this.resendTimer = this.options.clock.setTimeout(() => {
       this.resendTimer = undefined;
       if (this.closed || this.unacked.length === 0) return;
-      this.options.logger.debug("Log batches unanswered; sending them again", { deploymentId: this.options.deploymentId, batches: this.unacked.length, afterMs: this.resendDelayMs });
+      this.options.logger.debug("Log batches unanswered; sending the oldest again", { deploymentId: this.options.deploymentId, batches: this.unacked.length, afterMs: this.resendDelayMs });
       this.probing = true;
       this.resendDelayMs = Math.min(MAX_RESEND_DELAY_MS, this.resendDelayMs * 2);
-      for (const batch of [...this.unacked]) if (!this.transmit(batch)) return;
+      this.transmit(this.unacked[0]!);
     }, this.resendDelayMs);
   }
 
@@ -258,7 +269,7 @@ export class LogShipper {
     let seq = this.sent.seq;
     const flush = () => {
       if (batch.length === 0 || this.closed) return;
-      if (!this.transmit({ lines: batch, sendNo: 0 }, true)) return;
+      if (!this.transmit({ lines: batch, sends: [] }, true)) return;
       const last = batch[batch.length - 1]!;
       this.sent = { seq: last.seq, dockerTs: last.ts };
       batch = [];

@@ -38,6 +38,8 @@ class OrderedControlPlane {
   frames = 0;
   refusals = 0;
   connected = true;
+  /** how long each frame takes, one after another */
+  delayMs = 2;
   /** true: the frame is answered with "send it again later" */
   refuse: (frameNumber: number, lines: LogLineFrame[]) => boolean = () => false;
   private queue: Promise<void> = Promise.resolve();
@@ -47,7 +49,7 @@ class OrderedControlPlane {
     if (!this.connected) return false;
     const number = ++this.frames;
     this.queue = this.queue.then(async () => {
-      await new Promise((resolve) => setTimeout(resolve, 2));
+      await new Promise((resolve) => setTimeout(resolve, this.delayMs));
       if (!this.connected) return;
       if (this.refuse(number, frame.lines)) {
         this.refusals += 1;
@@ -166,6 +168,22 @@ describe("refused log batches", () => {
     logs.ensure("dep", { id: "c2", logPath: null }, { seq: 5, dockerTs: null });
     await until(() => sent.length === 5, "the next run's 5 lines");
     expect(sent).toEqual([41, 42, 43, 44, 45]);
+  });
+
+  it("are told from slow answers: a control plane that is only slow gets one batch probed per ack timeout, never everything again", async () => {
+    const log = new MemoryLog();
+    log.append(50);
+    const cp = new OrderedControlPlane();
+    cp.delayMs = 150; // each frame answered 150 ms after the one before, against an ack timeout of 100 ms
+    const sends = new Map<number, number>();
+    const send = cp.send;
+    cp.send = (frame) => (sends.set(frame.lines[0]!.seq, (sends.get(frame.lines[0]!.seq) ?? 0) + 1), send(frame));
+    shippingTo(cp, log).ensure("dep", container, { seq: 0, dockerTs: null });
+    await until(() => cp.stored.size === 50, "50 lines stored");
+    await new Promise((resolve) => setTimeout(resolve, 1_000)); // the probes' own answers
+    expect(cp.missing(50)).toEqual([]);
+    // Resending every unanswered batch at each timeout sent the later ones 3-5 times.
+    expect(Math.max(...sends.values())).toBeLessThanOrEqual(2);
   });
 
   it("hold back finish() until the control plane has stored the last line", async () => {
