@@ -25,6 +25,20 @@ export type FaultSystemOptions = { heartbeatIntervalMs: number; meterIntervalMs?
 export async function startFaultSystem(o: FaultSystemOptions) {
   const image = ensureScriptImage();
   const pg = await startPgCluster();
+  // What was started, undone in reverse by close(), or at once if a later step fails.
+  const undo: Array<() => unknown> = [() => pg.destroy()];
+  const close = async () => {
+    for (const step of undo.splice(0).reverse()) await Promise.resolve().then(step).catch(() => undefined);
+  };
+  try {
+    return await assemble(o, image, pg, undo, close);
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, undo: Array<() => unknown>, close: () => Promise<void>) {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const cpEnv = {
@@ -39,7 +53,9 @@ export async function startFaultSystem(o: FaultSystemOptions) {
     return p;
   };
   let cp: Program = await startControlPlane();
+  undo.push(() => cp.stop());
   const repos: Repos = await openRepos(pg.url);
+  undo.push(() => repos.handle.close());
   let agent: Program | undefined;
   let runs: DockerRuns | undefined;
   let nodeId = "";
@@ -73,9 +89,15 @@ export async function startFaultSystem(o: FaultSystemOptions) {
   nodeId = node.json.node.id as string;
   const agentToken = node.json.agentToken as string;
   runs = watchDockerRuns(nodeId);
+  undo.push(() => {
+    runs!.close();
+    removeNodeContainers(nodeId);
+  });
 
   async function startAgent() {
-    agent = startProgram("agent", "apps/agent/src/index.ts", ["run"], { CONTROL_PLANE_URL: url, AGENT_TOKEN: agentToken, AGENT_SANDBOX_POOL: "0", LOG_LEVEL: "info" });
+    const started = startProgram("agent", "apps/agent/src/index.ts", ["run"], { CONTROL_PLANE_URL: url, AGENT_TOKEN: agentToken, AGENT_SANDBOX_POOL: "0", LOG_LEVEL: "info" });
+    agent = started;
+    undo.push(() => started.stop());
     // Online with its inventory reported: the agent's first host probe can hold its
     // event loop for seconds on a machine with many Docker networks (it may even
     // miss heartbeats and reconnect); the scenarios start once it is past that.
@@ -154,7 +176,7 @@ export async function startFaultSystem(o: FaultSystemOptions) {
   }
 
   return {
-    pg: pg as PgCluster, repos, url, token, userId, nodeId, runs: runs!,
+    pg, repos, url, token, userId, nodeId, runs: runs!,
     get cp() { return cp; },
     get agent() { return agent; },
     call, startAgent, deploy, stop, deployment, waitStatus, lineCounts, checkBooks, checkBilled, checkNothingUnwanted,
@@ -162,14 +184,7 @@ export async function startFaultSystem(o: FaultSystemOptions) {
       await cp.stop();
       cp = await startControlPlane();
     },
-    async close() {
-      await agent?.stop().catch(() => undefined);
-      await cp.stop().catch(() => undefined);
-      runs?.close();
-      await repos.handle.close().catch(() => undefined);
-      removeNodeContainers(nodeId);
-      await pg.destroy();
-    },
+    close,
   };
 }
 export type FaultSystem = Awaited<ReturnType<typeof startFaultSystem>>;
