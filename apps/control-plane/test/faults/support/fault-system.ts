@@ -65,7 +65,13 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
     if (init.token) headers.authorization = `Bearer ${init.token}`;
     if (init.body !== undefined) headers["content-type"] = "application/json";
     const started = Date.now();
-    const res = await fetch(url + path, { method, headers, body: init.body === undefined ? undefined : JSON.stringify(init.body), signal: AbortSignal.timeout(init.timeoutMs ?? 20_000) });
+    const send = () => fetch(url + path, { method, headers, body: init.body === undefined ? undefined : JSON.stringify(init.body), signal: AbortSignal.timeout(init.timeoutMs ?? 20_000) });
+    // A kept-alive connection the server closed (idle 5 s) just as it was reused: the request never arrived, send it again.
+    const res = await send()
+      .catch((err: unknown) => ((err as { cause?: { code?: string } }).cause?.code === "UND_ERR_SOCKET" ? send() : Promise.reject(err)))
+      .catch((err: unknown) => {
+        throw new Error(`${method} ${path}: ${String(err)} (${String((err as { cause?: unknown }).cause)}); control plane ${cp.running ? "running" : "exited"}:\n${cp.tail(30)}`);
+      });
     const text = await res.text();
     let json: any;
     try {
