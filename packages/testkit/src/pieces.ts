@@ -11,7 +11,7 @@ import { delimiter, join } from "node:path";
 import { testPostgresUrl } from "@cm/db/testing";
 import postgres from "postgres";
 
-export const PIECES = ["docker", "busybox", "postgres", "nginx", "openssl", "qemu-aarch64", "systemd-analyze"] as const;
+export const PIECES = ["docker", "busybox", "postgres", "postgres-server", "nginx", "openssl", "qemu-aarch64", "systemd-analyze"] as const;
 export type Piece = (typeof PIECES)[number];
 
 /** The task meta key under which a skipped test or suite keeps why (needs.ts writes it, skip-summary.ts reads it). */
@@ -21,6 +21,9 @@ export const SKIPPED_FOR = "skippedFor";
 export type MissingPieces = Partial<Record<Piece, string>>;
 
 export const dockerHost = (env: NodeJS.ProcessEnv = process.env): string => env.DOCKER_HOST ?? "unix:///var/run/docker.sock";
+
+/** Where initdb and pg_ctl are, for tests that run a PostgreSQL cluster of their own. */
+export const postgresBin = (env: NodeJS.ProcessEnv = process.env): string => env.TEST_PG_BIN ?? "/usr/lib/postgresql/15/bin";
 
 const PROBE_TIMEOUT_MS = 3_000;
 /** Errors that mean nothing answered, as opposed to something answering badly. */
@@ -95,6 +98,8 @@ export async function probePieces(env: NodeJS.ProcessEnv = process.env): Promise
     // Test images are a rootfs holding the host's static busybox (no registry here).
     busybox: executable("/bin/busybox") ? undefined : "/bin/busybox is not installed (apt-get install busybox-static)",
     postgres: pg,
+    // The fault suite makes a cluster of its own (initdb, pg_ctl) to stop and start.
+    "postgres-server": executable(join(postgresBin(env), "initdb")) ? undefined : `PostgreSQL's server programs are not in ${postgresBin(env)} (apt-get install postgresql-15, or set TEST_PG_BIN)`,
     nginx: probeBinary("nginx", "apt-get install nginx-light", env),
     openssl: probeBinary("openssl", "apt-get install openssl", env),
     "qemu-aarch64": executable("/usr/bin/qemu-aarch64-static") ? undefined : "qemu-aarch64-static is not installed (apt-get install qemu-user-static)",

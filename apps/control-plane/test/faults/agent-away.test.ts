@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { needs } from "@cm/testkit";
 import { sleep, startFaultSystem, until, type FaultSystem } from "./support/fault-system";
 
 // A node is offline after 12 s of silence: longer than the agent is away here.
 const HEARTBEAT_MS = 4000;
 
-describe("stop and delete while the agent is away", () => {
+needs("docker", "busybox", "postgres-server").describe("stop and delete while the agent is away", () => {
   let sys: FaultSystem;
   const figures: Record<string, unknown> = {};
 

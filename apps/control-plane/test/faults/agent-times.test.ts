@@ -1,11 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { needs } from "@cm/testkit";
 import { sleep, startFaultSystem, until, type FaultSystem } from "./support/fault-system";
 
 // A window (15 s) longer than the stall, so only billing is under test here.
 const HEARTBEAT_MS = 5000;
 const STALL_MS = 5000;
 
-describe("billing by the agent's times, not by when reports arrive", () => {
+needs("docker", "busybox", "postgres-server").describe("billing by the agent's times, not by when reports arrive", () => {
   let sys: FaultSystem;
   const figures: Record<string, unknown> = {};
 

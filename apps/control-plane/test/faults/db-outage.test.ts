@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { needs } from "@cm/testkit";
 import { sleep, startFaultSystem, until, type FaultSystem } from "./support/fault-system";
 
 // Heartbeats every 5 s: a node is offline after 15 s of silence. Each outage is
@@ -7,7 +8,7 @@ const HEARTBEAT_MS = 5000;
 const REFUSED_MS = 5000;
 const HUNG_MS = 14_000;
 
-describe("database outages", () => {
+needs("docker", "busybox", "postgres-server").describe("database outages", () => {
   let sys: FaultSystem;
   let ids: string[] = [];
   const figures: Record<string, unknown> = {};

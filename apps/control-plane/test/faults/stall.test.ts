@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { needs } from "@cm/testkit";
 import { sleep, startFaultSystem, type FaultSystem } from "./support/fault-system";
 
 // Heartbeats every 5 s (a node is offline after 15 s of silence): a busy 2-core
@@ -8,7 +9,7 @@ const HEARTBEAT_MS = 5000;
 // it drops the silent socket and reconnects while the control plane is stopped.
 const STALL_MS = 30_000;
 
-describe("a stalled control plane (SIGSTOP, then SIGCONT)", () => {
+needs("docker", "busybox", "postgres-server").describe("a stalled control plane (SIGSTOP, then SIGCONT)", () => {
   let sys: FaultSystem;
   const figures: Record<string, unknown> = {};
 

@@ -186,8 +186,10 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
     get cp() { return cp; },
     get agent() { return agent; },
     call, startAgent, deploy, stop, deployment, waitStatus, lineCounts, checkBooks, checkBilled, checkNothingUnwanted,
-    async restartControlPlane() {
+    /** Stops the control plane (SIGTERM), waits `downMs` more, and starts it again on the same port and database. */
+    async restartControlPlane(downMs = 0) {
       await cp.stop();
+      await sleep(downMs);
       cp = await startControlPlane();
     },
     close,

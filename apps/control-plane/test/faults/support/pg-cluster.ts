@@ -3,8 +3,9 @@ import { chownSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { postgresBin } from "@cm/testkit/pieces";
 
-const PG_BIN = process.env.TEST_PG_BIN ?? "/usr/lib/postgresql/15/bin";
+const PG_BIN = postgresBin();
 
 /** A free TCP port on 127.0.0.1, as the kernel hands one out for port 0. */
 export function freePort(): Promise<number> {

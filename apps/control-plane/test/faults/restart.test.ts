@@ -1,0 +1,48 @@
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { needs } from "@cm/testkit";
+import { sleep, startFaultSystem, type FaultSystem } from "./support/fault-system";
+
+// Short heartbeats (a node is offline after 6 s of silence), where a restart of
+// the control plane shorter than that window used to read as a lost node: the
+// window ran from the agent's last heartbeat before the restart.
+const HEARTBEAT_MS = 2000;
+const DOWN_MS = 2500;
+
+needs("docker", "busybox", "postgres-server").describe("a control plane restarted within the offline window", () => {
+  let sys: FaultSystem;
+  const figures: Record<string, unknown> = {};
+
+  beforeAll(async () => {
+    sys = await startFaultSystem({ heartbeatIntervalMs: HEARTBEAT_MS });
+    await sys.startAgent();
+  });
+  afterAll(async () => {
+    console.info("[faults] control plane restarted:", JSON.stringify(figures));
+    await sys?.close();
+  });
+
+  it("keeps the node and its deployment: the window runs from when it could hear the agent again", async () => {
+    const id = await sys.deploy();
+    await sys.waitStatus(id, "running");
+    await sleep(1000);
+
+    const stoppedAt = Date.now();
+    await sys.restartControlPlane(DOWN_MS);
+    const listeningAt = Date.now();
+    figures.downMs = listeningAt - stoppedAt;
+
+    // Past a whole window after it came back: the agent has reconnected and heartbeats.
+    await sleep(3 * HEARTBEAT_MS + 2000);
+    expect((await sys.call("GET", `/nodes/${sys.nodeId}`)).json.node.status, sys.cp.tail(30)).toBe("online");
+    expect((await sys.deployment(id)).status, sys.cp.tail(30)).toBe("running");
+    expect(sys.runs.isRunning(id)).toBe(true);
+
+    const stop = await sys.stop(id);
+    await sys.waitStatus(id, "stopped");
+    await sys.checkBooks();
+    figures.billing = await sys.checkBilled(id, 500 + stop.ms, stop.askedAtMs);
+    figures.lines = await sys.lineCounts(id);
+    expect(figures.lines, "no line lost or repeated").toMatchObject({ lost: 0, repeated: 0 });
+    await sys.checkNothingUnwanted();
+  }, 180_000);
+});
