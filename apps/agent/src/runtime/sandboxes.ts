@@ -29,10 +29,17 @@ export interface SandboxOwner {
 
 /** How many ready sandboxes an agent keeps by default: a pair covers two deploys in a row. */
 export const DEFAULT_SANDBOX_POOL = 2;
+/** How often the spares are looked at: an operator's `docker rm -f` or a reboot tells the pool nothing. */
+export const DEFAULT_SPARE_CHECK_INTERVAL_MS = 15_000;
+
+export interface SandboxPoolOptions {
+  spareCheckIntervalMs?: number;
+}
 /** Refilling waits this long after a take, so it never competes with the start it made fast. */
 const REFILL_DELAY_MS = 1_000;
 const SANDBOX_IMAGE_REPO = "cm-sandbox";
 const NOT_FOUND = 404;
+const CONFLICT = 409; // its removal is already in progress
 
 export class DockerSandboxes {
   private owner: SandboxOwner | undefined;
@@ -42,6 +49,8 @@ export class DockerSandboxes {
   private image: Promise<string> | undefined;
   private filling: Promise<void> | undefined;
   private refillTimer: NodeJS.Timeout | undefined;
+  private checkTimer: NodeJS.Timeout | undefined;
+  private checking = false;
   private warming = false;
   /** taking back a previous agent's spares; take() waits for it, so they are used first */
   private adoption: Promise<void> = Promise.resolve();
@@ -57,6 +66,7 @@ export class DockerSandboxes {
     private readonly docker: Docker,
     private readonly logger: RuntimeLogger,
     private readonly poolSize = DEFAULT_SANDBOX_POOL,
+    private readonly options: SandboxPoolOptions = {},
   ) {}
 
   /** Keeps `poolSize` sandboxes ready for `owner`: adopts those a previous agent left, makes the rest. */
@@ -72,12 +82,18 @@ export class DockerSandboxes {
       this.adoption = this.adopt(owner).catch((error: unknown) => this.logger.warn("Could not look for unused network sandboxes", { error: (error as Error).message }));
     }
     void this.adoption.then(() => this.fillSoon(0));
+    if (!this.checkTimer && this.poolSize > 0) {
+      this.checkTimer = setInterval(() => void this.checkSpares(), this.options.spareCheckIntervalMs ?? DEFAULT_SPARE_CHECK_INTERVAL_MS);
+      this.checkTimer.unref();
+    }
   }
 
   /** Stops making sandboxes; ready ones stay for the next agent. Settles when none is being made. */
   async stopWarming(): Promise<void> {
     this.warming = false;
     clearTimeout(this.refillTimer);
+    clearInterval(this.checkTimer);
+    this.checkTimer = undefined;
     await this.filling;
   }
 
@@ -108,12 +124,25 @@ export class DockerSandboxes {
     if (spare >= 0) this.spares.splice(spare, 1);
     this.logger.debug("Removing sandbox", { sandbox: name });
     try {
-      await ignoringStatus(NOT_FOUND, () => this.docker.getContainer(name).remove({ force: true }));
+      await this.removeContainer(name);
       await ignoringStatus(NOT_FOUND, () => this.docker.getNetwork(name).remove());
     } finally {
       this.removing.delete(name);
       this.taken.delete(name);
       this.addresses.delete(name);
+    }
+  }
+
+  /** Gone when this settles: a removal someone else began (`docker rm -f`) is waited for, since its network is in use until then. */
+  private async removeContainer(name: string): Promise<void> {
+    const container = this.docker.getContainer(name);
+    try {
+      await container.remove({ force: true });
+    } catch (error) {
+      const status = dockerStatusCode(error);
+      if (status === NOT_FOUND) return;
+      if (status !== CONFLICT) throw error;
+      await ignoringStatus(NOT_FOUND, () => container.wait({ condition: "removed" }));
     }
   }
 
@@ -129,6 +158,32 @@ export class DockerSandboxes {
     } catch (error) {
       if (dockerStatusCode(error) === NOT_FOUND) return null;
       throw error;
+    }
+  }
+
+  /**
+   * Removes the spares that are no longer running (and with them their
+   * networks), then refills: otherwise one removed out of band would leave its
+   * network behind and the pool short until a deployment happened to take it.
+   */
+  private async checkSpares(): Promise<void> {
+    if (this.checking || !this.warming) return;
+    this.checking = true;
+    try {
+      let lost = 0;
+      for (const name of [...this.spares]) {
+        const running = await this.running(name).catch(() => true); // Docker unreachable: nothing learnt
+        // Taken meanwhile: it is the taker's now (take() looks again itself).
+        if (running || !this.spares.includes(name)) continue;
+        lost += 1;
+        await this.remove(name).catch((error: unknown) => this.logger.warn("Could not remove a lost network sandbox", { sandbox: name, error: (error as Error).message }));
+      }
+      if (lost > 0) {
+        this.logger.warn("Network sandboxes were stopped or removed outside the agent; making new ones", { count: lost });
+        this.fillSoon(0);
+      }
+    } finally {
+      this.checking = false;
     }
   }
 
