@@ -34,9 +34,18 @@ export const DEFAULT_SPARE_CHECK_INTERVAL_MS = 15_000;
 
 export interface SandboxPoolOptions {
   spareCheckIntervalMs?: number;
+  /** DEFAULT_MAKING_GRACE_MS */
+  makingGraceMs?: number;
 }
 /** Refilling waits this long after a take, so it never competes with the start it made fast. */
 const REFILL_DELAY_MS = 1_000;
+/**
+ * A sandbox made but not running yet, or a network without its sandbox, this
+ * young is being made by another pool on the engine (the previous agent of the
+ * node finishing a deploy, another agent): its maker starts it, and no one else
+ * may take or remove it meanwhile. Older, its maker died between the two steps.
+ */
+export const DEFAULT_MAKING_GRACE_MS = 60_000;
 const SANDBOX_IMAGE_REPO = "cm-sandbox";
 const NOT_FOUND = 404;
 const CONFLICT = 409; // its removal is already in progress
@@ -222,14 +231,14 @@ export class DockerSandboxes {
     const holders = await this.docker.listContainers({ all: true, filters });
     for (const holder of holders) {
       const name = holder.Names[0]?.replace(/^\//, "") ?? "";
-      if (!name || inUse.has(name) || this.known(name)) continue;
+      if (!name || inUse.has(name) || this.known(name) || this.beingMade(holder)) continue;
       if (holder.State === "running" && this.spares.length < this.poolSize) this.spares.push(name);
       else await this.remove(name);
     }
     // A network whose sandbox container never got made (the agent died in between).
     const names = new Set(holders.map((holder) => holder.Names[0]?.replace(/^\//, "")));
     for (const network of await this.docker.listNetworks({ filters })) {
-      if (names.has(network.Name) || this.known(network.Name)) continue;
+      if (names.has(network.Name) || this.known(network.Name) || this.young(Date.parse(network.Created))) continue;
       // One made since the listing above is in use: Docker refuses, and that is fine.
       await ignoringStatus(NOT_FOUND, () => this.docker.getNetwork(network.Name).remove()).catch(() => {});
     }
@@ -248,15 +257,24 @@ export class DockerSandboxes {
     let removed = 0;
     for (const holder of await this.docker.listContainers({ all: true, filters })) {
       const name = holder.Names[0]?.replace(/^\//, "") ?? "";
-      if (!name || !stale(holder.Labels, name)) continue;
+      if (!name || !stale(holder.Labels, name) || this.beingMade(holder)) continue;
       await this.remove(name);
       removed += 1;
     }
     for (const network of await this.docker.listNetworks({ filters })) {
-      if (!stale(network.Labels, network.Name)) continue;
+      if (!stale(network.Labels, network.Name) || this.young(Date.parse(network.Created))) continue;
       await ignoringStatus(NOT_FOUND, () => this.docker.getNetwork(network.Name).remove()).catch(() => {});
     }
     if (removed > 0) this.logger.warn("Removed network sandboxes a previous enrolment of this machine left", { count: removed });
+  }
+
+  private young(createdMs: number): boolean {
+    return Date.now() - createdMs < (this.options.makingGraceMs ?? DEFAULT_MAKING_GRACE_MS);
+  }
+
+  /** Made, not started yet, and recently: see DEFAULT_MAKING_GRACE_MS. */
+  private beingMade(holder: Docker.ContainerInfo): boolean {
+    return holder.State === "created" && this.young(holder.Created * 1000);
   }
 
   /** In one of this pool's hands: ready, claimed, being made or being removed. */

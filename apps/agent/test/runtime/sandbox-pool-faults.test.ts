@@ -44,4 +44,50 @@ needs("docker", "busybox").describe("sandbox pool faults", () => {
     await pool.stopWarming();
     expect(await networksOf("node-rm")).toEqual((await sandboxesOf("node-rm")).map((s) => s.name));
   });
+
+  it("leaves a sandbox that another pool is starting to that pool: one path starts it", async () => {
+    // The previous agent's pool (or another agent of the node) is between making a
+    // sandbox and starting it when this pool adopts what the node left.
+    let reachedStart!: (name: string) => void;
+    const atStart = new Promise<string>((resolve) => (reachedStart = resolve));
+    let letStart!: () => void;
+    const gate = new Promise<void>((resolve) => (letStart = resolve));
+    onTestFinished(() => letStart());
+    const starts: Array<{ name: string; failed?: number }> = [];
+    const slow = Object.create(run.docker) as typeof run.docker;
+    slow.createContainer = async (options) => {
+      const container = await run.docker.createContainer(options);
+      const name = String(options.name);
+      const start = container.start.bind(container);
+      container.start = (async () => {
+        if (starts.length === 0) {
+          reachedStart(name);
+          await gate;
+        }
+        try {
+          await start();
+          starts.push({ name });
+        } catch (error) {
+          starts.push({ name, failed: (error as { statusCode?: number }).statusCode ?? -1 });
+          throw error;
+        }
+      }) as typeof container.start;
+      return container;
+    };
+    const maker = new DockerSandboxes(slow, silentLogger, 0);
+    const deploying = maker.take(ownerFor("node-two"));
+    const made = await atStart;
+
+    const adopter = new DockerSandboxes(run.docker, silentLogger, 1);
+    onTestFinished(() => adopter.stopWarming());
+    adopter.keepWarm(ownerFor("node-two"));
+    const own = await adopter.take(ownerFor("node-two")); // settles after its adoption
+    await adopter.stopWarming();
+    letStart();
+
+    expect(await deploying).toBe(made);
+    expect(own).not.toBe(made);
+    expect(starts).toEqual([{ name: made }]);
+    expect(await sandboxesOf("node-two")).toContainEqual({ name: made, running: true });
+  });
 });

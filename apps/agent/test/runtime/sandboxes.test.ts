@@ -117,7 +117,8 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
   it("cleans up a network whose sandbox was never made", async () => {
     const labels = { ...run.labels, "cm.sandbox": "true", "cm.node-id": "node-debris" };
     await run.docker.createNetwork({ Name: `cm-sbx-debris${run.labels["cm.test-run"]}`, Driver: "bridge", Labels: labels });
-    const pool = new DockerSandboxes(run.docker, silentLogger, 1);
+    // Made just now: without a zero grace it would be taken for another pool's sandbox being made.
+    const pool = new DockerSandboxes(run.docker, silentLogger, 1, { makingGraceMs: 0 });
     pool.keepWarm(ownerFor("node-debris"));
     await eventually(async () => (await sandboxesOf("node-debris")).length === 1, 20_000, "a ready sandbox");
     await pool.stopWarming();
