@@ -7,6 +7,7 @@ import { newWallet } from "../../support/harness";
 import { removeNodeContainers, watchDockerRuns, type DockerRuns } from "./docker-runs";
 import { startPgCluster, freePort, type PgCluster } from "./pg-cluster";
 import { startProgram, type Program } from "./processes";
+import { until } from "../../support/until";
 
 /** 1 credit a second: a deployment's cost in micro-credits is its billed milliseconds x 1000. */
 export const RATE_CENTS_PER_HOUR = 3600;
@@ -197,21 +198,6 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
 }
 export type FaultSystem = Awaited<ReturnType<typeof startFaultSystem>>;
 
-/** Polls fn until it answers truthy; on timeout says what was awaited and what `explain` tells. */
-export async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000, explain?: () => Promise<string>): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < end) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  const state = explain ? await explain().catch((err: unknown) => `(could not say: ${String(err)})`) : "";
-  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}${state ? `\n${state}` : ""}`);
-}
+export { until };
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
