@@ -6,6 +6,7 @@ import type { Logger } from "../services/logger";
 import type { Metering } from "../services/metering";
 import type { AgentSession } from "./agent-session";
 import type { HeartbeatBatch } from "./heartbeat-batch";
+import type { TokenBucket } from "./log-limits";
 
 /** What a session needs from the hub that owns it. */
 export interface SessionHost {
@@ -15,6 +16,8 @@ export interface SessionHost {
   /** Runs fn after every earlier presence change of the node (online, lost), so they never interleave. */
   serialize<T>(nodeId: string, fn: () => Promise<T>): Promise<T>;
   readonly heartbeats: HeartbeatBatch;
+  /** What the node may still store of its logs: one budget per node, whatever its connections (see log-limits.ts). */
+  logBudget(nodeId: string): TokenBucket;
   templateGpuNeeds(): Promise<ReadonlyMap<string, boolean>>;
 }
 

@@ -7,6 +7,7 @@ import type { NodeLink } from "../services/deployment-service";
 import type { AgentContext, SessionHost } from "./agent-context";
 import { AgentSession } from "./agent-session";
 import { HeartbeatBatch } from "./heartbeat-batch";
+import { TokenBucket } from "./log-limits";
 import { StallWatch } from "./stall-watch";
 
 
@@ -27,6 +28,8 @@ export type AgentHubOptions = Omit<AgentContext, "hub"> & { heartbeatFlushMs: nu
  * this, anyone could hold that much memory per socket without a token.
  */
 export const BYTES_BEFORE_READY = 16 * 1024;
+/** Seconds of a node's log rate it may send at once. */
+const LOG_BURST_S = 4;
 
 /** Destroys the socket of a session that sends more than BYTES_BEFORE_READY before it is ready. */
 function boundUntilReady(socket: Duplex, alreadyRead: number, session: AgentSession) {
@@ -58,6 +61,7 @@ export class AgentHub implements NodeLink, SessionHost {
    */
   private watchingSinceMs: number;
   private stall: StallWatch | undefined;
+  private readonly logBudgets = new Map<string, TokenBucket>();
   private monitorRun: Promise<void> = Promise.resolve();
   private closing: Promise<void> | undefined;
 
@@ -102,6 +106,12 @@ export class AgentHub implements NodeLink, SessionHost {
   lastSeenMs(nodeId: string): number | undefined {
     const s = this.sessions.get(nodeId);
     return s?.ready ? s.lastSeenMs : undefined;
+  }
+
+  logBudget(nodeId: string): TokenBucket {
+    let budget = this.logBudgets.get(nodeId);
+    if (!budget) this.logBudgets.set(nodeId, (budget = new TokenBucket(this.o.logIngestBytesPerS, LOG_BURST_S, this.o.clock.now())));
+    return budget;
   }
 
   /** The node's last proof of life known here, connected or not. */
@@ -216,7 +226,9 @@ export class AgentHub implements NodeLink, SessionHost {
         this.sessions.delete(nodeId);
         s.refuse(CLOSE_CODES.UNAUTHORIZED, "UNAUTHORIZED", "this node was retired");
       }
-      await this.lose(nodeId, s?.lastSeenMs ?? this.o.clock.now(), "it was retired");
+      // Away when retired: its deployments ran no later than its last proof of life.
+      const lastSeenMs = s?.lastSeenMs ?? this.lastSeenAway.get(nodeId) ?? (await this.o.repos.nodes.get(nodeId, { includeRetired: true }))?.lastHeartbeat ?? this.o.clock.now();
+      await this.lose(nodeId, lastSeenMs, "it was retired");
     });
   }
 

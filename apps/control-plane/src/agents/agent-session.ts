@@ -5,7 +5,6 @@ import { hashSecret } from "../services/ids";
 import type { AgentContext } from "./agent-context";
 import { commandAction, gpuCountFor, specKey, toSpec } from "./desired-state";
 import { handleFrame } from "./frame-handlers";
-import { TokenBucket } from "./log-limits";
 
 type HelloFrame = Extract<AgentFrame, { type: "hello" }>;
 type State = "awaiting-hello" | "authenticating" | "ready" | "closed";
@@ -19,8 +18,6 @@ const RESUME_AT = 8;
 /** Frames whose database writes are retried (every OUTAGE_RETRY_MS, in order) while the database cannot be reached. */
 const KEPT_THROUGH_OUTAGES: ReadonlySet<AgentFrame["type"]> = new Set(["hello", "status", "specs", "endpoints"]);
 const OUTAGE_RETRY_MS = 500;
-/** Seconds of a node's log rate it may send at once. */
-const LOG_BURST_S = 4;
 
 /**
  * One agent connection: the hello handshake, then frames in arrival order.
@@ -45,8 +42,8 @@ export class AgentSession {
   readonly known = new Map<string, string>();
   /** When each deployment's pull progress was last written. */
   readonly pullNotedAt = new Map<string, number>();
-  /** What this node may still store of its logs (see log-limits.ts). */
-  readonly logBudget: TokenBucket;
+  /** The latest heartbeat proof waiting for the status reports queued before it (see billableUntilMs). */
+  private pendingProofMs = 0;
   private badFrames = 0;
   private queued = 0;
   /** Status reports among the frames queued: only they can say a container stopped earlier than now. */
@@ -60,7 +57,6 @@ export class AgentSession {
   private readonly helloTimer: NodeJS.Timeout;
 
   constructor(private readonly ws: WebSocket, readonly ctx: AgentContext) {
-    this.logBudget = new TokenBucket(ctx.logIngestBytesPerS, LOG_BURST_S, ctx.clock.now());
     this.helloTimer = setTimeout(() => this.refuse(CLOSE_CODES.HELLO_TIMEOUT, "HELLO_TIMEOUT", `no hello within ${ctx.helloTimeoutMs} ms`), ctx.helloTimeoutMs);
     ws.on("message", (data, isBinary) => this.receive(data, isBinary));
     ws.on("close", () => this.closed());
@@ -166,9 +162,9 @@ export class AgentSession {
       // billing proof it carries takes its turn behind them.
       this.ctx.hub.heartbeats.note(this.nodeId, receivedAtMs);
       const provenMs = Math.min(receivedAtMs, frame.sentAt);
-      const prove = () => void (this.billableUntilMs = Math.max(this.billableUntilMs, provenMs));
-      if (this.reportsQueued === 0) prove();
-      else this.inbound = this.inbound.then(prove);
+      // One number, not a promise per heartbeat: heartbeats are not paused by back-pressure.
+      if (this.reportsQueued === 0) this.billableUntilMs = Math.max(this.billableUntilMs, provenMs);
+      else this.pendingProofMs = Math.max(this.pendingProofMs, provenMs);
       return;
     }
     const report = frame.type === "status";
@@ -177,7 +173,10 @@ export class AgentSession {
     this.inbound = this.inbound
       .then(() => this.handle(frame))
       .finally(() => {
-        if (report) this.reportsQueued--;
+        if (report && --this.reportsQueued === 0) {
+          // Every report sent before the heartbeats that came meanwhile is handled: their proof counts now.
+          this.billableUntilMs = Math.max(this.billableUntilMs, this.pendingProofMs);
+        }
         if (--this.queued <= RESUME_AT && this.ws.isPaused) {
           this.ws.resume();
           this.readingSinceMs = this.ctx.clock.now();

@@ -73,7 +73,7 @@ const handlers: Handlers = {
     }
     const nowMs = clock.now();
     const lines = f.lines.map((l) => storedLine(l, nowMs));
-    if (!s.logBudget.take(ingestCost(lines), nowMs)) {
+    if (!s.ctx.hub.logBudget(s.nodeId).take(ingestCost(lines), nowMs)) {
       // No ack: the agent keeps the batch and sends it again later, reading its container's log no faster than we store it.
       return s.send({ type: "error", code: "LOGS_RATE_LIMITED", message: `this node sends more log text than ${s.ctx.logIngestBytesPerS} bytes a second; the batch ending at line ${f.lines.at(-1)!.seq} was not stored, send it again later` });
     }

@@ -29,7 +29,7 @@ export function storedLine(line: LogLineFrame, arrivedMs: number): NewLogLine {
 /** What storing these lines costs against a node's budget. */
 export function ingestCost(lines: readonly NewLogLine[]): number {
   let bytes = 0;
-  for (const line of lines) bytes += line.message.length + LINE_OVERHEAD_BYTES;
+  for (const line of lines) bytes += Buffer.byteLength(line.message) + LINE_OVERHEAD_BYTES;
   return bytes;
 }
 

@@ -111,12 +111,16 @@ describeEachDatabase("log bounds on $name", (db) => {
     expect(refused.code).toBe("LOGS_RATE_LIMITED");
     expect(refused.message).toContain("send it again later");
     expect((await h.call("GET", `/deployments/${id}/logs?tail=100`, { token: tenant.token })).json.logs).toHaveLength(2);
+    // A new connection with the node's token starts with no fresh budget: the budget is the node's.
+    const again = await SimAgent.connect(h.url, node.agentToken);
+    again.agent.send({ type: "logs", deploymentId: id, lines: flood });
+    expect((await again.agent.next("error")).code).toBe("LOGS_RATE_LIMITED");
     // Seconds later the same batch fits.
     h.clock.advance(5_000);
-    node.agent.send({ type: "logs", deploymentId: id, lines: flood });
-    expect((await node.agent.next("logs_ack")).cursor.seq).toBe(32);
+    again.agent.send({ type: "logs", deploymentId: id, lines: flood });
+    expect((await again.agent.next("logs_ack")).cursor.seq).toBe(32);
     expect((await h.call("GET", `/deployments/${id}/logs?tail=100`, { token: tenant.token })).json.logs).toHaveLength(32);
-    await node.agent.close();
+    await again.agent.close();
   });
 });
 

@@ -173,4 +173,18 @@ describeEachDatabase("metering on $name", (db) => {
     const books = await h.checkBooks(t.user.id);
     expect(books).toMatchObject({ reservedMicro: 0, totalUsedMicro: 2 * costMicro(50, 20 * S) });
   });
+  it("settles a node retired while its agent is away at its last proof of life, not at the retirement", async () => {
+    const t = await tenantWith(1000);
+    const node = await h.connectedNode(op.token, { hourlyRateCents: 50 });
+    const d = await h.deploy(t.token, node.id, node.agent);
+    await h.run(node.agent, d.spec, t.token);
+    h.clock.advance(20 * S);
+    await beat(node.agent, node.id);
+    await node.agent.close();
+    // Away 10 s (within the window), then its operator retires it.
+    h.clock.advance(10 * S);
+    expect((await h.call("DELETE", `/operator/nodes/${node.id}`, { token: op.token })).status).toBe(200);
+    await eventually(async () => expect(await row(d.id)).toMatchObject({ status: "failed", reservedMicro: 0 }));
+    expect((await row(d.id)).totalCostMicro).toBe(costMicro(50, 20 * S));
+  });
 });
