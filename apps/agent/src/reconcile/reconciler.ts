@@ -86,7 +86,16 @@ export class Reconciler {
     const containers = await this.options.runtime.listManaged(this.options.containerLabels).catch(() => []);
     const ours = containers.filter((container) => container.nodeId === nodeId);
     if (this.nodeId !== nodeId) return;
-    for (const container of ours.filter((c) => c.running)) this.track(container);
+    // In each deployment's turn, as the sync's own work is: by then the sync may
+    // have replaced or removed the container this (older) list shows running.
+    const claims = ours.filter((c) => c.running).map((container) =>
+      this.queue.run(container.deploymentId, async () => {
+        if (this.nodeId !== nodeId || this.runningNow.has(container.deploymentId)) return;
+        const now = await this.options.runtime.inspect(container.id).catch(() => undefined);
+        if (now?.running) this.track(now);
+      }),
+    );
+    await Promise.all(claims);
     this.options.logger.info("Adopted existing containers", { nodeId, total: ours.length, running: ours.filter((c) => c.running).length });
   }
 

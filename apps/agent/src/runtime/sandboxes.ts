@@ -50,6 +50,9 @@ const SANDBOX_IMAGE_REPO = "cm-sandbox";
 const NOT_FOUND = 404;
 const CONFLICT = 409; // its removal is already in progress
 
+/** How long a removal someone else began (`docker rm -f`) is waited for before giving up on it. */
+const REMOVAL_WAIT_MS = 30_000;
+
 export class DockerSandboxes {
   private owner: SandboxOwner | undefined;
   /** ready and unclaimed; changed in place only (an await may hold on to it) */
@@ -150,8 +153,15 @@ export class DockerSandboxes {
     } catch (error) {
       const status = dockerStatusCode(error);
       if (status === NOT_FOUND) return;
-      if (status !== CONFLICT) throw error;
-      await ignoringStatus(NOT_FOUND, () => container.wait({ condition: "removed" }));
+      // Only "removal already in progress" is waited for, and not forever: any other conflict is an error to report.
+      if (status !== CONFLICT || !/already in progress/i.test((error as Error).message)) throw error;
+      let timer: NodeJS.Timeout | undefined;
+      const patience = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`sandbox ${name} was still being removed after ${REMOVAL_WAIT_MS / 1000} s`)), REMOVAL_WAIT_MS)));
+      try {
+        await Promise.race([ignoringStatus(NOT_FOUND, () => container.wait({ condition: "removed" })), patience]);
+      } finally {
+        clearTimeout(timer);
+      }
     }
   }
 
