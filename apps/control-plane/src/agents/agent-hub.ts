@@ -10,17 +10,8 @@ import { HeartbeatBatch } from "./heartbeat-batch";
 import { TokenBucket } from "./log-limits";
 import { StallWatch } from "./stall-watch";
 
-
 export type AgentHubOptions = Omit<AgentContext, "hub"> & { heartbeatFlushMs: number };
 
-/**
- * The control plane's side of every agent connection: one session per node, the
- * node's presence (online from hello; offline once three heartbeat intervals
- * pass without one, a closed socket included, so an agent restart or a network
- * blip costs nothing), and commands to the agent whenever the API changes
- * one of its deployments. Desired state lives in the database, so a command
- * that finds no session is not lost: the next sync carries it.
- */
 /**
  * Bytes a connection may send before it is a ready agent: a hello is a few
  * hundred bytes and nothing else comes before the welcome. The frame limit
@@ -42,6 +33,14 @@ function boundUntilReady(socket: Duplex, alreadyRead: number, session: AgentSess
   socket.on("data", count);
 }
 
+/**
+ * The control plane's side of every agent connection: one session per node, the
+ * node's presence (online from hello; offline once three heartbeat intervals
+ * pass without one, a closed socket included, so an agent restart or a network
+ * blip costs nothing), and commands to the agent whenever the API changes
+ * one of its deployments. Desired state lives in the database, so a command
+ * that finds no session is not lost: the next sync carries it.
+ */
 export class AgentHub implements NodeLink, SessionHost {
   readonly heartbeats: HeartbeatBatch;
   /** Adopted sessions by node; `all` also holds those still in their handshake. */
@@ -214,7 +213,7 @@ export class AgentHub implements NodeLink, SessionHost {
           this.sessions.delete(node.id);
           s.terminate();
         }
-        await this.lose(node.id, Math.max(node.lastHeartbeat ?? 0, s?.lastSeenMs ?? 0, this.lastSeenAway.get(node.id) ?? 0), "it missed three heartbeats");
+        await this.lose(node.id, this.lastAliveMs(node.id, s, node.lastHeartbeat), "it missed three heartbeats");
       });
     }
   }
@@ -227,9 +226,14 @@ export class AgentHub implements NodeLink, SessionHost {
         s.refuse(CLOSE_CODES.UNAUTHORIZED, "UNAUTHORIZED", "this node was retired");
       }
       // Away when retired: its deployments ran no later than its last proof of life.
-      const lastSeenMs = s?.lastSeenMs ?? this.lastSeenAway.get(nodeId) ?? (await this.o.repos.nodes.get(nodeId, { includeRetired: true }))?.lastHeartbeat ?? this.o.clock.now();
-      await this.lose(nodeId, lastSeenMs, "it was retired");
+      const node = await this.o.repos.nodes.get(nodeId, { includeRetired: true });
+      await this.lose(nodeId, this.lastAliveMs(nodeId, s, node?.lastHeartbeat) || this.o.clock.now(), "it was retired");
     });
+  }
+
+  /** The last instant the node is known alive: its session's last frame, one remembered from a closed session, or its stored heartbeat; 0 when none. */
+  private lastAliveMs(nodeId: string, s: AgentSession | undefined, lastHeartbeat: number | null | undefined): number {
+    return Math.max(lastHeartbeat ?? 0, s?.lastSeenMs ?? 0, this.lastSeenAway.get(nodeId) ?? 0);
   }
 
   /** Offline, and its live deployments stopped and settled up to `lastSeenMs`. */
