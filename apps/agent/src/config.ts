@@ -2,7 +2,7 @@
 // flags, environment variables, then a config file (KEY=VALUE lines as systemd's
 // EnvironmentFile reads them, or a JSON object with the same keys). Nothing
 // else in the agent reads the environment.
-import { AGENT_TUNNEL_PATH, AGENT_WS_PATH } from "@cm/protocol";
+import { AGENT_RECONNECT_MAX_MS, AGENT_TUNNEL_PATH, AGENT_WS_PATH } from "@cm/protocol";
 import { z } from "zod";
 import { DEFAULT_SANDBOX_POOL } from "./runtime/sandboxes";
 
@@ -20,7 +20,8 @@ export const DEFAULT_DOCKER_SOCKET = "/var/run/docker.sock";
 /** Tuning with production defaults; not read from the environment, tests shorten them. */
 const Timing = z.object({
   backoffInitialMs: z.number().int().min(1).default(250),
-  backoffMaxMs: z.number().int().min(1).default(30_000),
+  /** at most the protocol's ceiling: the control plane's grace after a restart counts on it */
+  backoffMaxMs: z.number().int().min(1).max(AGENT_RECONNECT_MAX_MS).default(AGENT_RECONNECT_MAX_MS),
   /** a connection that stayed ready this long resets the backoff */
   stableConnectionMs: z.number().int().min(0).default(10_000),
   /** from opening the socket to welcome */

@@ -2,7 +2,7 @@ import type { ServerFrame } from "@cm/protocol";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
-import { CLOSE_CODES } from "@cm/protocol";
+import { AGENT_RECONNECT_MAX_MS, CLOSE_CODES } from "@cm/protocol";
 import type { NodeLink } from "../services/deployment-service";
 import type { AgentContext, SessionHost } from "./agent-context";
 import { AgentSession } from "./agent-session";
@@ -56,7 +56,9 @@ export class AgentHub implements NodeLink, SessionHost {
   /**
    * Liveness is judged only on what this process could have read: from its
    * start, or from when it resumed after a stall of its own, every node gets
-   * three whole intervals before it can be found silent.
+   * three whole intervals, plus the longest an agent waits between reconnection
+   * attempts, before it can be found silent. Its agent may have been backing
+   * off while this process was away.
    */
   private watchingSinceMs: number;
   private stall: StallWatch | undefined;
@@ -201,11 +203,11 @@ export class AgentHub implements NodeLink, SessionHost {
     this.stall?.check();
     await this.heartbeats.flush();
     const cutoffMs = this.o.clock.now() - 3 * this.o.heartbeatIntervalMs - 1;
-    if (this.watchingSinceMs > cutoffMs) return;
+    if (this.justStarted(cutoffMs)) return;
     for (const node of await this.o.repos.nodes.staleOnline(cutoffMs)) {
       await this.serialize(node.id, async () => {
         this.stall?.check();
-        if (this.watchingSinceMs > cutoffMs) return;
+        if (this.justStarted(cutoffMs)) return;
         const s = this.sessions.get(node.id);
         if (s && s.livenessMs(this.o.clock.now()) > cutoffMs) return; // a frame arrived since the flush, or the socket is not being read
         if (s) {
@@ -216,6 +218,10 @@ export class AgentHub implements NodeLink, SessionHost {
         await this.lose(node.id, this.lastAliveMs(node.id, s, node.lastHeartbeat), "it missed three heartbeats");
       });
     }
+  }
+
+  private justStarted(cutoffMs: number): boolean {
+    return this.watchingSinceMs + AGENT_RECONNECT_MAX_MS > cutoffMs;
   }
 
   private async retired(nodeId: string) {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { eventually, startAgentHarness, type AgentHarness } from "./support/agent-harness";
 import { SimAgent } from "./support/sim-agent";
 import { describeEachDatabase } from "@cm/testkit";
-
+import { AGENT_RECONNECT_MAX_MS } from "@cm/protocol";
 
 describeEachDatabase("deployments through the agent on $name", (db) => {
   let h: AgentHarness;
@@ -137,8 +137,9 @@ describeEachDatabase("deployments through the agent on $name", (db) => {
 
     // While no agent is connected, changes wait in the database for the next sync.
     await replaced.agent.close();
-    // A closed socket is not yet a lost node; three silent heartbeat intervals are.
-    h.clock.advance(31_000);
+    // A closed socket is not yet a lost node; three silent heartbeat intervals are
+    // (and this control plane started moments ago: the longest agent backoff too).
+    h.clock.advance(31_000 + AGENT_RECONNECT_MAX_MS);
     await h.deps.agents.tick();
     await eventually(async () => expect((await h.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("offline"));
     await eventually(async () => expect(await h.getDeployment(a.id, tenant.token)).toMatchObject({ status: "failed", statusReason: expect.stringMatching(/^node went offline/) }));

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { describeEachDatabase } from "@cm/testkit";
+import { AGENT_RECONNECT_MAX_MS } from "@cm/protocol";
 import { StallWatch } from "../../src/agents/stall-watch";
 import { eventually, startAgentHarness, type AgentHarness } from "./support/agent-harness";
 
@@ -38,6 +39,27 @@ describeEachDatabase("liveness that never waits on the database, on $name", (db)
       h.deps.repos.logIngest.append = append;
     }
     await node.agent.close();
+  });
+});
+
+describeEachDatabase("a control plane that has just started, on $name", (db) => {
+  it("waits out an agent's longest reconnection backoff before finding its node silent", async () => {
+    // A fresh control plane whose node was online before it started (a restart):
+    // the agent, backing off while the control plane was away, is not back yet.
+    const h = await startAgentHarness(db);
+    try {
+      const op = await h.signIn();
+      const node = await h.connectedNode(op.token);
+      await node.agent.close();
+      h.clock.advance(3 * 10 * S + 1000); // three heartbeat intervals: a node that was being heard would be lost now
+      await h.deps.agents.tick();
+      expect((await h.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("online");
+      h.clock.advance(AGENT_RECONNECT_MAX_MS); // and the longest backoff: this one is not coming back
+      await h.deps.agents.tick();
+      await eventually(async () => expect((await h.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("offline"));
+    } finally {
+      await h.close();
+    }
   });
 });
 

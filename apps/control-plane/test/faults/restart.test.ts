@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { needs } from "@cm/testkit";
+import { AGENT_RECONNECT_MAX_MS } from "@cm/protocol";
 import { sleep, startFaultSystem, type FaultSystem } from "./support/fault-system";
 
 // Short heartbeats (a node is offline after 6 s of silence), where a restart of
 // the control plane shorter than that window used to read as a lost node: the
-// window ran from the agent's last heartbeat before the restart.
+// window ran from the agent's last heartbeat before the restart. Then an agent
+// that backed off longer than the window while the control plane was away.
 const HEARTBEAT_MS = 2000;
 const DOWN_MS = 2500;
 
@@ -21,7 +23,7 @@ needs("docker", "busybox", "postgres-server").describe("a control plane restarte
     await sys?.close();
   });
 
-  it("keeps the node and its deployment: the window runs from when it could hear the agent again", async () => {
+  it("keeps the node and its deployment: the window runs from when it could hear the agent again, backoff included", async () => {
     const id = await sys.deploy();
     await sys.waitStatus(id, "running");
     await sleep(1000);
@@ -30,9 +32,13 @@ needs("docker", "busybox", "postgres-server").describe("a control plane restarte
     await sys.restartControlPlane(DOWN_MS);
     const listeningAt = Date.now();
     figures.downMs = listeningAt - stoppedAt;
+    // The agent comes back when its backoff says (up to 8 s after a 4 s outage here).
+    await sys.cp.waitForLine(/agent connected/, AGENT_RECONNECT_MAX_MS + 10_000);
+    figures.reconnectedAfterMs = Date.now() - listeningAt;
 
-    // Past a whole window after it came back: the agent has reconnected and heartbeats.
+    // Past a whole window after it reconnected: the agent heartbeats.
     await sleep(3 * HEARTBEAT_MS + 2000);
+    expect(sys.cp.tail(200), "the node was never found silent").not.toMatch(/node offline/);
     expect((await sys.call("GET", `/nodes/${sys.nodeId}`)).json.node.status, sys.cp.tail(30)).toBe("online");
     expect((await sys.deployment(id)).status, sys.cp.tail(30)).toBe("running");
     expect(sys.runs.isRunning(id)).toBe(true);

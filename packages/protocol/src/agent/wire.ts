@@ -26,6 +26,13 @@ export const CLOSE_CODES = {
   BAD_FRAMES: 4400, // too many frames that failed to parse
   HELLO_TIMEOUT: 4408, // no hello in time
 } as const;
+/**
+ * The longest an agent waits between two reconnection attempts. A control
+ * plane that has just started, or resumed after a stall, cannot have heard
+ * agents still waiting out their backoff: it gives every node this long beyond
+ * its three heartbeat intervals before finding it silent.
+ */
+export const AGENT_RECONNECT_MAX_MS = 30_000;
 export const RETRYABLE_CLOSE = (code: number) => code !== CLOSE_CODES.UNAUTHORIZED && code !== CLOSE_CODES.REPLACED && code !== CLOSE_CODES.UNSUPPORTED_PROTOCOL;
 
 // ---- shared pieces ---------------------------------------------------------
