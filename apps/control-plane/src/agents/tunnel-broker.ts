@@ -5,7 +5,7 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer, createWebSocketStream, type WebSocket } from "ws";
 import type { Repos } from "@cm/db";
 import { AGENT_TUNNEL_UPGRADE, TUNNEL_SWITCHING_PROTOCOLS, type ServerFrame } from "@cm/protocol";
-import { DialError, type EndpointTarget, type TunnelDialer } from "../gateway/proxy";
+import { DialError, type EndpointTarget, type TunnelDialer } from "../gateway/ports";
 import { asSocketLike } from "../gateway/socket-like";
 import type { EventBus } from "../services/events";
 import { hashSecret } from "../services/ids";

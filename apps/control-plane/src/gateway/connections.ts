@@ -2,7 +2,8 @@ import type http from "node:http";
 import https from "node:https";
 import type net from "node:net";
 import { MAX_HEAD_BYTES, headEnd, parseRequestHead } from "./http1";
-import { Relay, relayable, type RelayOptions } from "./relay";
+import { Relay } from "./relay";
+import { relayable, type RelayOptions } from "./relay-core";
 
 type Router = { take(socket: net.Socket, toHttp: (s: net.Socket) => void): void; close(): void };
 

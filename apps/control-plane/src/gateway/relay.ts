@@ -1,48 +1,8 @@
 import type net from "node:net";
 import type { Duplex } from "node:stream";
-import { endpointLabel } from "./headers";
-import { BodyWalker, MAX_HEAD_BYTES, closesAfter, forwardRequestHead, forwardResponseHead, headEnd, parseRequestHead, parseResponseHead, requestFraming, responseFraming, type Client, type Framing, type RequestHead } from "./http1";
-import { failurePage, type GatewayFailure } from "./pages";
-import { DialError, type EndpointResolver, type EndpointTarget, type GatewayTimeouts, type TunnelDialer } from "./proxy";
-
-const RETRIABLE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
-
-export type RelayOptions = {
-  domain: string;
-  resolver: EndpointResolver;
-  dialer: TunnelDialer;
-  timeouts: Required<GatewayTimeouts>;
-  secure: boolean;
-  /** Takes the connection back, its unread bytes put back first, to be routed afresh. */
-  reroute(socket: net.Socket): void;
-};
-
-/** A request sent on to the container whose response has not ended yet. */
-type Outstanding = { method: string; upgrade: boolean; close: boolean; sent: boolean; retry: Buffer | undefined };
-
-/** The host a request names, when it names exactly one. */
-export function hostOf(h: RequestHead): string | undefined {
-  return h.hosts.length === 1 ? h.hosts[0] : undefined;
-}
-
-/**
- * The endpoint label of a request the relay can carry, with its body framing:
- * HTTP/1.1 with one Host and a framing beyond doubt. HTTP/1.0 goes to Node's
- * HTTP server, which knows how to answer it (no chunked bodies, keep-alive
- * only when asked), rather than the relay learning it too.
- */
-export function relayable(h: RequestHead | undefined, domain: string): { label: string; framing: Framing } | undefined {
-  if (!h || h.version !== "1.1") return undefined;
-  const framing = requestFraming(h);
-  const label = framing && endpointLabel(hostOf(h), domain);
-  return label ? { label, framing: framing! } : undefined;
-}
-
-class Refused extends Error {
-  constructor(readonly kind: GatewayFailure) {
-    super(kind);
-  }
-}
+import { BodyWalker, MAX_HEAD_BYTES, closesAfter, forwardRequestHead, forwardResponseHead, headEnd, parseRequestHead, parseResponseHead, responseFraming } from "./http1";
+import { DialError, RETRIABLE_METHODS, type EndpointTarget } from "./ports";
+import { RelayCore, Refused, hostOf, relayable, type Outstanding, type RelayOptions } from "./relay-core";
 
 /**
  * Carries one client connection to one endpoint as bytes, parsing only what a
@@ -65,41 +25,11 @@ class Refused extends Error {
  * server does), then closed with its tunnel; during one, `idleMs` without a
  * byte either way ends it.
  */
-export class Relay {
-  private buf: Buffer | undefined;
-  private body: BodyWalker | undefined;
-  private tunnel: Duplex | undefined;
-  private reply: Buffer | undefined;
-  private replyBody: BodyWalker | undefined;
-  private readonly queue: Outstanding[] = [];
-  /** The request whose body is being forwarded (its response may even have come already). */
-  private sending: Outstanding | undefined;
-  /** The client asked to close after its last request: nothing after it is read. */
-  private lastRequest = false;
-  private dialing = false;
-  private handingOff = false;
-  private waitingUpgrade = false;
-  private tunnelFull = false;
-  /** The container said it closes the tunnel after the present response: nothing more is sent on it. */
-  private tunnelLast = false;
-  private raw = false;
-  private closing = false;
-  private clientEnded = false;
-  private detached = false;
-  /** No request outstanding: the socket's timeout is the keep-alive one. */
-  private betweenRequests = false;
-  /** Responses completed on the present tunnel: a tunnel that served one is a reused one. */
-  private served = 0;
-  private timer: NodeJS.Timeout | undefined;
-  private headTimer: NodeJS.Timeout | undefined;
-  private readonly client: Client;
-  /** What the router looked up for the first request: the first dial needs no second look. */
-  private target: EndpointTarget | undefined;
-
-  constructor(private readonly socket: net.Socket, first: Buffer, private readonly label: string, target: EndpointTarget, private readonly o: RelayOptions) {
+export class Relay extends RelayCore {
+  constructor(socket: net.Socket, first: Buffer, label: string, target: EndpointTarget, o: RelayOptions) {
+    super(socket, label, o);
     this.buf = first;
     this.target = target;
-    this.client = { ip: socket.remoteAddress ?? "", proto: o.secure ? "https" : "http", host: "" };
     socket.setNoDelay(true);
     socket.setTimeout(o.timeouts.idleMs);
     socket.on("data", this.onClientData);
@@ -133,44 +63,6 @@ export class Relay {
   private readonly onClientError = () => this.socket.destroy();
   /** Quiet for too long: between requests that is the end of keep-alive, during one an abandoned request. */
   private readonly onIdle = () => (this.idle() ? this.finish() : this.abort());
-
-  /** Nothing outstanding: no response awaited, no body being sent, no tunnel being dialed, not upgraded. */
-  private idle() {
-    return this.queue.length === 0 && !this.body && !this.raw && !this.dialing;
-  }
-
-  /** Whether to read more from the client now. */
-  private flow() {
-    if (this.detached) return; // the connection is someone else's now
-    // Bytes held back (behind a dial, a closing tunnel, an upgrade) stop the reading
-    // at a head's worth: a client cannot make the gateway buffer without bound.
-    const held = !this.raw && this.buf !== undefined && this.buf.length > MAX_HEAD_BYTES;
-    const read = !this.dialing && !this.handingOff && !this.waitingUpgrade && !this.tunnelFull && !this.closing && !held;
-    if (read) this.socket.resume();
-    else this.socket.pause();
-  }
-
-  // Heads are strings of latin1 bytes (http1.ts reads them so): written back as
-  // latin1, a header value's raw UTF-8 or other obs-text bytes pass unchanged.
-  private toTunnel(data: Buffer | string) {
-    if (!this.tunnel) return; // gone: whoever closed it has already decided what the client gets
-    if (!this.tunnel.write(data, "latin1") && !this.tunnelFull) {
-      this.tunnelFull = true;
-      this.flow();
-      this.tunnel!.once("drain", () => {
-        this.tunnelFull = false;
-        this.flow();
-      });
-    }
-  }
-
-  private toClient(data: Buffer | string) {
-    if (!this.socket.write(data, "latin1") && this.tunnel && !this.tunnel.isPaused()) {
-      const t = this.tunnel;
-      t.pause();
-      this.socket.once("drain", () => t.resume());
-    }
-  }
 
   /** Forwards what the client sent, request by request. */
   private pump() {
@@ -401,85 +293,7 @@ export class Relay {
     this.fail("port_not_ready", "the container closed the connection without answering");
   }
 
-  private armTimer() {
-    if (this.timer || this.replyBody || !this.queue[0]?.sent || this.raw) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.fail("timeout", `no response within ${this.o.timeouts.responseMs / 1000} s`);
-    }, this.o.timeouts.responseMs);
-  }
-
-  private clearTimer() {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-  }
-
-  private clearHeadTimer() {
-    if (this.headTimer) clearTimeout(this.headTimer);
-    this.headTimer = undefined;
-  }
-
-  private readonly onSlowHead = () => {
-    this.headTimer = undefined;
-    if (this.queue.length > 0 || this.closing || this.detached) return;
-    this.socket.write("HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
-    this.finish();
-  };
-
-  /** Stops here and routes the connection afresh, once every earlier response has gone out. */
-  private handOff() {
-    this.handingOff = true;
-    this.flow();
-    this.finishIfIdle();
-  }
-
-  /** Acts on what was waiting for the last outstanding response. */
-  private finishIfIdle() {
-    if (!this.idle()) return;
-    if (this.handingOff) {
-      // Bytes cannot be put back on a stream that has ended: the request after
-      // a half-close stays unanswered, the connection closed as the client asked.
-      if (this.clientEnded) return this.finish();
-      this.detach();
-      if (this.buf) this.socket.unshift(this.buf);
-      this.buf = undefined;
-      return this.o.reroute(this.socket);
-    }
-    // A whole request read before the client's end is still answered (the pump after a response sends it).
-    if (this.clientEnded && !(this.buf && headEnd(this.buf) >= 0)) this.finish();
-  }
-
-  /** The client's connection ends after what was written; the tunnel goes. */
-  private finish() {
-    this.closing = true;
-    this.flow();
-    // Node's HTTP server allows half-open sockets: once what was written is out,
-    // the socket goes, whether or not the client ever ends its side.
-    this.socket.end(() => this.socket.destroy());
-    this.tunnel?.destroy();
-  }
-
-  /** A page saying why, when no byte of the present response went out yet; else a cut connection. */
-  private fail(kind: GatewayFailure, detail?: string) {
-    if (this.replyBody || this.raw) return this.abort();
-    const page = failurePage(kind, detail);
-    const head = [`HTTP/1.1 ${page.status} ${kind.replace(/_/g, " ")}`, "content-type: text/html; charset=utf-8", "cache-control: no-store", `x-gateway-error: ${page.code}`, `content-length: ${Buffer.byteLength(page.html)}`, "connection: close"];
-    if (kind === "node_unreachable") head.push("retry-after: 10");
-    this.socket.write(`${head.join("\r\n")}\r\n\r\n${page.html}`);
-    this.queue.length = 0;
-    this.finish();
-  }
-
-  private badGateway(detail: string) {
-    this.fail("port_not_ready", detail);
-  }
-
-  private abort() {
-    this.socket.destroy();
-    this.tunnel?.destroy();
-  }
-
-  private detach() {
+  protected override detach() {
     this.detached = true;
     this.clearTimer();
     this.clearHeadTimer();

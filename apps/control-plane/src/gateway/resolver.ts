@@ -1,6 +1,6 @@
 import type { DeploymentRow, Repos } from "@cm/db";
 import type { EventBus } from "../services/events";
-import type { EndpointResolver, Resolution } from "./proxy";
+import type { EndpointResolver, Resolution } from "./ports";
 
 type Seen = Pick<DeploymentRow, "id" | "nodeId" | "status" | "ports"> | undefined;
 
