@@ -1,0 +1,376 @@
+// A container engine in memory, behind the agent's ContainerRuntime port, for
+// tests of the agent's own logic (reconciler, log shipping) that must run in
+// milliseconds with no Docker engine reachable. It keeps Docker's semantics
+// where the agent depends on them: stop sends SIGTERM and kills after the
+// timeout, remove kills, a wait ends with the exit, names are unique, a missing
+// image is a 404, logs come with nanosecond timestamps and honour tail and since.
+// Time is the test's clock, so a 10 s stop timeout costs nothing.
+//
+// It lives with the tests, not in src/runtime: the agent has no mode that runs
+// without an engine, and the real adapter is tested against real Docker
+// (test/runtime/docker-*.test.ts). The network sandbox pool is DockerRuntime's
+// business below this port; here a container simply gets an address.
+import type { Clock, TimerHandle } from "../../src/clock";
+import type { ContainerRuntime, EnsuredImage } from "../../src/runtime/container-runtime";
+import { ContainerNotFoundError, ImageUnavailableError } from "../../src/runtime/errors";
+import { localImageCandidates } from "../../src/runtime/image-ref";
+import { LABEL_MANAGED, LABEL_PORTS, managedLabels } from "../../src/runtime/labels";
+import type { SandboxOwner } from "../../src/runtime/sandboxes";
+import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine, LogOptions, LogStreamHandle, PullProgress } from "../../src/runtime/types";
+
+/** What the image's program does. */
+export interface ProgramBehaviour {
+  /** On SIGTERM: exit with this code (after afterMs), or ignore it and be killed when the stop times out. Default: exit 143 at once. */
+  onSigterm?: { exitCode: number; afterMs?: number } | "ignore";
+  /** Docker's error when the program cannot start, e.g. `exec: "python": executable file not found in $PATH` */
+  startError?: string;
+  /** lines the program prints as soon as it starts */
+  output?: string[];
+}
+
+export interface RegistryImage {
+  layers?: number;
+  /** how long the pull takes on the clock, spread evenly over the layers */
+  pullMs?: number;
+  behaviour?: ProgramBehaviour;
+}
+
+/** One container as the operator sees it in `docker ps -a`, with what the agent asked for. */
+export interface EngineContainer {
+  readonly id: string;
+  readonly name: string;
+  /** what createContainer was given: image, env, limits, GPUs, labels */
+  readonly spec: ContainerSpec;
+  /** signals the engine sent the program, in order */
+  readonly signals: ReadonlyArray<"SIGTERM" | "SIGKILL">;
+  readonly state: ContainerState;
+  readonly log: readonly LogLine[];
+}
+
+type Operation = "listManaged" | "createContainer" | "start" | "stop" | "remove" | "inspect" | "ensureImage";
+
+interface Container {
+  id: string;
+  name: string;
+  spec: ContainerSpec;
+  labels: Record<string, string>;
+  behaviour: ProgramBehaviour;
+  status: "created" | "running" | "exited";
+  exitCode: number;
+  oomKilled: boolean;
+  error: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  address: string | null;
+  signals: Array<"SIGTERM" | "SIGKILL">;
+  log: LogLine[];
+  /** waitExit callers and following log streams, told when it stops running */
+  onStop: Set<() => void>;
+  /** following log streams, given each line as it is written */
+  followers: Set<(line: LogLine) => void>;
+  killTimer?: TimerHandle;
+  termTimer?: TimerHandle;
+}
+
+/** The shape of dockerode's errors, which the agent reads Docker's message and status from. */
+export function dockerError(statusCode: number, message: string): Error {
+  return Object.assign(new Error(`(HTTP code ${statusCode}) ${message}`), { statusCode, json: { message } });
+}
+
+export class MemoryRuntime implements ContainerRuntime {
+  private readonly containers = new Map<string, Container>();
+  private readonly local = new Map<string, ProgramBehaviour>();
+  private readonly registry = new Map<string, RegistryImage>();
+  private readonly faults = new Map<Operation, Error[]>();
+  private created = 0;
+  /** the last nanosecond given to a log line, so lines of one millisecond stay in order */
+  private lastLogNs = 0n;
+  /** what keepSandboxesWarm was last asked, until stopWarming */
+  warmingFor: SandboxOwner | undefined;
+  /** every pull, in order */
+  readonly pulls: string[] = [];
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly info: EngineInfo = { version: "27.0.0-memory", dataRoot: "/var/lib/docker", runtimes: ["runc"], architecture: "x86_64" },
+  ) {}
+
+  // ---- what the operator, the registry and the tenant's program do ----
+
+  /** An image already on the node (an operator's `docker pull` or `docker load`). */
+  loadImage(ref: string, behaviour: ProgramBehaviour = {}): this {
+    this.local.set(ref, behaviour);
+    return this;
+  }
+
+  /** An image the node can pull. */
+  publish(ref: string, image: RegistryImage = {}): this {
+    this.registry.set(ref, image);
+    return this;
+  }
+
+  /** The next `operation` fails with `error` (once per call to this). */
+  failNext(operation: Operation, error: Error): this {
+    this.faults.set(operation, [...(this.faults.get(operation) ?? []), error]);
+    return this;
+  }
+
+  /** `docker ps -a`, oldest first. */
+  ps(): EngineContainer[] {
+    return [...this.containers.values()].map((c) => this.view(c));
+  }
+
+  /** The container by id or name; throws when there is none. */
+  container(idOrName: string): EngineContainer {
+    return this.view(this.find(idOrName));
+  }
+
+  /** The program prints a line. */
+  write(idOrName: string, message: string, stream: LogLine["stream"] = "stdout"): void {
+    const container = this.find(idOrName);
+    if (container.status !== "running") throw new Error(`container ${container.name} is not running and cannot write`);
+    this.print(container, message, stream);
+  }
+
+  /** The program ends by itself (exitCode 137 with oomKilled: the kernel's OOM killer). */
+  exit(idOrName: string, exitCode: number, details: { oomKilled?: boolean; error?: string } = {}): void {
+    this.end(this.find(idOrName), exitCode, details);
+  }
+
+  /** An operator's `docker rm -f`. */
+  removeOutOfBand(idOrName: string): void {
+    this.destroy(this.find(idOrName));
+  }
+
+  // ---- ContainerRuntime ----
+
+  async engineVersion(): Promise<string> {
+    return this.info.version;
+  }
+
+  async engineInfo(): Promise<EngineInfo> {
+    return { ...this.info, runtimes: [...this.info.runtimes] };
+  }
+
+  async imagePresent(ref: string): Promise<boolean> {
+    return this.localName(ref) !== undefined;
+  }
+
+  async ensureImage(ref: string, onProgress?: (progress: PullProgress) => void): Promise<EnsuredImage> {
+    this.fault("ensureImage");
+    const local = this.localName(ref);
+    if (local !== undefined) return { ref: local, pulled: false };
+    const image = this.registry.get(ref);
+    this.pulls.push(ref);
+    if (!image) throw new ImageUnavailableError(ref, `pull access denied for ${ref.replace(/:[^/:]*$/, "")}, repository does not exist or may require 'docker login'`);
+    const layers = image.layers ?? 1;
+    for (let done = 0; done < layers; done++) {
+      onProgress?.({ layersDone: done, layersTotal: layers });
+      await this.sleep((image.pullMs ?? 0) / layers);
+    }
+    onProgress?.({ layersDone: layers, layersTotal: layers });
+    this.local.set(ref, image.behaviour ?? {});
+    return { ref, pulled: true };
+  }
+
+  keepSandboxesWarm(owner: SandboxOwner): void {
+    this.warmingFor = owner;
+  }
+
+  async stopWarming(): Promise<void> {
+    this.warmingFor = undefined;
+  }
+
+  async createContainer(spec: ContainerSpec): Promise<string> {
+    this.fault("createContainer");
+    const behaviour = this.localName(spec.image) === undefined ? undefined : this.local.get(this.localName(spec.image)!);
+    if (!behaviour) throw dockerError(404, `No such image: ${spec.image}`);
+    this.created += 1;
+    const id = this.created.toString(16).padStart(64, "0");
+    const name = spec.name ?? `memory_${this.created}`;
+    const taken = [...this.containers.values()].find((c) => c.name === name);
+    if (taken) throw dockerError(409, `Conflict. The container name "/${name}" is already in use by container "${taken.id}". You have to remove (or rename) that container to be able to reuse that name.`);
+    this.containers.set(id, {
+      id,
+      name,
+      spec: structuredClone(spec),
+      labels: { ...managedLabels(spec, spec.labels), [LABEL_PORTS]: spec.exposedPorts.join(",") },
+      behaviour,
+      status: "created",
+      exitCode: 0,
+      oomKilled: false,
+      error: "",
+      startedAt: null,
+      finishedAt: null,
+      address: null,
+      signals: [],
+      log: [],
+      onStop: new Set(),
+      followers: new Set(),
+    });
+    return id;
+  }
+
+  async start(id: string): Promise<void> {
+    this.fault("start");
+    const container = this.find(id, true);
+    if (container.status === "running") return;
+    if (container.behaviour.startError) {
+      container.error = container.behaviour.startError;
+      container.exitCode = 127;
+      throw dockerError(400, `failed to create task for container: failed to create shim task: OCI runtime create failed: ${container.behaviour.startError}: unknown`);
+    }
+    Object.assign(container, { status: "running", startedAt: this.iso(), finishedAt: null, exitCode: 0, oomKilled: false, error: "", signals: [] });
+    container.address = `10.88.${Math.floor(this.created / 256) % 256}.${(this.created % 254) + 1}`;
+    for (const message of container.behaviour.output ?? []) this.print(container, message, "stdout");
+  }
+
+  async stop(id: string, timeoutS: number): Promise<void> {
+    this.fault("stop");
+    const container = this.find(id, true);
+    if (container.status !== "running") return;
+    const stopped = new Promise<void>((resolve) => container.onStop.add(resolve));
+    if (!container.signals.includes("SIGTERM")) {
+      container.signals.push("SIGTERM");
+      const onSigterm = container.behaviour.onSigterm ?? { exitCode: 143 };
+      if (onSigterm !== "ignore" && (onSigterm.afterMs ?? 0) < timeoutS * 1000) {
+        container.termTimer = this.clock.setTimeout(() => this.end(container, onSigterm.exitCode), onSigterm.afterMs ?? 0);
+      }
+      container.killTimer = this.clock.setTimeout(() => this.kill(container), timeoutS * 1000);
+    }
+    await stopped;
+  }
+
+  async remove(id: string): Promise<void> {
+    this.fault("remove");
+    const container = this.containers.get(id) ?? [...this.containers.values()].find((c) => c.name === id);
+    if (container) this.destroy(container);
+  }
+
+  async inspect(id: string): Promise<ContainerState> {
+    this.fault("inspect");
+    return this.state(this.find(id, true));
+  }
+
+  async listManaged(filterLabels: Record<string, string> = {}): Promise<ContainerState[]> {
+    this.fault("listManaged");
+    const wanted = { [LABEL_MANAGED]: "true", ...filterLabels };
+    return [...this.containers.values()].filter((c) => Object.entries(wanted).every(([key, value]) => c.labels[key] === value)).map((c) => this.state(c));
+  }
+
+  async waitExit(id: string): Promise<ContainerExit> {
+    const container = this.find(id, true);
+    if (container.status === "running") await new Promise<void>((resolve) => container.onStop.add(resolve));
+    return { id: container.id, exitCode: container.exitCode, oomKilled: container.oomKilled, error: container.error };
+  }
+
+  async logs(id: string, options: LogOptions, onLine: (line: LogLine) => void): Promise<LogStreamHandle> {
+    const container = this.find(id, true);
+    // Docker reads the last `tail` lines, then drops those before `since`.
+    let lines = options.tail === undefined ? container.log : container.log.slice(-options.tail);
+    if (options.since) lines = lines.filter((line) => Date.parse(line.timestamp) >= options.since!.getTime());
+    for (const line of lines) onLine(line);
+    if (!options.follow || container.status !== "running") return { stop: () => {}, done: Promise.resolve() };
+    let end!: () => void;
+    const done = new Promise<void>((resolve) => (end = resolve));
+    const stop = () => {
+      container.followers.delete(onLine);
+      container.onStop.delete(stop);
+      end();
+    };
+    container.followers.add(onLine);
+    container.onStop.add(stop);
+    return { stop, done };
+  }
+
+  // ---- the engine's insides ----
+
+  private fault(operation: Operation): void {
+    const error = this.faults.get(operation)?.shift();
+    if (error) throw error;
+  }
+
+  private localName(ref: string): string | undefined {
+    return localImageCandidates(ref).find((candidate) => this.local.has(candidate));
+  }
+
+  /** Throws ContainerNotFoundError as the runtime does (`port`), else a test's mistake. */
+  private find(idOrName: string, port = false): Container {
+    const container = this.containers.get(idOrName) ?? [...this.containers.values()].find((c) => c.name === idOrName);
+    if (container) return container;
+    if (port) throw new ContainerNotFoundError(idOrName);
+    throw new Error(`the memory engine has no container ${idOrName}`);
+  }
+
+  private kill(container: Container): void {
+    if (container.status !== "running") return;
+    container.signals.push("SIGKILL");
+    this.end(container, 137);
+  }
+
+  private end(container: Container, exitCode: number, details: { oomKilled?: boolean; error?: string } = {}): void {
+    if (container.status !== "running") return;
+    this.clock.clearTimeout(container.termTimer);
+    this.clock.clearTimeout(container.killTimer);
+    Object.assign(container, { status: "exited", exitCode, oomKilled: details.oomKilled ?? false, error: details.error ?? "", finishedAt: this.iso(), address: null });
+    for (const told of [...container.onStop]) told();
+    container.onStop.clear();
+  }
+
+  private destroy(container: Container): void {
+    if (container.status === "running") this.kill(container);
+    this.containers.delete(container.id);
+  }
+
+  private state(c: Container): ContainerState {
+    const running = c.status === "running";
+    return {
+      id: c.id,
+      name: c.name,
+      deploymentId: c.spec.deploymentId,
+      nodeId: c.spec.nodeId,
+      userId: c.spec.userId,
+      image: c.spec.image,
+      labels: { ...c.labels },
+      status: c.status,
+      running,
+      exitCode: running || c.startedAt === null ? null : c.exitCode,
+      startedAt: c.startedAt,
+      finishedAt: running ? null : c.finishedAt,
+      oomKilled: c.oomKilled,
+      error: c.error,
+      ipAddress: running ? c.address : null,
+      ports: c.spec.exposedPorts.map((containerPort) => ({ containerPort })),
+      // Read through logs(), as on an engine whose files the agent may not read.
+      logPath: null,
+    };
+  }
+
+  private view(c: Container): EngineContainer {
+    return { id: c.id, name: c.name, spec: structuredClone(c.spec), signals: [...c.signals], state: this.state(c), log: [...c.log] };
+  }
+
+  private print(container: Container, message: string, stream: LogLine["stream"]): void {
+    const line = this.stamp(message, stream);
+    container.log.push(line);
+    for (const follower of container.followers) follower(line);
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => this.clock.setTimeout(resolve, ms));
+  }
+
+  private iso(): string {
+    return new Date(this.clock.now()).toISOString();
+  }
+
+  /** Docker's RFC 3339 stamp with nanoseconds: the clock's millisecond, and a nanosecond later than the last line. */
+  private stamp(message: string, stream: LogLine["stream"]): LogLine {
+    const clockNs = BigInt(this.clock.now()) * 1_000_000n;
+    this.lastLogNs = clockNs > this.lastLogNs ? clockNs : this.lastLogNs + 1n;
+    const ms = Number(this.lastLogNs / 1_000_000n);
+    const secondIso = new Date(Math.floor(ms / 1000) * 1000).toISOString().slice(0, 19);
+    const dockerTimestamp = `${secondIso}.${String(this.lastLogNs % 1_000_000_000n).padStart(9, "0")}Z`;
+    return { timestamp: new Date(ms).toISOString(), dockerTimestamp, stream, message };
+  }
+}
