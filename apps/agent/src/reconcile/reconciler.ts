@@ -169,6 +169,11 @@ export class Reconciler {
     if (this.latest.get(spec.deploymentId) !== spec) return { ok: true }; // a newer desired state is queued
     try {
       const containers = await this.containersOf(spec.deploymentId);
+      // Whatever it asks, a desired state for an older run is stale: a newer run's container is never stopped or removed for it.
+      if (containers.some((c) => runSeqOf(c) > spec.runSeq)) {
+        this.options.logger.warn("Ignoring a desired state for an older run", { deploymentId: spec.deploymentId, runSeq: spec.runSeq, desiredState: spec.desiredState });
+        return { ok: true };
+      }
       if (spec.desiredState === "running") return await this.convergeRunning(spec, containers);
       await this.stopContainers(spec.deploymentId, containers);
       if (!(await this.shipRemainingLogs(spec, containers))) {
@@ -191,10 +196,6 @@ export class Reconciler {
 
   private async convergeRunning(spec: DeploymentSpec, containers: ContainerState[]): Promise<ConvergeResult> {
     const { deploymentId, runSeq } = spec;
-    if (containers.some((c) => runSeqOf(c) > runSeq)) {
-      this.options.logger.warn("Ignoring a desired state for an older run", { deploymentId, runSeq });
-      return { ok: true };
-    }
     const older = containers.filter((c) => runSeqOf(c) < runSeq);
     await this.stopContainers(deploymentId, older);
     for (const container of older) await this.options.runtime.remove(container.id);
