@@ -4,6 +4,7 @@
 // frames are acknowledged the way the control plane does once it stored them.
 import type { DeploymentSpec, LogLineFrame } from "@cm/protocol";
 import { parseAgentConfig } from "../../src/config";
+import type { Timing } from "../../src/config";
 import type { GpuInfo } from "../../src/host/types";
 import { silentLogger } from "../../src/logger";
 import { LogShipping } from "../../src/logs/log-shipping";
@@ -28,33 +29,39 @@ export interface HarnessOptions {
   engine?: MemoryRuntime;
   clock?: FakeClock;
   installId?: string;
+  /** shorter or smaller than production's, e.g. logMaxInflightLines */
+  timing?: Partial<Timing>;
 }
 
 export function reconcilerHarness(options: HarnessOptions = {}) {
   const clock = options.clock ?? new FakeClock();
   const engine = options.engine ?? new MemoryRuntime(clock);
-  const timing = parseAgentConfig({ controlPlaneUrl: "ws://control-plane.invalid", token: "t" }).timing;
+  const timing = { ...parseAgentConfig({ controlPlaneUrl: "ws://control-plane.invalid", token: "t" }).timing, ...options.timing };
   const sent: SentFrame[] = [];
   const link = { connected: true, acking: true };
   const stored = new Map<string, Map<number, LogLineFrame>>();
   let duplicateLines = 0;
 
+  /** logs frames the control plane has not answered yet, while it is not acking */
+  const unanswered: LogsFrame[] = [];
+  const store = (frame: LogsFrame) => {
+    const lines = stored.get(frame.deploymentId) ?? new Map<number, LogLineFrame>();
+    stored.set(frame.deploymentId, lines);
+    for (const line of frame.lines) {
+      if (lines.has(line.seq)) duplicateLines += 1;
+      lines.set(line.seq, line);
+    }
+    const last = frame.lines.at(-1)!;
+    // Answered after the store, as the control plane's frame queue does.
+    queueMicrotask(() => logs.onAck(frame.deploymentId, { seq: last.seq, dockerTs: last.ts }));
+  };
   const logs: LogShipping = new LogShipping({
     runtime: engine,
     send: (frame) => {
       if (!link.connected) return false;
       sent.push(frame);
-      if (link.acking) {
-        const lines = stored.get(frame.deploymentId) ?? new Map<number, LogLineFrame>();
-        stored.set(frame.deploymentId, lines);
-        for (const line of frame.lines) {
-          if (lines.has(line.seq)) duplicateLines += 1;
-          lines.set(line.seq, line);
-        }
-        const last = frame.lines.at(-1)!;
-        // Answered after the store, as the control plane's frame queue does.
-        queueMicrotask(() => logs.onAck(frame.deploymentId, { seq: last.seq, dockerTs: last.ts }));
-      }
+      if (link.acking) store(frame);
+      else unanswered.push(frame);
       return true;
     },
     clock,
@@ -90,6 +97,21 @@ export function reconcilerHarness(options: HarnessOptions = {}) {
     lastStatus: (deploymentId: string) => sent.filter((f): f is StatusFrame => f.type === "status" && f.deploymentId === deploymentId).at(-1),
     /** the lines the control plane stored for a deployment, by seq */
     storedLines: (deploymentId: string) => [...(stored.get(deploymentId)?.values() ?? [])].sort((a, b) => a.seq - b.seq),
+    /** The control plane stores and acknowledges, in order, the frames it left unanswered. */
+    answerPending: () => {
+      for (const frame of unanswered.splice(0)) store(frame);
+    },
+    /** The connection drops: the agent stops shipping (as Agent.onDown does) until the next sync. */
+    disconnect: () => {
+      link.connected = false;
+      unanswered.splice(0);
+      logs.stopAll();
+    },
+    /** The control plane's cursor for a deployment: its newest stored line. */
+    cursor: (deploymentId: string) => {
+      const last = [...(stored.get(deploymentId)?.values() ?? [])].sort((a, b) => a.seq - b.seq).at(-1);
+      return last ? { seq: last.seq, dockerTs: last.ts } : { seq: 0, dockerTs: null };
+    },
     get duplicateLines() {
       return duplicateLines;
     },
