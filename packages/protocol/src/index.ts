@@ -7,3 +7,4 @@ export * from "./api/deployments";
 export * from "./api/credits";
 export * from "./deployment-states";
 export * from "./agent/wire";
+export * from "./keyed-queue";

@@ -2,7 +2,7 @@
 // source of truth: every convergence looks at the deployment's containers (found
 // by label) and does only what is missing, so converging twice does nothing the
 // second time, and a restarted agent picks up where the last one left off.
-import type { DeploymentSpec } from "@cm/protocol";
+import { type CommandAction, type DeploymentSpec, KeyedQueue } from "@cm/protocol";
 import type { Clock } from "../clock";
 import type { Logger } from "../logger";
 import type { LogShipping } from "../logs/log-shipping";
@@ -13,14 +13,12 @@ import { hideNetworkDetails } from "../runtime/network-details";
 import type { ContainerExit, ContainerState } from "../runtime/types";
 import { ExitWatcher } from "./exit-watcher";
 import { describeExit } from "./exit-reason";
-import { KeyedQueue } from "./keyed-queue";
 import { runSeqOf } from "./labels";
 import { DeploymentFailure, startDeployment } from "./start-deployment";
 import type { NodeFacts } from "./start-deployment";
 import type { StatusReporter } from "./status-reporter";
 
 export type ConvergeResult = { ok: true } | { ok: false; error: string };
-type CommandAction = "create" | "start" | "stop" | "remove";
 
 const DESIRED_BY_ACTION = { create: "running", start: "running", stop: "stopped", remove: "removed" } as const;
 /** how long an ending container's last log lines may take to go out before its status does */

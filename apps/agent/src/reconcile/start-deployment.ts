@@ -1,7 +1,7 @@
 // Makes a desired-running deployment real from nothing: image, GPUs, limits,
 // container, start. Every failure becomes a DeploymentFailure whose message the
 // tenant can read.
-import type { DeploymentSpec } from "@cm/protocol";
+import type { DeploymentSpec, KeyedQueue } from "@cm/protocol";
 import type { GpuInfo } from "../host/types";
 import type { Logger } from "../logger";
 import type { ContainerRuntime } from "../runtime/container-runtime";
@@ -9,7 +9,6 @@ import { ImageUnavailableError, dockerMessage } from "../runtime/errors";
 import { LABEL_INSTALL_ID } from "../runtime/labels";
 import type { ContainerState } from "../runtime/types";
 import { pickGpus } from "./gpu-assignment";
-import type { KeyedQueue } from "./keyed-queue";
 import { containerName, gpusOf, runLabels } from "./labels";
 import { containerResources } from "./resources";
 import type { StatusReporter } from "./status-reporter";

@@ -2,7 +2,6 @@
 import { describe, expect, it } from "vitest";
 import { describeExit } from "../../src/reconcile/exit-reason";
 import { pickGpus } from "../../src/reconcile/gpu-assignment";
-import { KeyedQueue } from "../../src/reconcile/keyed-queue";
 import { containerName, gpusOf, runLabels, runSeqOf } from "../../src/reconcile/labels";
 import { containerResources } from "../../src/reconcile/resources";
 import type { ContainerState } from "../../src/runtime/types";
@@ -71,28 +70,5 @@ describe("labels", () => {
   it("names containers after deployment and run", () => {
     expect(containerName("dep_abc", 3)).toBe("cm-dep_abc-run3");
     expect(containerName("dep/../x", 1)).toBe("cm-dep-..-x-run1");
-  });
-});
-
-describe("KeyedQueue", () => {
-  it("runs one task at a time per key, keys in parallel, and survives failures", async () => {
-    const queue = new KeyedQueue();
-    const events: string[] = [];
-    const task = (name: string, ms: number, fail = false) => async () => {
-      events.push(`start ${name}`);
-      await new Promise((resolve) => setTimeout(resolve, ms));
-      events.push(`end ${name}`);
-      if (fail) throw new Error(name);
-      return name;
-    };
-    const a1 = queue.run("a", task("a1", 30, true));
-    const a2 = queue.run("a", task("a2", 1));
-    const b1 = queue.run("b", task("b1", 1));
-    await expect(a1).rejects.toThrow("a1");
-    expect(await a2).toBe("a2");
-    expect(await b1).toBe("b1");
-    expect(events.indexOf("end a1")).toBeLessThan(events.indexOf("start a2"));
-    expect(events.indexOf("start b1")).toBeLessThan(events.indexOf("end a1"));
-    await queue.idle();
   });
 });

@@ -2,7 +2,7 @@ import type { ServerFrame } from "@cm/protocol";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer } from "ws";
-import { AGENT_RECONNECT_MAX_MS, CLOSE_CODES } from "@cm/protocol";
+import { AGENT_RECONNECT_MAX_MS, CLOSE_CODES, KeyedQueue } from "@cm/protocol";
 import type { NodeLink } from "../services/deployment-service";
 import type { AgentContext, SessionHost } from "./agent-context";
 import { AgentSession } from "./agent-session";
@@ -46,7 +46,8 @@ export class AgentHub implements NodeLink, SessionHost {
   /** Adopted sessions by node; `all` also holds those still in their handshake. */
   private readonly sessions = new Map<string, AgentSession>();
   private readonly all = new Set<AgentSession>();
-  private readonly chains = new Map<string, Promise<unknown>>();
+  /** Each node's presence changes (online, lost, retired), one at a time per node. */
+  private readonly presence = new KeyedQueue();
   private readonly wss: WebSocketServer;
   private readonly ctx: AgentContext;
   private templates: Promise<ReadonlyMap<string, boolean>> | undefined;
@@ -63,7 +64,7 @@ export class AgentHub implements NodeLink, SessionHost {
   private watchingSinceMs: number;
   private stall: StallWatch | undefined;
   private readonly logBudgets = new Map<string, TokenBucket>();
-  private monitorRun: Promise<void> = Promise.resolve();
+  private readonly checks = new KeyedQueue();
   private closing: Promise<void> | undefined;
 
   constructor(private readonly o: AgentHubOptions) {
@@ -147,11 +148,7 @@ export class AgentHub implements NodeLink, SessionHost {
   }
 
   serialize<T>(nodeId: string, fn: () => Promise<T>): Promise<T> {
-    const next = (this.chains.get(nodeId) ?? Promise.resolve()).then(fn, fn);
-    const tail = next.catch(() => undefined);
-    this.chains.set(nodeId, tail);
-    void tail.then(() => this.chains.get(nodeId) === tail && this.chains.delete(nodeId));
-    return next;
+    return this.presence.run(nodeId, fn);
   }
 
   templateGpuNeeds(): Promise<ReadonlyMap<string, boolean>> {
@@ -164,8 +161,7 @@ export class AgentHub implements NodeLink, SessionHost {
 
   /** Marks silent nodes offline: no heartbeat for more than three intervals. Ticks run one at a time. */
   tick(): Promise<void> {
-    this.monitorRun = this.monitorRun.then(() => this.checkHeartbeats()).catch((err) => this.o.log.error("agent: heartbeat check failed", { err: String(err) }));
-    return this.monitorRun;
+    return this.checks.run("heartbeats", () => this.checkHeartbeats()).catch((err) => this.o.log.error("agent: heartbeat check failed", { err }));
   }
 
   start() {
@@ -190,9 +186,9 @@ export class AgentHub implements NodeLink, SessionHost {
       for (const t of this.timers) clearInterval(t);
       this.stall?.stop();
       await Promise.all([...this.all].map((s) => s.shutdown(CLOSE_CODES.GOING_AWAY, "the control plane is restarting", 1000)));
-      await this.monitorRun;
+      await this.checks.idle();
       await this.heartbeats.flush();
-      await Promise.all([...this.chains.values()]);
+      await this.presence.idle();
       this.wss.close();
     })();
     return this.closing;

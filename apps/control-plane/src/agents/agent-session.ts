@@ -1,6 +1,6 @@
 import WebSocket, { type RawData } from "ws";
 import type { DeploymentRow } from "@cm/db";
-import { AgentFrame, CLOSE_CODES, PROTOCOL_VERSIONS, parseFrame, type ServerFrame } from "@cm/protocol";
+import { AgentFrame, CLOSE_CODES, KeyedQueue, PROTOCOL_VERSIONS, parseFrame, type ServerFrame } from "@cm/protocol";
 import { hashSecret } from "../services/ids";
 import type { AgentContext } from "./agent-context";
 import { commandAction, gpuCountFor, specKey, toSpec } from "./desired-state";
@@ -52,8 +52,8 @@ export class AgentSession {
   /** When reading resumed after back-pressure paused the socket: unread time is not the agent's silence. */
   private readingSinceMs = 0;
   private abandoned = false;
-  private inbound: Promise<void> = Promise.resolve();
-  private outbound: Promise<void> = Promise.resolve();
+  /** Frames from the agent are handled in arrival order ("inbound"); what is sent to it, in order too ("outbound"). */
+  private readonly queues = new KeyedQueue<"inbound" | "outbound">();
   private readonly helloTimer: NodeJS.Timeout;
 
   constructor(private readonly ws: WebSocket, readonly ctx: AgentContext) {
@@ -110,8 +110,7 @@ export class AgentSession {
         this.close(code, reason);
       });
     }
-    await this.inbound;
-    await this.outbound;
+    await this.queues.idle();
   }
 
   /** An error frame, then the close code that tells the agent whether retrying can help. */
@@ -140,7 +139,7 @@ export class AgentSession {
   }
 
   private enqueueOut(fn: () => Promise<void>) {
-    this.outbound = this.outbound.then(fn).catch((err) => this.ctx.log.error("agent: sending to the agent failed", { nodeId: this.nodeId, err: String(err) }));
+    void this.queues.run("outbound", fn).catch((err) => this.ctx.log.error("agent: sending to the agent failed", { nodeId: this.nodeId, err }));
   }
 
   private receive(data: RawData, isBinary: boolean) {
@@ -170,9 +169,10 @@ export class AgentSession {
     const report = frame.type === "status";
     if (report) this.reportsQueued++;
     if (++this.queued > PAUSE_AT) this.ws.pause();
-    this.inbound = this.inbound
-      .then(() => this.handle(frame))
-      .finally(() => {
+    void this.queues.run("inbound", async () => {
+      try {
+        await this.handle(frame);
+      } finally {
         if (report && --this.reportsQueued === 0) {
           // Every report sent before the heartbeats that came meanwhile is handled: their proof counts now.
           this.billableUntilMs = Math.max(this.billableUntilMs, this.pendingProofMs);
@@ -181,7 +181,8 @@ export class AgentSession {
           this.ws.resume();
           this.readingSinceMs = this.ctx.clock.now();
         }
-      });
+      }
+    });
   }
 
   private async handle(frame: AgentFrame) {

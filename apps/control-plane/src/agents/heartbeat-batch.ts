@@ -1,4 +1,5 @@
 import type { Repos } from "@cm/db";
+import { KeyedQueue } from "@cm/protocol";
 import type { Logger } from "../services/logger";
 
 /**
@@ -9,7 +10,7 @@ import type { Logger } from "../services/logger";
  */
 export class HeartbeatBatch {
   private pending = new Map<string, number>();
-  private flushing: Promise<void> = Promise.resolve();
+  private readonly flushes = new KeyedQueue();
 
   constructor(private readonly repos: Repos, private readonly log: Logger) {}
 
@@ -19,7 +20,7 @@ export class HeartbeatBatch {
 
   /** Writes everything noted so far; flushes never overlap. */
   flush(): Promise<void> {
-    this.flushing = this.flushing.then(async () => {
+    return this.flushes.run("flush", async () => {
       if (this.pending.size === 0) return;
       const beats = [...this.pending];
       this.pending = new Map();
@@ -28,9 +29,8 @@ export class HeartbeatBatch {
       } catch (err) {
         // Kept for the next flush (unless a newer beat came): a database outage must not erase proof of life.
         for (const [nodeId, atMs] of beats) if (!this.pending.has(nodeId)) this.pending.set(nodeId, atMs);
-        this.log.error("heartbeats: flush failed", { nodes: beats.length, err: String(err) });
+        this.log.error("heartbeats: flush failed", { nodes: beats.length, err });
       }
     });
-    return this.flushing;
   }
 }
