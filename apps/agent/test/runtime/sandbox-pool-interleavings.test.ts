@@ -2,95 +2,13 @@
 // each call after a seeded random delay, so a hundred orderings of fills, takes,
 // reconnects, adoptions and out-of-band removals run in a few seconds, and a
 // failing seed replays exactly. The real engine is in sandboxes*.test.ts.
-import type Docker from "dockerode";
 import { describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/runtime/logger";
 import { DockerSandboxes } from "../../src/runtime/sandboxes";
+import { memoryDocker } from "../support/memory-docker";
 
-interface FakeContainer {
-  name: string;
-  labels: Record<string, string>;
-  createdS: number;
-  state: "created" | "running";
-  starts: number;
-}
-
-const notFound = () => Object.assign(new Error("(HTTP code 404) no such container"), { statusCode: 404 });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** The slice of dockerode the pool uses; `problems` collects what must never happen. */
-function fakeEngine(seed: number) {
-  let state = seed;
-  const random = () => {
-    // mulberry32
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const delay = () => sleep(Math.floor(random() * 8));
-  const containers = new Map<string, FakeContainer>();
-  const networks = new Map<string, { labels: Record<string, string>; created: string }>();
-  const problems: string[] = [];
-  const matches = (labels: Record<string, string>, filters: string[]) =>
-    filters.every((filter) => {
-      const [key, value] = filter.split("=") as [string, string | undefined];
-      return value === undefined ? key in labels : labels[key] === value;
-    });
-  const docker = {
-    info: async () => ({ Architecture: "x86_64" }),
-    getImage: () => ({ inspect: async () => ({}) }),
-    createNetwork: async (options: { Name: string; Labels: Record<string, string> }) => {
-      await delay();
-      networks.set(options.Name, { labels: options.Labels, created: new Date().toISOString() });
-    },
-    createContainer: async (options: { name: string; Labels: Record<string, string> }) => {
-      await delay();
-      const container: FakeContainer = { name: options.name, labels: options.Labels, createdS: Math.floor(Date.now() / 1000), state: "created", starts: 0 };
-      containers.set(options.name, container);
-      return {
-        start: async () => {
-          await delay();
-          if (containers.get(options.name) !== container) throw notFound();
-          container.starts += 1;
-          if (container.starts > 1) problems.push(`${container.name} started twice`);
-          container.state = "running";
-        },
-      };
-    },
-    getContainer: (name: string) => ({
-      inspect: async () => {
-        await delay();
-        const container = containers.get(name);
-        if (!container) throw notFound();
-        return { State: { Running: container.state === "running" }, NetworkSettings: { Networks: { [name]: { IPAddress: "10.0.0.2" } } } };
-      },
-      remove: async () => {
-        await delay();
-        const container = containers.get(name);
-        if (!container) throw notFound();
-        if (container.state === "created") problems.push(`${name} removed while its maker was starting it`);
-        containers.delete(name);
-      },
-      wait: async () => {},
-    }),
-    getNetwork: (name: string) => ({
-      remove: async () => {
-        await delay();
-        if (!networks.delete(name)) throw notFound();
-      },
-    }),
-    listContainers: async (options: { filters: { label: string[] } }) => {
-      await delay();
-      return [...containers.values()].filter((c) => matches(c.labels, options.filters.label)).map((c) => ({ Names: [`/${c.name}`], Labels: c.labels, State: c.state, Created: c.createdS }));
-    },
-    listNetworks: async (options: { filters: { label: string[] } }) => {
-      await delay();
-      return [...networks].filter(([, n]) => matches(n.labels, options.filters.label)).map(([Name, n]) => ({ Name, Labels: n.labels, Created: n.created }));
-    },
-  };
-  return { docker: docker as unknown as Docker, containers, networks, problems, random };
-}
+const fakeEngine = (seed: number) => memoryDocker({ seed });
 
 const owner = { nodeId: "node-fake", labels: {} };
 const SEEDS = 30;

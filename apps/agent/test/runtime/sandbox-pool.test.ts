@@ -1,0 +1,172 @@
+// The network sandbox pool's promises to the operator, on an in-memory dockerode
+// and fake timers (the pool keeps its own unref'd timers and reads Date.now):
+// how many sandboxes wait ready, when they are refilled, what happens to those an
+// operator removed or a reboot stopped, and what a restarted or re-enrolled agent
+// does with what the last one left. Real Docker: sandboxes.test.ts.
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { silentLogger } from "../../src/runtime/logger";
+import { DEFAULT_MAKING_GRACE_MS, DEFAULT_SPARE_CHECK_INTERVAL_MS, DockerSandboxes } from "../../src/runtime/sandboxes";
+import type { SandboxOwner } from "../../src/runtime/sandboxes";
+import { memoryDocker } from "../support/memory-docker";
+
+const AGENT_LABELS = { "cm.test": "pool" };
+const owner = (nodeId = "node_a", installId = "ins_1"): SandboxOwner => ({ nodeId, labels: AGENT_LABELS, installId });
+const pools: DockerSandboxes[] = [];
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: Date.UTC(2026, 0, 1) });
+});
+afterEach(async () => {
+  for (const pool of pools.splice(0)) await pool.stopWarming();
+  vi.useRealTimers();
+});
+
+function setup(engine = memoryDocker(), poolSize = 2) {
+  const pool = new DockerSandboxes(engine.docker, silentLogger, poolSize);
+  pools.push(pool);
+  const sandboxes = () => [...engine.containers.values()].filter((c) => c.labels["cm.sandbox"] === "true");
+  return {
+    engine,
+    pool,
+    sandboxes,
+    running: () => sandboxes().filter((c) => c.state === "running").map((c) => c.name).sort(),
+    /** networks without their sandbox container: what a broken cleanup leaves on the operator's host */
+    strayNetworks: () => [...engine.networks.keys()].filter((name) => !engine.containers.has(name)),
+  };
+}
+
+const advance = (ms: number) => vi.advanceTimersByTimeAsync(ms);
+
+describe("sandbox pool", () => {
+  it("keeps the pool full of running sandboxes, each on a bridge network of its own, labelled for its node and install", async () => {
+    const { pool, engine, running, sandboxes } = setup();
+    pool.keepWarm(owner());
+    await advance(0);
+
+    expect(running()).toHaveLength(2);
+    expect([...engine.networks.keys()].sort()).toEqual(running());
+    for (const sandbox of sandboxes()) {
+      expect(sandbox.labels).toMatchObject({ ...AGENT_LABELS, "cm.sandbox": "true", "cm.node-id": "node_a", "cm.install-id": "ins_1" });
+      expect(engine.networks.get(sandbox.name)!.labels).toMatchObject({ "cm.sandbox": "true", "cm.node-id": "node_a" });
+    }
+    // Made locally from the pause program: one image, no registry.
+    expect([...engine.images]).toEqual([expect.stringMatching(/^cm-sandbox:[0-9a-f]{12}$/)]);
+    expect(engine.problems).toEqual([]);
+  });
+
+  it("hands out a ready sandbox at once and makes its replacement a second later, off the deploy path", async () => {
+    const { pool, running } = setup();
+    pool.keepWarm(owner());
+    await advance(0);
+    const ready = running();
+
+    const taken = await pool.take(owner());
+    expect(ready).toContain(taken);
+    expect(running()).toEqual(ready); // nothing was made while the deployment waited
+    await advance(999);
+    expect(running()).toHaveLength(2);
+    await advance(1);
+    expect(running()).toHaveLength(3); // the taken one, and two spares again
+    expect(await pool.address(taken)).toBe("10.0.0.2");
+  });
+
+  it("notices within its check interval a spare an operator removed, removes the network it left and makes a new spare", async () => {
+    const { pool, engine, running, strayNetworks } = setup();
+    pool.keepWarm(owner());
+    await advance(0);
+    const [gone, kept] = running();
+    engine.containers.delete(gone!); // `docker rm -f`: the network stays behind
+
+    await advance(DEFAULT_SPARE_CHECK_INTERVAL_MS - 1);
+    expect(strayNetworks()).toEqual([gone]);
+    await advance(1);
+    await advance(1); // the fill the check starts at once (fake timers put a 0 ms timer set during a tick 1 ms on)
+    expect(strayNetworks()).toEqual([]);
+    expect(running()).toHaveLength(2);
+    expect(running()).toContain(kept);
+    expect(running()).not.toContain(gone);
+  });
+
+  it("never hands out a sandbox that stopped (a reboot): removes it with its network and makes one", async () => {
+    const { pool, engine, running, strayNetworks } = setup();
+    pool.keepWarm(owner());
+    await advance(0);
+    const stopped = running();
+    for (const name of stopped) engine.containers.get(name)!.state = "exited";
+
+    const taken = await pool.take(owner());
+    expect(stopped).not.toContain(taken);
+    expect(engine.containers.get(taken)?.state).toBe("running");
+    await advance(0);
+    for (const name of stopped) expect(engine.containers.has(name)).toBe(false);
+    expect(strayNetworks()).toEqual([]);
+  });
+
+  it("a restarted agent takes over the spares the last one left, and cleans up what it left broken", async () => {
+    const engine = memoryDocker();
+    const before = setup(engine, 3);
+    before.pool.keepWarm(owner());
+    await advance(0);
+    await before.pool.stopWarming(); // the agent stops; ready spares stay for the next one
+    const [stopped, ...ready] = before.running();
+    engine.containers.get(stopped!)!.state = "exited";
+    // Networks whose sandbox was never made: one the dead agent left long ago, one another pool is making right now.
+    engine.networks.set("cm-sbx-dead", { labels: { ...AGENT_LABELS, "cm.sandbox": "true", "cm.node-id": "node_a" }, created: new Date(Date.now() - DEFAULT_MAKING_GRACE_MS - 1).toISOString() });
+    engine.networks.set("cm-sbx-young", { labels: { ...AGENT_LABELS, "cm.sandbox": "true", "cm.node-id": "node_a" }, created: new Date(Date.now() - 1_000).toISOString() });
+
+    const after = setup(engine, 2);
+    after.pool.keepWarm(owner());
+    await advance(0);
+    expect(after.running()).toEqual(ready); // adopted: none made
+    expect(engine.containers.has(stopped!)).toBe(false);
+    expect([...engine.networks.keys()].sort()).toEqual([...ready, "cm-sbx-young"].sort());
+    expect(ready).toContain(await after.pool.take(owner()));
+  });
+
+  it("re-enrolled as another node, removes the old node's spares, in this agent or the next one of the same install", async () => {
+    const engine = memoryDocker();
+    const { pool, running } = setup(engine);
+    pool.keepWarm(owner("node_a"));
+    await advance(0);
+    const nodeA = running();
+    pool.keepWarm(owner("node_b"));
+    await advance(0);
+    expect(running()).toHaveLength(2);
+    expect(running().some((name) => nodeA.includes(name))).toBe(false);
+    await pool.stopWarming();
+    const nodeB = running();
+
+    // The machine is enrolled again while no agent runs; the next agent of this install finds node_b's spares.
+    const next = setup(engine);
+    next.pool.keepWarm(owner("node_c"));
+    await advance(0);
+    expect(running()).toHaveLength(2);
+    expect(running().some((name) => nodeB.includes(name))).toBe(false);
+    expect(next.strayNetworks()).toEqual([]);
+    // Another agent's install on the same engine is left alone.
+    const neighbour = setup(engine);
+    neighbour.pool.keepWarm({ nodeId: "node_n", labels: AGENT_LABELS, installId: "ins_2" });
+    await advance(0);
+    expect(running()).toHaveLength(4);
+  });
+
+  it("after stopWarming, makes no more sandboxes, and a deployment still gets one", async () => {
+    const { pool, running } = setup();
+    pool.keepWarm(owner());
+    await advance(0);
+    await pool.stopWarming();
+    for (let i = 0; i < 3; i++) await pool.take(owner());
+    await advance(5 * 60_000);
+    expect(running()).toHaveLength(3); // two spares handed out, one made for the third deployment
+  });
+
+  it("makes its image again, once, when an operator pruned it", async () => {
+    const { pool, engine, running } = setup(memoryDocker(), 0);
+    await pool.take(owner());
+    engine.images.clear(); // `docker image prune -a`
+    const taken = await pool.take(owner());
+    expect(engine.containers.get(taken)?.state).toBe("running");
+    expect(running()).toHaveLength(2);
+    expect(engine.images.size).toBe(1);
+  });
+});
