@@ -119,7 +119,7 @@ export class Agent {
     this.connection.start();
   }
 
-  /** Closes the connection (1001) and stops following logs. Tenants' containers keep running. */
+  /** Closes the connection (going away) and stops following logs. Tenants' containers keep running. */
   async stop(): Promise<void> {
     this.reconciler.stop();
     await this.deps.runtime.stopWarming();
@@ -132,7 +132,7 @@ export class Agent {
     this.deps.logger.info("Agent stopped; containers were left running");
   }
 
-  /** Called when the control plane closed with a code that says not to retry (4401, 4409, 4406). */
+  /** Called when the control plane closed with a code that says not to retry (see RETRYABLE_CLOSE). */
   onFailure(listener: (failure: ConnectionFailure) => void): () => void {
     this.failureListeners.add(listener);
     return () => this.failureListeners.delete(listener);

@@ -1,9 +1,5 @@
 // What each fatal close code means for the operator, as one clear log line.
-import { CLOSE_CODES, PROTOCOL_VERSIONS, RETRYABLE_CLOSE } from "@cm/protocol";
-
-export function isRetryableClose(code: number): boolean {
-  return RETRYABLE_CLOSE(code);
-}
+import { CLOSE_CODES, PROTOCOL_VERSIONS } from "@cm/protocol";
 
 /** Why the agent stopped trying, and what the operator should do about it. */
 export function explainFatalClose(code: number, reason: string): string {

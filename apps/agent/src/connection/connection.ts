@@ -8,11 +8,11 @@
 //
 // The connection owns only transport concerns: hello, heartbeats, liveness,
 // backoff, parsing. What the frames mean is the agent's business.
-import { CLOSE_CODES, PROTOCOL_VERSIONS } from "@cm/protocol";
+import { CLOSE_CODES, PROTOCOL_VERSIONS, RETRYABLE_CLOSE } from "@cm/protocol";
 import type { AgentFrame } from "@cm/protocol";
 import type { TimerHandle } from "../clock";
 import { backoffDelayMs } from "./backoff";
-import { explainFatalClose, isRetryableClose } from "./close-codes";
+import { explainFatalClose } from "./close-codes";
 import { parseIncoming } from "./incoming";
 import { Liveness } from "./liveness";
 import { Outbox } from "./outbox";
@@ -64,7 +64,7 @@ export class Connection {
     this.connect();
   }
 
-  /** Closes with 1001 (going away) and stops retrying. Resolves once the socket is closed. */
+  /** Closes with CLOSE_CODES.GOING_AWAY and stops retrying. Resolves once the socket is closed. */
   async stop(): Promise<void> {
     this.stopping = true;
     this.clearTimers();
@@ -72,7 +72,7 @@ export class Connection {
     if (socket && socket.readyState !== socket.CLOSED) {
       const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
       try {
-        socket.close(1001, "agent shutting down");
+        socket.close(CLOSE_CODES.GOING_AWAY, "agent shutting down");
       } catch {
         socket.terminate();
       }
@@ -193,7 +193,7 @@ export class Connection {
     this.clearTimers();
     if (wasReady) this.handlers.onDown();
     if (this.stopping) return this.setState("disconnected");
-    if (!isRetryableClose(code)) {
+    if (!RETRYABLE_CLOSE(code)) {
       const explanation = explainFatalClose(code, reason);
       this.options.logger.error(`Not reconnecting: ${explanation}`, { closeCode: code });
       this.setState("failed");

@@ -1,7 +1,7 @@
 // Opens the agent's WebSocket once, says hello and waits for welcome: the only
 // way to know the control plane accepts this token. Closes with 1000 right after.
-import { PROTOCOL_VERSIONS, ServerFrame, parseFrame } from "@cm/protocol";
-import { explainFatalClose, isRetryableClose } from "../connection/close-codes";
+import { CLOSE_CODES, PROTOCOL_VERSIONS, RETRYABLE_CLOSE, ServerFrame, parseFrame } from "@cm/protocol";
+import { explainFatalClose } from "../connection/close-codes";
 import type { SocketFactory } from "../connection/socket";
 import { AGENT_VERSION } from "../version";
 
@@ -34,12 +34,12 @@ export function checkToken(socketFactory: SocketFactory, wsUrl: string, token: s
       if (parsed.frame.type === "error") serverError = `${parsed.frame.code}: ${parsed.frame.message}`;
       if (parsed.frame.type === "welcome") {
         finish({ ok: true, nodeId: parsed.frame.nodeId });
-        socket.close(1000, "doctor done");
+        socket.close(CLOSE_CODES.NORMAL, "doctor done");
       }
     });
     socket.on("error", (error) => (serverError ||= error.message));
     socket.on("close", (code, reason) => {
-      const fatal = !isRetryableClose(code);
+      const fatal = !RETRYABLE_CLOSE(code);
       const why = fatal ? explainFatalClose(code, reason.toString()) : `the connection closed (code ${code}) before welcome${serverError ? `: ${serverError}` : ""}`;
       finish({ ok: false, reason: why, rejected: fatal });
     });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { backoffCeilingMs, backoffDelayMs } from "../../src/connection/backoff";
-import { explainFatalClose, isRetryableClose } from "../../src/connection/close-codes";
+import { RETRYABLE_CLOSE } from "@cm/protocol";
+import { explainFatalClose } from "../../src/connection/close-codes";
 
 const policy = { initialMs: 250, maxMs: 30_000 };
 
@@ -21,8 +22,8 @@ describe("backoff", () => {
 
 describe("close codes", () => {
   it("retries after everything but the fix-your-setup codes", () => {
-    expect([1000, 1001, 1006, 1011, 1012, 4400, 4408].every(isRetryableClose)).toBe(true);
-    expect([4401, 4406, 4409].some(isRetryableClose)).toBe(false);
+    expect([1000, 1001, 1006, 1011, 1012, 4400, 4408].every(RETRYABLE_CLOSE)).toBe(true);
+    expect([4401, 4406, 4409].some(RETRYABLE_CLOSE)).toBe(false);
   });
 
   it("tells the operator what to do", () => {

@@ -6,7 +6,7 @@ import { createServer } from "node:http";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import { AGENT_TUNNEL_PATH, AGENT_TUNNEL_UPGRADE, AgentFrame, TUNNEL_SWITCHING_PROTOCOLS, parseFrame } from "@cm/protocol";
+import { AGENT_TUNNEL_PATH, AGENT_TUNNEL_UPGRADE, AGENT_WS_PATH, AgentFrame, CLOSE_CODES, TUNNEL_SWITCHING_PROTOCOLS, parseFrame } from "@cm/protocol";
 import type { DeploymentSpec, LogCursor, LogLineFrame, ServerFrame } from "@cm/protocol";
 import { WebSocketServer } from "ws";
 import type { WebSocket } from "ws";
@@ -173,7 +173,7 @@ export class FakeControlPlane {
     });
     this.server.on("upgrade", (req, socket, head) => {
       const url = new URL(req.url ?? "/", "http://fake");
-      if (url.pathname === "/agent/ws") return this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit("connection", ws, req));
+      if (url.pathname === AGENT_WS_PATH) return this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit("connection", ws, req));
       if (url.pathname !== AGENT_TUNNEL_PATH || req.headers.upgrade !== AGENT_TUNNEL_UPGRADE) return socket.destroy();
       const answer = () => {
         socket.write(TUNNEL_SWITCHING_PROTOCOLS);
@@ -207,14 +207,14 @@ export class FakeControlPlane {
     this.hellos += 1;
     const nodeId = (this.options.tokens ?? { [TEST_TOKEN]: TEST_NODE_ID })[hello.token];
     if (nodeId === undefined || this.refuseNextWith !== undefined) {
-      const code = this.refuseNextWith ?? 4401;
+      const code = this.refuseNextWith ?? CLOSE_CODES.UNAUTHORIZED;
       this.refuseNextWith = undefined;
-      ws.send(JSON.stringify({ type: "error", code: code === 4401 ? "UNAUTHORIZED" : "REFUSED", message: "refused by the fake" }));
-      ws.close(code, code === 4401 ? "unknown token" : "refused");
+      ws.send(JSON.stringify({ type: "error", code: code === CLOSE_CODES.UNAUTHORIZED ? "UNAUTHORIZED" : "REFUSED", message: "refused by the fake" }));
+      ws.close(code, code === CLOSE_CODES.UNAUTHORIZED ? "unknown token" : "refused");
       return;
     }
     // Like the real one: a newer connection with the same token replaces the older.
-    if (this.socket && this.socket !== ws) this.socket.close(4409, "replaced by a newer connection");
+    if (this.socket && this.socket !== ws) this.socket.close(CLOSE_CODES.REPLACED, "replaced by a newer connection");
     this.socket = ws;
     this.send({ type: "welcome", protocolVersion: 1, nodeId, heartbeatIntervalMs: this.options.heartbeatIntervalMs ?? 200, serverTime: Date.now() });
     this.sync();

@@ -10,7 +10,7 @@ import type { TokenBucket } from "./log-limits";
 
 /** What a session needs from the hub that owns it. */
 export interface SessionHost {
-  /** Makes the session the node's one connection, closing an older one with 4409. */
+  /** Makes the session the node's one connection, closing an older one with CLOSE_CODES.REPLACED. */
   adopt(session: AgentSession): void;
   onClosed(session: AgentSession): void;
   /** Runs fn after every earlier presence change of the node (online, lost), so they never interleave. */

@@ -180,7 +180,7 @@ export class AgentHub implements NodeLink, SessionHost {
     for (const t of this.timers) t.unref();
   }
 
-  /** Closes every agent connection (1001) without marking any node offline. */
+  /** Closes every agent connection (going away) without marking any node offline. */
   close(): Promise<void> {
     this.closing ??= (async () => {
       for (const t of this.timers) clearInterval(t);

@@ -1,5 +1,5 @@
 import WebSocket from "ws";
-import { CURRENT_PROTOCOL_VERSION, ServerFrame, parseFrame, type AgentFrame, type DeploymentSpec, type ObservedStatus } from "@cm/protocol";
+import { AGENT_WS_PATH, CURRENT_PROTOCOL_VERSION, ServerFrame, parseFrame, type AgentFrame, type DeploymentSpec, type ObservedStatus } from "@cm/protocol";
 
 type FrameOf<T extends ServerFrame["type"]> = Extract<ServerFrame, { type: T }>;
 type Waiter = { match(f: ServerFrame): boolean; resolve(f: ServerFrame): void };
@@ -33,7 +33,7 @@ export class SimAgent {
   }
 
   static async open(url: string): Promise<SimAgent> {
-    const ws = new WebSocket(url.replace(/^http/, "ws") + "/agent/ws");
+    const ws = new WebSocket(url.replace(/^http/, "ws") + AGENT_WS_PATH);
     await new Promise<void>((resolve, reject) => {
       ws.once("open", () => resolve());
       ws.once("error", reject);
