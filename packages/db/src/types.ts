@@ -5,6 +5,8 @@ export type { NodeSpecs, Gpu };
 export type TemplatePort = { internal: number; protocol: string; description: string };
 /** An exposed port's readiness as the agent last probed it; the URL is derived at read time. */
 export type StoredEndpoint = { internalPort: number; ready: boolean };
+/** A deposit waits for its transfer on chain, then is credited once; the API never shows this word. */
+export const DEPOSIT_STATUSES = ["pending", "confirmed"] as const;
 
 export type UserRow = typeof pg.users.$inferSelect;
 export type NodeRow = typeof pg.nodes.$inferSelect;

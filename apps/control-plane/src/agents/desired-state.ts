@@ -1,7 +1,5 @@
 import type { DeploymentRow, StoredLogCursor } from "@cm/db";
-import type { DeploymentSpec, ServerFrame } from "@cm/protocol";
-
-type CommandAction = Extract<ServerFrame, { type: "command" }>["action"];
+import type { CommandAction, DeploymentSpec } from "@cm/protocol";
 
 /** What the agent needs to know about a deployment's wanted state; equal keys need no new command. */
 export const specKey = (d: Pick<DeploymentRow, "desiredState" | "runSeq">) => `${d.desiredState}:${d.runSeq}`;
@@ -20,7 +18,7 @@ export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, gp
     deploymentId: d.id,
     userId: d.userId,
     runSeq: d.runSeq,
-    desiredState: d.desiredState as DeploymentSpec["desiredState"],
+    desiredState: d.desiredState,
     image: d.image,
     env: d.env,
     ports: d.ports,

@@ -1,4 +1,4 @@
-import { isLive, type AgentFrame, type DeploymentStatus } from "@cm/protocol";
+import { isLive, type AgentFrame } from "@cm/protocol";
 import type { AgentSession } from "./agent-session";
 import { planReport, pullReason } from "./status-reports";
 import { ingestCost, storedLine } from "./log-limits";
@@ -51,7 +51,7 @@ const handlers: Handlers = {
       if (moved) {
         s.pullNotedAt.delete(dep.id);
         events.emit("deployment-changed", moved);
-        if (isLive(dep.status as DeploymentStatus) !== isLive(moved.status as DeploymentStatus)) events.emit("node-changed", s.nodeId);
+        if (isLive(dep.status) !== isLive(moved.status)) events.emit("node-changed", s.nodeId);
         return;
       }
       dep = await repos.deployments.getOnNode(f.deploymentId, s.nodeId);

@@ -40,7 +40,7 @@ export function reportTimeMs(dep: Pick<DeploymentRow, "createdAt" | "billedUntil
  */
 export function planReport(dep: DeploymentRow, r: Report, nowMs: number): ReportPlan {
   if (r.runSeq !== dep.runSeq) return ignore(`report for run ${r.runSeq}; the deployment is on run ${dep.runSeq}`);
-  const status = dep.status as DeploymentStatus;
+  const status = dep.status;
   const live = isLive(status);
   const wanted = dep.desiredState;
   const atMs = reportTimeMs(dep, r, nowMs);

@@ -26,7 +26,7 @@ export function deploymentRoutes(api: ApiRouter, deps: Deps) {
   );
 
   api.get("/deployments", { tag, auth: true, summary: "Your deployments, newest first", query: DeploymentListQuery, response: DeploymentListResponse }, async (c, { query }) => {
-    const { rows, total } = await deps.repos.deployments.list(c.get("user").id, query.status, query.page, query.limit);
+    const { rows, total } = await deps.repos.deployments.list({ userId: c.get("user").id, status: query.status, page: query.page, limit: query.limit });
     return c.json({ deployments: rows.map(present), pagination: paginate(query.page, query.limit, total) });
   });
 

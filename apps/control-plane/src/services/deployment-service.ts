@@ -96,7 +96,7 @@ export function createDeploymentService(repos: Repos, clock: Clock, ids: IdGener
 
     async start(id: string, userId: string) {
       const dep = await mine(id, userId);
-      if (!canDo("start", dep.status as DeploymentStatus)) throw invalid(dep, "start");
+      if (!canDo("start", dep.status)) throw invalid(dep, "start");
       const started = await repos.deployments.start(dep, hourOfCreditsMicro(dep.hourlyRateCents), clock.now());
       if ("refused" in started) throw new ApiError(started.refused, refusalMessage[started.refused]);
       events.emit("deployment-changed", started);
@@ -105,7 +105,7 @@ export function createDeploymentService(repos: Repos, clock: Clock, ids: IdGener
 
     async stop(id: string, userId: string) {
       const dep = await mine(id, userId);
-      if (!canDo("stop", dep.status as DeploymentStatus)) throw invalid(dep, "stop");
+      if (!canDo("stop", dep.status)) throw invalid(dep, "stop");
       // With no agent to carry the stop out, nothing runs there to wait for: the
       // deployment is stopped now, and a returning agent converges to it.
       const to: DeploymentStatus = link.isConnected(dep.nodeId) ? "stopping" : "stopped";

@@ -112,7 +112,7 @@ export function createMetering(o: MeteringOptions) {
 
   /** The tenant deleted it: settled and out of the live states at once; the agent removes the container. */
   function markDeleted(dep: DeploymentRow, nowMs: number) {
-    const to = isLive(dep.status as DeploymentStatus) ? "stopped" : (dep.status as DeploymentStatus);
+    const to = isLive(dep.status) ? "stopped" : dep.status;
     return move(dep, to, { desiredState: "removed", deletedAt: nowMs, statusReason: dep.statusReason ?? "deleted by the tenant" }, nowMs);
   }
 

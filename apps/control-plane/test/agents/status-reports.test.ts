@@ -50,12 +50,12 @@ describe("planReport", () => {
 
   it("holds the agent's time within what can be true", () => {
     const nowMs = at + 60_000;
-    const running = { status: "running", createdAt: at - 1000, startedAt: at, billedUntil: at + 2000 };
+    const running = { status: "running" as const, createdAt: at - 1000, startedAt: at, billedUntil: at + 2000 };
     expect(reportTimeMs(running, { at: nowMs + 5000, status: "stopped" }, nowMs)).toBe(nowMs); // never in the future
     expect(reportTimeMs(running, { at: at - 500, status: "stopped" }, nowMs)).toBe(at + 2000); // never before what was billed
-    const fresh = { status: "starting", createdAt: at, startedAt: null, billedUntil: null };
+    const fresh = { status: "starting" as const, createdAt: at, startedAt: null, billedUntil: null };
     expect(reportTimeMs(fresh, { at: at - 10_000, status: "running" }, nowMs)).toBe(at); // never before it was asked for
-    const again = { status: "starting", createdAt: at, startedAt: at + 1000, billedUntil: at + 9000 };
+    const again = { status: "starting" as const, createdAt: at, startedAt: at + 1000, billedUntil: at + 9000 };
     expect(reportTimeMs(again, { at: at + 5000, status: "running" }, nowMs)).toBe(at + 9000); // a new run starts after the last one was billed
   });
 

@@ -4,7 +4,6 @@ import type { Db, DbHandle } from "../client";
 import type { DeploymentRow } from "../types";
 import { ledgerOps } from "./ledger";
 
-export type DesiredState = "running" | "stopped" | "removed";
 export type OccupyRefusal = "NODE_OFFLINE" | "NODE_AT_CAPACITY" | "INSUFFICIENT_CREDITS";
 export type NewDeployment = Omit<DeploymentRow, "totalCostMicro" | "reservedMicro" | "billedUntil" | "billedMs" | "removedFromNodeAt" | "runSeq" | "startedAt" | "stoppedAt" | "deletedAt" | "statusReason" | "exitCode" | "endpoints" | "desiredState" | "status" | "updatedAt">;
 export type TransitionPatch = Partial<Pick<DeploymentRow, "statusReason" | "exitCode" | "startedAt" | "stoppedAt" | "endpoints" | "billedUntil" | "desiredState" | "deletedAt">>;
@@ -39,7 +38,7 @@ export function createDeploymentsRepo(h: DbHandle) {
    * credits held for it are given back. Null when someone else moved it first.
    */
   async function transition(db: Db, dep: DeploymentRow, to: DeploymentStatus, patch: TransitionPatch, nowMs: number) {
-    const leaving = isLive(dep.status as DeploymentStatus) && !isLive(to);
+    const leaving = isLive(dep.status) && !isLive(to);
     const [row] = await db
       .update(deployments)
       .set({
@@ -93,7 +92,8 @@ export function createDeploymentsRepo(h: DbHandle) {
       });
     },
 
-    async list(userId: string, status: string | undefined, page: number, limit: number) {
+    /** One page of the tenant's deployments, newest first, deleted ones excluded. */
+    async list({ userId, status, page, limit }: { userId: string; status?: DeploymentStatus | undefined; page: number; limit: number }) {
       return h.run(async (db) => {
         const w = and(eq(deployments.userId, userId), notDeleted, status ? eq(deployments.status, status) : undefined);
         const rows = await db.select().from(deployments).where(w).orderBy(desc(deployments.createdAt), desc(deployments.id)).limit(limit).offset((page - 1) * limit);
@@ -183,7 +183,7 @@ export function createDeploymentsRepo(h: DbHandle) {
 
     async markDeleted(dep: DeploymentRow, nowMs: number) {
       return h.transaction(async (db) => {
-        const to = isLive(dep.status as DeploymentStatus) ? "stopped" : (dep.status as DeploymentStatus);
+        const to = isLive(dep.status) ? "stopped" : dep.status;
         return transition(db, dep, to, { desiredState: "removed", deletedAt: nowMs, statusReason: dep.statusReason ?? "deleted by the tenant" }, nowMs);
       });
     },

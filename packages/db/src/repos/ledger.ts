@@ -2,7 +2,7 @@ import { and, count, desc, eq, gte, sql, sum } from "drizzle-orm";
 import type { Db, DbHandle } from "../client";
 import type { CreditTransactionRow, UserRow } from "../types";
 
-export type LedgerType = "deposit" | "usage" | "refund";
+export type LedgerType = CreditTransactionRow["type"];
 export type LedgerEntry = {
   id: string;
   userId: string;

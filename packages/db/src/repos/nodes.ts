@@ -4,7 +4,7 @@ import { execRaw } from "./raw";
 import type { Gpu, NodeRow, NodeSpecs } from "../types";
 
 export type NodeFilter = {
-  status?: string;
+  status?: NodeRow["status"];
   hasGpu?: boolean;
   minGpuVram?: number;
   minCpuCores?: number;

@@ -1,5 +1,6 @@
 import { sqliteTable, text, integer, index, uniqueIndex } from "drizzle-orm/sqlite-core";
-import type { NodeSpecs, Gpu, TemplatePort, StoredEndpoint } from "../types";
+import { DEPLOYMENT_STATUSES, DESIRED_STATES, NODE_STATUSES, TRANSACTION_TYPES } from "@cm/protocol";
+import { DEPOSIT_STATUSES, type NodeSpecs, type Gpu, type TemplatePort, type StoredEndpoint } from "../types";
 
 // Kept column-for-column in step with pg.ts: drizzle has no dialect-neutral schema.
 // Times are epoch milliseconds (UTC by construction); money is integer micro-credits.
@@ -42,7 +43,7 @@ export const nodes = sqliteTable("nodes", {
   country: text("country").notNull(),
   hourlyRateCents: integer("hourly_rate_cents").notNull(),
   maxDeployments: integer("max_deployments").notNull(),
-  status: text("status").notNull(),
+  status: text("status", { enum: NODE_STATUSES }).notNull(),
   agentTokenHash: text("agent_token_hash").notNull().unique(),
   specs: text("specs", { mode: "json" }).notNull().$type<NodeSpecs>(),
   gpus: text("gpus", { mode: "json" }).notNull().$type<Gpu[]>(),
@@ -90,8 +91,8 @@ export const deployments = sqliteTable("deployments", {
   templateId: text("template_id"),
   name: text("name"),
   image: text("image").notNull(),
-  status: text("status").notNull(),
-  desiredState: text("desired_state").notNull(),
+  status: text("status", { enum: DEPLOYMENT_STATUSES }).notNull(),
+  desiredState: text("desired_state", { enum: DESIRED_STATES }).notNull(),
   statusReason: text("status_reason"),
   exitCode: integer("exit_code"),
   env: text("env", { mode: "json" }).notNull().$type<Record<string, string>>(),
@@ -123,7 +124,7 @@ export const deployments = sqliteTable("deployments", {
 export const creditTransactions = sqliteTable("credit_transactions", {
   id: text("id").primaryKey(),
   userId: text("user_id").notNull(),
-  type: text("type").notNull(),
+  type: text("type", { enum: TRANSACTION_TYPES }).notNull(),
   amountMicro: integer("amount_micro").notNull(),
   balanceAfterMicro: integer("balance_after_micro").notNull(),
   description: text("description").notNull(),
@@ -153,7 +154,7 @@ export const deposits = sqliteTable("deposits", {
   creditsMicro: integer("credits_micro").notNull(),
   treasuryWallet: text("treasury_wallet").notNull(),
   stableMint: text("stable_mint").notNull(),
-  status: text("status").notNull(),
+  status: text("status", { enum: DEPOSIT_STATUSES }).notNull(),
   txSignature: text("tx_signature").unique(),
   transactionId: text("transaction_id"),
   expiresAt: integer("expires_at").notNull(),

@@ -53,7 +53,9 @@ const EpochMs = z.number().int().min(0).max(8_640_000_000_000_000);
 export const GpuReport = Gpu.extend({ index: z.number().int().min(0).max(1023), uuid: z.string().max(128) });
 export type GpuReport = z.infer<typeof GpuReport>;
 
-export const DesiredState = z.enum(["running", "stopped", "removed"]);
+/** What the control plane wants of a deployment; the agent converges its node to it. */
+export const DESIRED_STATES = ["running", "stopped", "removed"] as const;
+export const DesiredState = z.enum(DESIRED_STATES);
 export type DesiredState = z.infer<typeof DesiredState>;
 
 /** Where log shipping resumes: the last line the control plane stored. */
@@ -165,11 +167,14 @@ export const WelcomeFrame = z.object({
 });
 /** The full desired state of the node: sent after welcome, and whenever the agent should reconcile everything. */
 export const SyncFrame = z.object({ type: z.literal("sync"), deployments: z.array(DeploymentSpec) });
+/** What a command asks the agent to do with one deployment. */
+export const CommandAction = z.enum(["create", "start", "stop", "remove"]);
+export type CommandAction = z.infer<typeof CommandAction>;
 /** One change to one deployment; the agent acknowledges it with `ack` once it has acted. */
 export const CommandFrame = z.object({
   type: z.literal("command"),
   commandId: z.string(),
-  action: z.enum(["create", "start", "stop", "remove"]),
+  action: CommandAction,
   deployment: DeploymentSpec,
 });
 export const LogsAckFrame = z.object({ type: z.literal("logs_ack"), deploymentId: z.string(), cursor: LogCursor });

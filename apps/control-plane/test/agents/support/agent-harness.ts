@@ -49,7 +49,7 @@ export async function startAgentHarness(db: TestDatabase, config: Partial<Config
     const bal = await h.deps.repos.ledger.balance(userId);
     expect(bal.balanceMicro).toBe(await h.deps.repos.ledger.sumOfRows(userId));
     expect(bal.availableMicro).toBeGreaterThanOrEqual(0);
-    const { rows } = await h.deps.repos.deployments.list(userId, undefined, 1, 100);
+    const { rows } = await h.deps.repos.deployments.list({ userId, page: 1, limit: 100 });
     expect(bal.reservedMicro).toBe(rows.reduce((s, d) => s + d.reservedMicro, 0));
     return bal;
   }

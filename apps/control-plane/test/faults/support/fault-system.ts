@@ -154,7 +154,7 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
     const bal = await repos.ledger.balance(userId);
     expect(bal.balanceMicro).toBe(await repos.ledger.sumOfRows(userId));
     expect(bal.availableMicro).toBeGreaterThanOrEqual(0);
-    const { rows } = await repos.deployments.list(userId, undefined, 1, 100);
+    const { rows } = await repos.deployments.list({ userId, page: 1, limit: 100 });
     expect(bal.reservedMicro).toBe(rows.reduce((s, d) => s + d.reservedMicro, 0));
   }
 
