@@ -3,6 +3,7 @@
 // starts, stops, restarts, removals and an agent restart. No Docker engine is
 // needed; the same flows against real Docker are in test/agent/*.test.ts.
 import { describe, expect, it } from "vitest";
+import { REWATCH_DELAY_MS } from "../../src/reconcile/exit-watcher";
 import { testGpu } from "../support/agent-harness";
 import { settle } from "../support/fake-clock";
 import { dockerError } from "../support/memory-runtime";
@@ -226,18 +227,46 @@ describe("a container that ends by itself", () => {
   });
 });
 
+describe("when dockerd restarts (live-restore) while containers run", () => {
+  it("keeps watching them: an exit afterwards is still reported", async () => {
+    const h = reconcilerHarness();
+    h.engine.loadImage(IMAGE);
+    await h.settle(h.reconciler.sync([spec("dep_live")]));
+    h.engine.restartDaemon();
+    await h.clock.advance(REWATCH_DELAY_MS);
+    h.engine.exit("cm-dep_live-run1", 4);
+    await h.clock.advanceUntil(() => h.lastStatus("dep_live")?.status === "exited", "the exit reported");
+    expect(h.lastStatus("dep_live")).toMatchObject({ exitCode: 4, reason: "the container exited with code 4" });
+  });
+
+  it("reports a container that ended while it was not watched, with its exit code", async () => {
+    const h = reconcilerHarness();
+    h.engine.loadImage(IMAGE);
+    await h.settle(h.reconciler.sync([spec("dep_gap")]));
+    h.engine.restartDaemon();
+    await h.clock.advance(1_000);
+    h.engine.exit("cm-dep_gap-run1", 3);
+    await h.clock.advanceUntil(() => h.lastStatus("dep_gap")?.status === "exited", "the exit reported", REWATCH_DELAY_MS + 5_000);
+    expect(h.lastStatus("dep_gap")).toMatchObject({ exitCode: 3 });
+    expect(h.statuses("dep_gap")).toEqual(["1:starting", "1:running", "1:exited"]);
+  });
+});
+
 describe("restarting a deployment", () => {
   it("a new run stops the old container gracefully, removes it and starts a fresh one, without reporting the old one crashed", async () => {
     const h = reconcilerHarness();
     h.engine.loadImage(IMAGE);
     await h.settle(h.reconciler.sync([spec("dep_again", { env: { V: "1" } })]));
     const first = h.engine.container("cm-dep_again-run1");
+    h.engine.write(first.id, "run 1, last words");
 
     const result = await h.settle(h.reconciler.command("start", spec("dep_again", { runSeq: 2, env: { V: "2" } })));
     expect(result).toEqual({ ok: true });
     expect(h.engine.ps().map((c) => [c.name, c.state.running, c.spec.env])).toEqual([["cm-dep_again-run2", true, { V: "2" }]]);
     expect(h.engine.ps()[0]!.id).not.toBe(first.id);
     expect(h.statuses("dep_again")).toEqual(["1:starting", "1:running", "2:starting", "2:running"]);
+    // The old run's log went out before its container (and with it the log) was removed.
+    expect(h.storedLines("dep_again").map((l) => l.message)).toEqual(["run 1, last words"]);
   });
 
   it("starts again a deployment that was stopped, as a new run", async () => {
@@ -280,6 +309,22 @@ describe("an agent restart", () => {
     await second.clock.advanceUntil(() => second.lastStatus("dep_long")?.status === "exited", "the exit reported");
     expect(second.lastStatus("dep_long")).toMatchObject({ exitCode: 2 });
     expect(first.statuses("dep_long")).toEqual(["1:starting", "1:running"]);
+  });
+
+  it("reports an exit that happened while no agent ran, stamped when it happened", async () => {
+    const first = reconcilerHarness();
+    first.engine.loadImage(IMAGE);
+    await first.settle(first.reconciler.sync([spec("dep_alone")]));
+    first.reconciler.stop();
+    const endedAtMs = first.clock.now();
+    first.engine.exit("cm-dep_alone-run1", 9);
+    await first.clock.advance(60_000); // the new agent starts a minute later
+
+    const second = reconcilerHarness({ engine: first.engine, clock: first.clock });
+    await second.settle(second.reconciler.sync([spec("dep_alone")]));
+    expect(second.statuses("dep_alone")).toEqual(["1:exited"]);
+    expect(second.lastStatus("dep_alone")).toMatchObject({ exitCode: 9, reason: "the container exited with code 9", at: endedAtMs });
+    expect(first.engine.ps()).toHaveLength(1); // not restarted
   });
 
   it("starts afresh a run whose container the last agent created but never started", async () => {

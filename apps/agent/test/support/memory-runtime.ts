@@ -82,6 +82,8 @@ export class MemoryRuntime implements ContainerRuntime {
   private readonly local = new Map<string, ProgramBehaviour>();
   private readonly registry = new Map<string, RegistryImage>();
   private readonly faults = new Map<Operation, Error[]>();
+  /** pending waitExit calls, failed when the daemon restarts */
+  private readonly brokenWaits = new Set<(error: Error) => void>();
   private created = 0;
   /** the last nanosecond given to a log line, so lines of one millisecond stay in order */
   private lastLogNs = 0n;
@@ -140,6 +142,15 @@ export class MemoryRuntime implements ContainerRuntime {
   /** An operator's `docker rm -f`. */
   removeOutOfBand(idOrName: string): void {
     this.destroy(this.find(idOrName));
+  }
+
+  /**
+   * dockerd restarts with live-restore: containers keep running, but every
+   * `docker wait` in progress ends with a broken connection.
+   */
+  restartDaemon(): void {
+    for (const broken of [...this.brokenWaits]) broken(new Error("socket hang up"));
+    this.brokenWaits.clear();
   }
 
   // ---- ContainerRuntime ----
@@ -260,7 +271,20 @@ export class MemoryRuntime implements ContainerRuntime {
 
   async waitExit(id: string): Promise<ContainerExit> {
     const container = this.find(id, true);
-    if (container.status === "running") await new Promise<void>((resolve) => container.onStop.add(resolve));
+    if (container.status === "running") {
+      await new Promise<void>((resolve, reject) => {
+        const exited = () => {
+          this.brokenWaits.delete(broken);
+          resolve();
+        };
+        const broken = (error: Error) => {
+          container.onStop.delete(exited);
+          reject(error);
+        };
+        container.onStop.add(exited);
+        this.brokenWaits.add(broken);
+      });
+    }
     return { id: container.id, exitCode: container.exitCode, oomKilled: container.oomKilled, error: container.error };
   }
 
