@@ -1,34 +1,34 @@
-import { Hono } from "hono";
-import { z } from "zod";
+import { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
+import { requestId } from "hono/request-id";
+import { randomUUID } from "node:crypto";
 import type { Deps } from "./deps";
 import { ApiError, errorResponse, onError } from "./errors";
-import { createApiRouter } from "./http/api-router";
+import { parseTrustedProxies } from "./http/client-address";
 import type { AppEnv } from "./http/env";
-import { createOpenApiRegistry } from "./http/openapi";
+import { createRouteFactory } from "./http/route";
 import { requireUser } from "./middleware/auth";
 import { databaseGate, databaseUnavailable } from "./middleware/database-gate";
-import { parseTrustedProxies } from "./http/client-address";
 import { rateLimit } from "./middleware/rate-limit";
-import { requestId } from "./middleware/request-id";
 import { authRoutes } from "./routes/auth";
 import { creditRoutes } from "./routes/credits";
 import { deploymentRoutes } from "./routes/deployments";
 import { docsRoutes } from "./routes/docs";
 import { nodeRoutes } from "./routes/nodes";
+import { operationsRoutes } from "./routes/operations";
+import { operatorRoutes } from "./routes/operator";
 import { templateRoutes } from "./routes/templates";
 
 export function createApp(deps: Deps) {
-  const app = new Hono<AppEnv>();
-  const registry = createOpenApiRegistry({
-    title: "Compute marketplace API",
-    version: "1.0.0",
-    description: "Rent GPU nodes and run containers on them. Credits: 1 credit = 1 US cent. Errors share one shape: { error: { code, message, requestId, details? } }.",
-  });
+  const app = new OpenAPIHono<AppEnv>();
 
-  app.use("*", requestId(deps.log));
+  // X-Request-Id on every response: a caller's own id is kept when it is short and plain, otherwise ours.
+  app.use(requestId({ limitLength: 64, generator: () => `req_${randomUUID()}` }));
+  app.use(async function logger(c, next) {
+    c.set("log", deps.log);
+    await next();
+  });
   app.use(
-    "*",
     bodyLimit({
       maxSize: deps.config.MAX_BODY_BYTES,
       // The rest of the body is never read, so the connection cannot be reused.
@@ -41,33 +41,29 @@ export function createApp(deps: Deps) {
   const signInLimit = rateLimit({ limit: deps.config.AUTH_RATE_LIMIT_PER_MIN, windowMs: 60_000, clock: deps.clock, trustedProxies: parseTrustedProxies(deps.config.TRUSTED_PROXIES) });
   for (const path of ["/auth/nonce", "/auth/verify", "/auth/refresh"]) app.use(path, signInLimit);
 
-  const api = createApiRouter(app, registry, requireUser(deps.auth), databaseGate({ health: deps.dbHealth }));
-  api.get(
-    "/health",
-    { tag: "operations", summary: "Liveness", description: "200 while the process serves, whatever the database does: restart the process only when this fails.", database: false, response: z.object({ status: z.literal("ok") }) },
-    async (c) => c.json({ status: "ok" as const }),
-  );
-  api.get(
-    "/ready",
-    {
-      tag: "operations", summary: "Readiness", database: false, errors: ["SERVICE_UNAVAILABLE"],
-      description: "200 when the database answers, 503 (with Retry-After) when it does not: what a load balancer should route on.",
-      response: z.object({ status: z.literal("ready") }),
-    },
-    async (c) => {
-      if (!(await deps.dbHealth.check())) throw databaseUnavailable();
-      return c.json({ status: "ready" as const });
-    },
-  );
+  const route = createRouteFactory({ database: databaseGate({ health: deps.dbHealth }), user: requireUser(deps.auth) });
+  app
+    .route("/", operationsRoutes(deps, route))
+    .route("/auth", authRoutes(deps, route))
+    .route("/nodes", nodeRoutes(deps, route))
+    .route("/operator/nodes", operatorRoutes(deps, route))
+    .route("/templates", templateRoutes(deps, route))
+    .route("/deployments", deploymentRoutes(deps, route))
+    .route("/credits", creditRoutes(deps, route));
 
-  authRoutes(api, deps);
-  nodeRoutes(api, deps);
-  templateRoutes(api, deps);
-  deploymentRoutes(api, deps);
-  creditRoutes(api, deps);
-  docsRoutes(app, registry);
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer", description: "accessToken from POST /auth/verify or /auth/refresh" });
+  app.route("/", docsRoutes(() => app.getOpenAPI31Document(DOCUMENT)));
 
   app.notFound((c) => errorResponse(c, new ApiError("NOT_FOUND", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
   app.onError((err, c) => onError(err, c, (e) => (deps.dbHealth.noteError(e) ? databaseUnavailable() : undefined)));
-  return { app, registry };
+  return { app };
 }
+
+const DOCUMENT = {
+  openapi: "3.1.0",
+  info: {
+    title: "Compute marketplace API",
+    version: "1.0.0",
+    description: "Rent GPU nodes and run containers on them. Credits: 1 credit = 1 US cent. Errors share one shape: { error: { code, message, requestId, details? } }.",
+  },
+};

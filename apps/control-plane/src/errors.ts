@@ -23,6 +23,9 @@ export function errorResponse(c: Context<AppEnv>, err: ApiError) {
   return c.json(body, err.status as 400);
 }
 
+// What Hono's own middleware throws (the body limit, the validators' media-type check) in our codes.
+const HTTP_EXCEPTION_CODES: Partial<Record<number, ErrorCode>> = { 401: "UNAUTHORIZED", 404: "NOT_FOUND", 413: "PAYLOAD_TOO_LARGE", 415: "UNSUPPORTED_MEDIA_TYPE" };
+
 /**
  * app.onError: every throw becomes the one error shape; unknown throws are
  * logged and hidden. `unavailable` turns a database that cannot be reached
@@ -33,8 +36,8 @@ export function onError(err: Error, c: Context<AppEnv>, unavailable?: (err: unkn
   const down = unavailable?.(err);
   if (down) return errorResponse(c, down);
   if (err instanceof HTTPException) {
-    const code: ErrorCode = err.status === 413 ? "PAYLOAD_TOO_LARGE" : err.status === 401 ? "UNAUTHORIZED" : err.status === 404 ? "NOT_FOUND" : "VALIDATION_ERROR";
-    return errorResponse(c, new ApiError(code, err.message || undefined));
+    const code = HTTP_EXCEPTION_CODES[err.status];
+    return errorResponse(c, code ? new ApiError(code) : new ApiError("VALIDATION_ERROR", err.message || undefined));
   }
   c.get("log")?.error("unhandled error", { requestId: c.get("requestId"), err: String(err?.stack ?? err) });
   return errorResponse(c, new ApiError("INTERNAL_ERROR"));

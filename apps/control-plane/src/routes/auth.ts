@@ -1,26 +1,55 @@
 import { MeResponse, NonceRequest, NonceResponse, RefreshRequest, TokenPair, VerifyRequest, VerifyResponse } from "@cm/protocol";
-import type { ApiRouter } from "../http/api-router";
-import { presentUser } from "../http/presenters";
 import type { Deps } from "../deps";
+import { presentUser } from "../http/presenters";
+import { createRouter, json, jsonBody, type RouteFactory } from "../http/route";
 
-export function authRoutes(api: ApiRouter, deps: Deps) {
-  const tag = "auth";
-  api.post("/auth/nonce", { tag, summary: "Get a message for the wallet to sign", body: NonceRequest, response: NonceResponse, errors: ["INVALID_WALLET_ADDRESS", "RATE_LIMITED"] }, async (c, { body }) =>
-    c.json(await deps.auth.nonce(body.walletAddress)),
-  );
-
-  api.post(
-    "/auth/verify",
-    { tag, summary: "Exchange a signed message for tokens", description: "A first-time wallet creates its user.", body: VerifyRequest, response: VerifyResponse, errors: ["INVALID_WALLET_ADDRESS", "NONCE_EXPIRED", "NONCE_NOT_FOUND", "INVALID_SIGNATURE", "RATE_LIMITED"] },
-    async (c, { body }) => {
-      const { user, ...tokens } = await deps.auth.verify(body.walletAddress, body.signature, body.message);
-      return c.json({ user: presentUser(user), ...tokens });
-    },
-  );
-
-  api.post("/auth/refresh", { tag, summary: "Rotate the refresh token for a new pair", body: RefreshRequest, response: TokenPair, errors: ["INVALID_REFRESH_TOKEN", "RATE_LIMITED"] }, async (c, { body }) =>
-    c.json(await deps.auth.refresh(body.refreshToken)),
-  );
-
-  api.get("/auth/me", { tag, summary: "The signed-in user", auth: true, response: MeResponse }, async (c) => c.json({ user: presentUser(c.get("user")) }));
+/** Sign-in with a wallet signature; mounted at /auth. */
+export function authRoutes(deps: Deps, route: RouteFactory) {
+  const tags = ["auth"];
+  return createRouter()
+    .openapi(
+      route(
+        {
+          method: "post", path: "/nonce", operationId: "requestNonce", tags, summary: "Get a message for the wallet to sign",
+          request: { body: jsonBody(NonceRequest) },
+          responses: { 200: json(NonceResponse, "The message to sign and when it expires") },
+        },
+        { errors: ["INVALID_WALLET_ADDRESS", "RATE_LIMITED"] },
+      ),
+      async (c) => c.json(await deps.auth.nonce(c.req.valid("json").walletAddress), 200),
+    )
+    .openapi(
+      route(
+        {
+          method: "post", path: "/verify", operationId: "verifySignature", tags, summary: "Exchange a signed message for tokens",
+          description: "A first-time wallet creates its user.",
+          request: { body: jsonBody(VerifyRequest) },
+          responses: { 200: json(VerifyResponse, "The user and a token pair") },
+        },
+        { errors: ["INVALID_WALLET_ADDRESS", "NONCE_EXPIRED", "NONCE_NOT_FOUND", "INVALID_SIGNATURE", "RATE_LIMITED"] },
+      ),
+      async (c) => {
+        const body = c.req.valid("json");
+        const { user, ...tokens } = await deps.auth.verify(body.walletAddress, body.signature, body.message);
+        return c.json({ user: presentUser(user), ...tokens }, 200);
+      },
+    )
+    .openapi(
+      route(
+        {
+          method: "post", path: "/refresh", operationId: "refreshTokens", tags, summary: "Rotate the refresh token for a new pair",
+          request: { body: jsonBody(RefreshRequest) },
+          responses: { 200: json(TokenPair, "A new token pair; the old refresh token no longer works") },
+        },
+        { errors: ["INVALID_REFRESH_TOKEN", "RATE_LIMITED"] },
+      ),
+      async (c) => c.json(await deps.auth.refresh(c.req.valid("json").refreshToken), 200),
+    )
+    .openapi(
+      route(
+        { method: "get", path: "/me", operationId: "getMe", tags, summary: "The signed-in user", responses: { 200: json(MeResponse, "The user of the bearer token") } },
+        { auth: true },
+      ),
+      (c) => c.json({ user: presentUser(c.get("user")) }, 200),
+    );
 }

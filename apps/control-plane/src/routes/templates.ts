@@ -1,16 +1,38 @@
 import { TemplateListQuery, TemplateListResponse, TemplateResponse } from "@cm/protocol";
-import { ApiError } from "../errors";
-import { param, type ApiRouter } from "../http/api-router";
-import { presentTemplateDetail, presentTemplateSummary } from "../http/presenters";
+import { z } from "zod";
 import type { Deps } from "../deps";
+import { ApiError } from "../errors";
+import { presentTemplateDetail, presentTemplateSummary } from "../http/presenters";
+import { PathParam, createRouter, json, type RouteFactory } from "../http/route";
 
-export function templateRoutes(api: ApiRouter, deps: Deps) {
-  api.get("/templates", { tag: "templates", summary: "Browse templates", description: "Public. search matches name and description, case-insensitive.", query: TemplateListQuery, response: TemplateListResponse }, async (c, { query }) =>
-    c.json({ templates: (await deps.repos.templates.list(query)).map(presentTemplateSummary) }),
-  );
-  api.get("/templates/:idOrSlug", { tag: "templates", summary: "A template's details", response: TemplateResponse, errors: ["TEMPLATE_NOT_FOUND"] }, async (c) => {
-    const t = await deps.repos.templates.getByIdOrSlug(param(c, "idOrSlug"));
-    if (!t) throw new ApiError("TEMPLATE_NOT_FOUND");
-    return c.json({ template: presentTemplateDetail(t) });
-  });
+const TemplateParams = z.object({ idOrSlug: PathParam.meta({ description: "a template id or slug" }) });
+
+/** The public template catalogue; mounted at /templates. */
+export function templateRoutes(deps: Deps, route: RouteFactory) {
+  const tags = ["templates"];
+  return createRouter()
+    .openapi(
+      route({
+        method: "get", path: "/", operationId: "listTemplates", tags, summary: "Browse templates",
+        description: "Public. search matches name and description, case-insensitive.",
+        request: { query: TemplateListQuery },
+        responses: { 200: json(TemplateListResponse, "The matching templates") },
+      }),
+      async (c) => c.json({ templates: (await deps.repos.templates.list(c.req.valid("query"))).map(presentTemplateSummary) }, 200),
+    )
+    .openapi(
+      route(
+        {
+          method: "get", path: "/{idOrSlug}", operationId: "getTemplate", tags, summary: "A template's details",
+          request: { params: TemplateParams },
+          responses: { 200: json(TemplateResponse, "The template") },
+        },
+        { errors: ["TEMPLATE_NOT_FOUND"] },
+      ),
+      async (c) => {
+        const t = await deps.repos.templates.getByIdOrSlug(c.req.valid("param").idOrSlug);
+        if (!t) throw new ApiError("TEMPLATE_NOT_FOUND");
+        return c.json({ template: presentTemplateDetail(t) }, 200);
+      },
+    );
 }

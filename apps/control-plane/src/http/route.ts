@@ -1,0 +1,74 @@
+import { OpenAPIHono, createRoute, type RouteConfig } from "@hono/zod-openapi";
+import type { MiddlewareHandler } from "hono";
+import { z } from "zod";
+import { ERROR_CODES, ErrorBody, text, type ErrorCode } from "@cm/protocol";
+import type { AppEnv } from "./env";
+import { readJsonBody, validationHook } from "./validation";
+
+/** A JSON response from a zod schema. */
+export const json = <S extends z.ZodType>(schema: S, description: string) => ({ description, content: { "application/json": { schema } } });
+
+/** A required JSON request body from a zod schema. */
+export const jsonBody = <S extends z.ZodType>(schema: S) => ({ required: true, content: { "application/json": { schema } } });
+
+/** Ids and slugs in paths: short, and text a database can hold (a 400 naming the parameter, never a 500). */
+export const PathParam = text().max(128);
+export const IdParams = z.object({ id: PathParam.meta({ description: "the resource's id" }) });
+
+/**
+ * Response entries for these error codes, grouped by status, each status
+ * described by the codes it can carry (from ERROR_CODES), all in the one error shape.
+ */
+export function errors(...codes: ErrorCode[]) {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of new Set(codes)) {
+    const status = ERROR_CODES[code].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return Object.fromEntries([...byStatus].map(([status, cs]) => [status, json(ErrorBody, cs.map((c) => `\`${c}\`: ${ERROR_CODES[c].description}`).join("\n\n"))]));
+}
+
+export type RouteGuards = {
+  /** Fails at once while the database is known to be down. */
+  database: MiddlewareHandler<AppEnv>;
+  /** Sets `user` from the bearer token, or fails 401. */
+  user: MiddlewareHandler<AppEnv>;
+};
+
+export type Access = {
+  /** Needs a bearer token. */
+  auth?: boolean;
+  /** false for the few routes that never touch the database (liveness, readiness): no 503 gate in front. */
+  database?: false;
+  /** The route's own error codes; those of auth, validation and the database gate are added. */
+  errors?: readonly ErrorCode[];
+};
+
+/**
+ * Wraps createRoute so that security, the guards in front of a route and the
+ * error responses they can cause are stated once, from `access`, not per route.
+ */
+export function createRouteFactory(guards: RouteGuards) {
+  return function route<const R extends Omit<RouteConfig, "security" | "middleware">>(config: R, access: Access = {}): R & { getRoutingPath(): string } {
+    const { request } = config;
+    const middleware: MiddlewareHandler<AppEnv>[] = [];
+    if (access.database !== false) middleware.push(guards.database);
+    if (access.auth) middleware.push(guards.user);
+    if (request?.body) middleware.push(readJsonBody);
+    const codes: ErrorCode[] = [...(access.errors ?? [])];
+    if (access.auth) codes.push("UNAUTHORIZED", "TOKEN_EXPIRED");
+    if (request?.body) codes.push("VALIDATION_ERROR", "INVALID_JSON", "UNSUPPORTED_MEDIA_TYPE", "PAYLOAD_TOO_LARGE");
+    if (request?.query || request?.params) codes.push("VALIDATION_ERROR");
+    if (access.database !== false) codes.push("SERVICE_UNAVAILABLE");
+    return createRoute({
+      ...config,
+      security: access.auth ? [{ bearer: [] }] : [],
+      middleware,
+      responses: { ...config.responses, ...errors(...codes) },
+    }) as unknown as R & { getRoutingPath(): string };
+  };
+}
+export type RouteFactory = ReturnType<typeof createRouteFactory>;
+
+/** A sub-app for one resource: validation failures answer in the one error shape. */
+export const createRouter = () => new OpenAPIHono<AppEnv>({ defaultHook: validationHook });
