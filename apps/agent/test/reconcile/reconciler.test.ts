@@ -162,6 +162,24 @@ describe("stopping a deployment", () => {
     expect(h.statuses("dep_rm")).toEqual(["1:starting", "1:running", "1:removed"]);
   });
 
+  it("keeps a container whose removal came while the connection was down until its last lines are out", async () => {
+    const h = reconcilerHarness();
+    h.engine.loadImage(IMAGE);
+    await h.settle(h.reconciler.sync([spec("dep_offline")]));
+    h.engine.write("cm-dep_offline-run1", "written before the removal");
+    h.disconnect();
+
+    const result = await h.settle(h.reconciler.command("remove", spec("dep_offline")));
+    expect(result.ok).toBe(false);
+    expect(h.engine.ps().map((c) => c.state.running)).toEqual([false]);
+
+    h.link.connected = true;
+    await h.settle(h.reconciler.sync([spec("dep_offline", { desiredState: "removed", logCursor: h.cursor("dep_offline") })]));
+    expect(h.engine.ps()).toEqual([]);
+    expect(h.storedLines("dep_offline").map((l) => l.message)).toEqual(["written before the removal"]);
+    expect(h.lastStatus("dep_offline")?.status).toBe("removed");
+  });
+
   it("removes the containers of deployments the control plane no longer lists, and leaves other nodes' alone", async () => {
     const h = reconcilerHarness();
     h.engine.loadImage(IMAGE);
