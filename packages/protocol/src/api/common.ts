@@ -18,15 +18,24 @@ export const Pagination = z
   .meta({ id: "Pagination" });
 export type Pagination = z.infer<typeof Pagination>;
 
-/** Query numbers arrive as strings; coerce, but refuse anything that is not a whole number in range. */
+/**
+ * Query values arrive as strings. A number is read only from plain decimal
+ * digits: "1e2", "0x10", " 3" and "" are refused (z.coerce.number reads them
+ * all), and so is "1.0" where a whole number is wanted. The document shows the
+ * inner schema: a number with its bounds.
+ */
+export const queryInteger = <S extends z.ZodNumber>(schema: S) => z.preprocess(decimal(/^-?\d+$/), schema);
+export const queryNumber = <S extends z.ZodNumber>(schema: S) => z.preprocess(decimal(/^-?\d+(\.\d+)?$/), schema);
+const decimal = (pattern: RegExp) => (value: unknown) => (typeof value === "string" && pattern.test(value) ? Number(value) : value);
+
 export const pageQuery = (maxLimit: number) => ({
-  page: z.coerce.number().int().min(1).default(1),
+  page: queryInteger(z.number().int().min(1)).default(1),
   // Past the maximum we answer the maximum (as GitHub's per_page does) rather than fail a page.
-  limit: z.coerce.number().int().min(1).default(20).transform((n) => Math.min(n, maxLimit)).meta({ description: `default 20, at most ${maxLimit}` }),
+  limit: queryInteger(z.number().int().min(1)).default(20).transform((n) => Math.min(n, maxLimit)).meta({ description: `default 20, at most ${maxLimit}` }),
 });
 
-/** "true"/"false" in a query string; z.coerce.boolean would take "false" as true. */
-export const queryBoolean = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
+/** "true" or "false" (or "1", "0") in a query string, a boolean in the document; z.coerce.boolean would take "false" as true. */
+export const queryBoolean = z.preprocess((v) => (v === "true" || v === "1" ? true : v === "false" || v === "0" ? false : v), z.boolean());
 
 /**
  * Text we store: no NUL (PostgreSQL's text cannot hold it, and a container

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { EnvMap, Pagination, Timestamp, pageQuery, text } from "./common";
+import { EnvMap, Pagination, Timestamp, pageQuery, queryInteger, text } from "./common";
 
 /**
  * Every status a deployment can have. The spec names pending, starting, running,
@@ -50,7 +50,7 @@ export const CreateDeploymentRequest = z.strictObject({
     .string()
     .min(1)
     .max(255)
-    .regex(/^[a-z0-9][a-z0-9._\-/:@]*$/i, "must be an image reference such as ubuntu:22.04 or ghcr.io/org/app:tag")
+    .regex(/^[a-zA-Z0-9][a-zA-Z0-9._\-/:@]*$/, "must be an image reference such as ubuntu:22.04 or ghcr.io/org/app:tag")
     .nullable()
     .optional(),
   name: text().trim().min(1).max(100).optional(),
@@ -73,7 +73,7 @@ export const LogEntry = z
   .object({ timestamp: Timestamp, stream: z.enum(["stdout", "stderr"]), message: z.string() })
   .meta({ id: "LogEntry" });
 export const LogsQuery = z.strictObject({
-  tail: z.coerce.number().int().min(1).max(10_000).default(100),
+  tail: queryInteger(z.number().int().min(1).max(10_000)).default(100),
   since: z.iso.datetime({ offset: true }).optional(),
 });
 export const LogsResponse = z.object({ logs: z.array(LogEntry) });

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { INT32_MAX, Pagination, Timestamp, pageQuery, queryBoolean, text } from "./common";
+import { INT32_MAX, Pagination, Timestamp, pageQuery, queryBoolean, queryInteger, queryNumber, text } from "./common";
 
 export const REGIONS = ["us-east", "us-west", "eu-west", "eu-central", "asia-east", "asia-south"] as const;
 export const Region = z.enum(REGIONS);
@@ -74,11 +74,11 @@ export const NodeListQuery = z.strictObject({
   status: NodeStatus.optional(),
   hasGpu: queryBoolean.optional(),
   // Bounded by the integer columns they are compared with (2^31 - 1), so both databases answer alike.
-  minGpuVram: z.coerce.number().int().min(0).max(INT32_MAX).optional(),
-  minCpuCores: z.coerce.number().int().min(0).max(INT32_MAX).optional(),
-  minRamMb: z.coerce.number().int().min(0).max(INT32_MAX).optional(),
+  minGpuVram: queryInteger(z.number().int().min(0).max(INT32_MAX)).optional(),
+  minCpuCores: queryInteger(z.number().int().min(0).max(INT32_MAX)).optional(),
+  minRamMb: queryInteger(z.number().int().min(0).max(INT32_MAX)).optional(),
   region: Region.optional(),
-  maxHourlyRate: z.coerce.number().min(0).max(INT32_MAX).optional().meta({ description: "credits per hour; a fraction is allowed (1.5 finds nodes at 1 or less)" }),
+  maxHourlyRate: queryNumber(z.number().min(0).max(INT32_MAX)).optional().meta({ description: "credits per hour; a fraction is allowed (1.5 finds nodes at 1 or less)" }),
   ...pageQuery(100),
 });
 export type NodeListQuery = z.infer<typeof NodeListQuery>;
