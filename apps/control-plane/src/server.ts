@@ -6,6 +6,7 @@ import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { AGENT_TUNNEL_PATH, AGENT_WS_PATH } from "@cm/protocol";
 import { createApp } from "./app";
+import { answerClientError } from "./http/client-error";
 import type { Deps } from "./deps";
 
 export type RunningServer = { url: string; port: number; server: http.Server; close(): Promise<void> };
@@ -23,6 +24,8 @@ export async function startServer(deps: Deps, opts: { port: number; host: string
   const server: http.Server = tls ? https.createServer(tls, listener) : http.createServer(listener);
   // Long uploads and streams are bounded by the gateway's own idle timeout instead.
   server.requestTimeout = 0;
+  // A URL or headers past Node's limit: answered in the one error shape, not an empty 431.
+  server.on("clientError", answerClientError());
   deps.endpoints.intercept(server);
   // Every connection, whoever holds it now (the HTTP server, the gateway's relay,
   // an upgraded WebSocket or tunnel): closing must not wait on one nobody closed.

@@ -16,6 +16,8 @@ export const ERROR_CODES = {
   INVALID_JSON: { status: 400, description: "The body is not valid JSON." },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, description: "The body must be sent as application/json." },
   PAYLOAD_TOO_LARGE: { status: 413, description: "The body is larger than the limit." },
+  URI_TOO_LONG: { status: 414, description: "The URL is longer than the limit (16 KiB)." },
+  HEADERS_TOO_LARGE: { status: 431, description: "The URL and headers together are larger than the limit (16 KiB)." },
   TEMPLATE_OR_IMAGE_REQUIRED: { status: 400, description: "Give exactly one of templateId and customImage; neither was given." },
   TEMPLATE_AND_IMAGE_CONFLICT: { status: 400, description: "Give exactly one of templateId and customImage; both were given." },
   // Resources.
