@@ -85,6 +85,7 @@ export class MemoryRuntime implements ContainerRuntime {
   /** pending waitExit calls, failed when the daemon restarts */
   private readonly brokenWaits = new Set<(error: Error) => void>();
   private created = 0;
+  private starts = 0;
   /** the last nanosecond given to a log line, so lines of one millisecond stay in order */
   private lastLogNs = 0n;
   /** what keepSandboxesWarm was last asked, until stopWarming */
@@ -96,8 +97,6 @@ export class MemoryRuntime implements ContainerRuntime {
     private readonly clock: Clock,
     private readonly info: EngineInfo = { version: "27.0.0-memory", dataRoot: "/var/lib/docker", runtimes: ["runc"], architecture: "x86_64" },
   ) {}
-
-  // ---- what the operator, the registry and the tenant's program do ----
 
   /** An image already on the node (an operator's `docker pull` or `docker load`). */
   loadImage(ref: string, behaviour: ProgramBehaviour = {}): this {
@@ -153,8 +152,6 @@ export class MemoryRuntime implements ContainerRuntime {
     this.brokenWaits.clear();
   }
 
-  // ---- ContainerRuntime ----
-
   async engineVersion(): Promise<string> {
     return this.info.version;
   }
@@ -194,8 +191,9 @@ export class MemoryRuntime implements ContainerRuntime {
 
   async createContainer(spec: ContainerSpec): Promise<string> {
     this.fault("createContainer");
-    const behaviour = this.localName(spec.image) === undefined ? undefined : this.local.get(this.localName(spec.image)!);
-    if (!behaviour) throw dockerError(404, `No such image: ${spec.image}`);
+    const image = this.localName(spec.image);
+    if (image === undefined) throw dockerError(404, `No such image: ${spec.image}`);
+    const behaviour = this.local.get(image)!;
     this.created += 1;
     const id = this.created.toString(16).padStart(64, "0");
     const name = spec.name ?? `memory_${this.created}`;
@@ -232,7 +230,8 @@ export class MemoryRuntime implements ContainerRuntime {
       throw dockerError(400, `failed to create task for container: failed to create shim task: OCI runtime create failed: ${container.behaviour.startError}: unknown`);
     }
     Object.assign(container, { status: "running", startedAt: this.iso(), finishedAt: null, exitCode: 0, oomKilled: false, error: "", signals: [] });
-    container.address = `10.88.${Math.floor(this.created / 256) % 256}.${(this.created % 254) + 1}`;
+    this.starts += 1;
+    container.address = `10.88.${Math.floor(this.starts / 250) % 256}.${(this.starts % 250) + 2}`;
     for (const message of container.behaviour.output ?? []) this.print(container, message, "stdout");
   }
 
@@ -306,8 +305,6 @@ export class MemoryRuntime implements ContainerRuntime {
     container.onStop.add(stop);
     return { stop, done };
   }
-
-  // ---- the engine's insides ----
 
   private fault(operation: Operation): void {
     const error = this.faults.get(operation)?.shift();
