@@ -1,15 +1,20 @@
 // One line per event on stderr, which systemd's journal keeps: the operator reads
-// these, so messages are sentences and context is compact JSON after them.
+// these, so messages are sentences and context is compact JSON after them
+// (`<ISO time> LEVEL message {context}`). pino does the levels, child bindings
+// and error serialization; a destination renders each of its records as that line.
+import pino from "pino";
 import type { LogLevel } from "./config";
 
-export interface Logger {
-  debug(message: string, context?: Record<string, unknown>): void;
-  info(message: string, context?: Record<string, unknown>): void;
-  warn(message: string, context?: Record<string, unknown>): void;
-  error(message: string, context?: Record<string, unknown>): void;
-}
+export type LogContext = Record<string, unknown>;
 
-const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+export interface Logger {
+  debug(message: string, context?: LogContext): void;
+  info(message: string, context?: LogContext): void;
+  warn(message: string, context?: LogContext): void;
+  error(message: string, context?: LogContext): void;
+  /** A logger whose every line carries `context` too (a deployment, a container). */
+  child(context: LogContext): Logger;
+}
 
 export interface LoggerOptions {
   level: LogLevel;
@@ -17,23 +22,50 @@ export interface LoggerOptions {
   now?: () => Date;
 }
 
+/** An Error under `err` is written with its stack; one under any other key (`error`) as its message, for the operator. */
 export function createLogger(options: LoggerOptions): Logger {
   const write = options.write ?? ((line: string) => process.stderr.write(`${line}\n`));
   const now = options.now ?? (() => new Date());
-  const emit = (level: Exclude<LogLevel, "silent">) => (message: string, context?: Record<string, unknown>) => {
-    if (RANK[level] < RANK[options.level]) return;
-    const extra = context && Object.keys(context).length > 0 ? ` ${safeJson(context)}` : "";
-    write(`${now().toISOString()} ${level.toUpperCase().padEnd(5)} ${message}${extra}`);
+  return wrap(
+    pino(
+      {
+        level: options.level,
+        base: undefined,
+        timestamp: () => `,"time":${JSON.stringify(now().toISOString())}`,
+        formatters: { level: (label) => ({ level: label }), log: errorsAsMessages },
+      },
+      { write: (record: string) => write(toLine(record)) },
+    ),
+  );
+}
+
+function wrap(p: pino.Logger): Logger {
+  return {
+    debug: (message, context) => p.debug(context ?? {}, message),
+    info: (message, context) => p.info(context ?? {}, message),
+    warn: (message, context) => p.warn(context ?? {}, message),
+    error: (message, context) => p.error(context ?? {}, message),
+    child: (context) => wrap(p.child(context)),
   };
-  return { debug: emit("debug"), info: emit("info"), warn: emit("warn"), error: emit("error") };
 }
 
-function safeJson(value: unknown): string {
-  try {
-    return JSON.stringify(value, (_key, v: unknown) => (v instanceof Error ? v.message : v));
-  } catch {
-    return "[unserializable context]";
+function errorsAsMessages(context: LogContext): LogContext {
+  let out = context;
+  for (const [key, value] of Object.entries(context)) {
+    if (key !== "err" && value instanceof Error) {
+      if (out === context) out = { ...context };
+      out[key] = value.message;
+    }
   }
+  return out;
 }
 
-export const silentLogger: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+/** pino's JSON record as the journal line. */
+function toLine(record: string): string {
+  const { level, time, msg, ...context } = JSON.parse(record) as LogContext;
+  const extra = Object.keys(context).length > 0 ? ` ${JSON.stringify(context)}` : "";
+  return `${String(time)} ${String(level).toUpperCase().padEnd(5)} ${String(msg)}${extra}`;
+}
+
+const noop = () => {};
+export const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop, child: () => silentLogger };

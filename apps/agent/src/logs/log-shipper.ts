@@ -89,8 +89,11 @@ export class LogShipper {
   private resolveDone!: () => void;
   /** Settles when the log was sent to its end after finish(), or stop() was called. */
   readonly done = new Promise<void>((resolve) => (this.resolveDone = resolve));
+  /** every line about this deployment's log carries its id */
+  private readonly log: Logger;
 
   constructor(private readonly options: LogShipperOptions) {
+    this.log = options.logger.child({ deploymentId: options.deploymentId });
     this.sent = options.cursor;
     this.idleDelayMs = options.pollMs;
     this.resendDelayMs = options.ackTimeoutMs;
@@ -158,7 +161,7 @@ export class LogShipper {
     this.resendDelayMs = this.options.ackTimeoutMs;
     this.options.clock.clearTimeout(this.resendTimer);
     this.resendTimer = undefined;
-    if (refused.length > 0) this.options.logger.debug("The control plane refused log batches; sending them again", { deploymentId: this.options.deploymentId, batches: refused.length });
+    if (refused.length > 0) this.log.debug("The control plane refused log batches; sending them again", { batches: refused.length });
     for (const batch of refused) if (!this.transmit(batch)) return;
     this.armResend();
     if (this.finishing && this.drained) return this.settleIfDone();
@@ -183,7 +186,7 @@ export class LogShipper {
   private transmit(batch: Unacked, isNew = false): boolean {
     if (this.closed) return false;
     if (!this.options.send({ type: "logs", deploymentId: this.options.deploymentId, lines: batch.lines })) {
-      this.options.logger.debug("Not connected: log shipping stops until the next sync", { deploymentId: this.options.deploymentId });
+      this.log.debug("Not connected: log shipping stops until the next sync");
       this.stop();
       return false;
     }
@@ -205,7 +208,7 @@ export class LogShipper {
     this.resendTimer = this.options.clock.setTimeout(() => {
       this.resendTimer = undefined;
       if (this.closed || this.unacked.length === 0) return;
-      this.options.logger.debug("Log batches unanswered; sending the oldest again", { deploymentId: this.options.deploymentId, batches: this.unacked.length, afterMs: this.resendDelayMs });
+      this.log.debug("Log batches unanswered; sending the oldest again", { batches: this.unacked.length, afterMs: this.resendDelayMs });
       this.probing = true;
       this.resendDelayMs = Math.min(MAX_RESEND_DELAY_MS, this.resendDelayMs * 2);
       this.transmit(this.unacked[0]!);
@@ -233,7 +236,7 @@ export class LogShipper {
       lines = await this.readNew();
     } catch (error) {
       if (error instanceof ContainerNotFoundError) return this.stop();
-      this.options.logger.warn("Cannot read a container's log; trying again", { deploymentId: this.options.deploymentId, error });
+      this.log.warn("Cannot read a container's log; trying again", { error });
       lines = [];
     } finally {
       this.polling = false;
@@ -252,8 +255,8 @@ export class LogShipper {
   }
 
   private async readNew(): Promise<LogLine[]> {
-    const { containerId, logPath, runtime, logger } = this.options;
-    this.source ??= await openLogSource({ containerId, logPath }, runtime, logger);
+    const { containerId, logPath, runtime } = this.options;
+    this.source ??= await openLogSource({ containerId, logPath }, runtime, this.log);
     if (this.closed) {
       await this.source.close(); // stopped while the source opened
       return [];
@@ -289,7 +292,7 @@ export class LogShipper {
     }
     flush();
     if (!this.closed && this.sent.seq - this.ackedSeq >= this.options.maxInflightLines) {
-      this.options.logger.debug("Log shipping waits for the control plane to catch up", { deploymentId: this.options.deploymentId, unacked: this.sent.seq - this.ackedSeq });
+      this.log.debug("Log shipping waits for the control plane to catch up", { unacked: this.sent.seq - this.ackedSeq });
       this.paused = true;
     }
   }

@@ -2,6 +2,7 @@ import WebSocket, { type RawData } from "ws";
 import type { DeploymentRow } from "@cm/db";
 import { AgentFrame, CLOSE_CODES, KeyedQueue, PROTOCOL_VERSIONS, parseFrame, type ServerFrame } from "@cm/protocol";
 import { hashSecret } from "../services/ids";
+import type { Logger } from "../services/logger";
 import type { AgentContext } from "./agent-context";
 import { commandAction, gpuCountFor, specKey, toSpec } from "./desired-state";
 import { handleFrame } from "./frame-handlers";
@@ -27,6 +28,8 @@ const OUTAGE_RETRY_MS = 500;
 export class AgentSession {
   state: State = "awaiting-hello";
   nodeId = "";
+  /** The hub's logger until hello names the node, then one that puts its nodeId on every line. */
+  log: Logger;
   gpuCount = 0;
   /** When the last frame arrived (any frame proves the agent alive), by the control plane's clock: where charges end if the node is lost. */
   lastSeenMs = 0;
@@ -57,10 +60,11 @@ export class AgentSession {
   private readonly helloTimer: NodeJS.Timeout;
 
   constructor(private readonly ws: WebSocket, readonly ctx: AgentContext) {
+    this.log = ctx.log;
     this.helloTimer = setTimeout(() => this.refuse(CLOSE_CODES.HELLO_TIMEOUT, "HELLO_TIMEOUT", `no hello within ${ctx.helloTimeoutMs} ms`), ctx.helloTimeoutMs);
     ws.on("message", (data, isBinary) => this.receive(data, isBinary));
     ws.on("close", () => this.closed());
-    ws.on("error", (err) => ctx.log.debug("agent socket error", { nodeId: this.nodeId, err: String(err) }));
+    ws.on("error", (err) => this.log.debug("agent socket error", { err }));
   }
 
   get ready() {
@@ -139,7 +143,7 @@ export class AgentSession {
   }
 
   private enqueueOut(fn: () => Promise<void>) {
-    void this.queues.run("outbound", fn).catch((err) => this.ctx.log.error("agent: sending to the agent failed", { nodeId: this.nodeId, err }));
+    void this.queues.run("outbound", fn).catch((err) => this.log.error("agent: sending to the agent failed", { err }));
   }
 
   private receive(data: RawData, isBinary: boolean) {
@@ -204,7 +208,7 @@ export class AgentSession {
           await new Promise((r) => setTimeout(r, OUTAGE_RETRY_MS));
           continue;
         }
-        this.ctx.log.error("agent: frame failed", { nodeId: this.nodeId, type: frame.type, err: String(err) });
+        this.log.error("agent: frame failed", { type: frame.type, err });
         this.send({ type: "error", code: "INTERNAL_ERROR", message: `the ${frame.type} frame could not be processed; send it again later` });
         return;
       }
@@ -221,6 +225,7 @@ export class AgentSession {
     }
     clearTimeout(this.helloTimer);
     this.nodeId = node.id;
+    this.log = this.ctx.log.child({ nodeId: node.id });
     this.gpuCount = node.gpuCount;
     await hub.serialize(node.id, async () => {
       if (this.state === "closed") return;
@@ -237,7 +242,7 @@ export class AgentSession {
       this.wasReady = true;
       this.enqueueOut(() => this.sync());
     });
-    this.ctx.log.info("agent connected", { nodeId: node.id, agentVersion: f.agentVersion, protocolVersion: version });
+    this.log.info("agent connected", { agentVersion: f.agentVersion, protocolVersion: version });
   }
 
   /** The node's whole desired state, read after the session became ready so no change falls between it and the commands. */

@@ -1,14 +1,54 @@
+import pino from "pino";
+
 export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
-export type Logger = Record<Exclude<LogLevel, "silent">, (msg: string, fields?: Record<string, unknown>) => void>;
+export type Fields = Record<string, unknown>;
 
-const order: LogLevel[] = ["debug", "info", "warn", "error", "silent"];
+/** Message first, then fields; `child` binds fields (a request, node or deployment id) to every line it writes. */
+export interface Logger {
+  debug(msg: string, fields?: Fields): void;
+  info(msg: string, fields?: Fields): void;
+  warn(msg: string, fields?: Fields): void;
+  error(msg: string, fields?: Fields): void;
+  child(fields: Fields): Logger;
+}
 
-/** JSON lines on stderr: readable by people, parseable by a log shipper. */
-export function createLogger(level: LogLevel, name = "control-plane"): Logger {
-  const min = order.indexOf(level);
-  const at = (l: Exclude<LogLevel, "silent">) => (msg: string, fields?: Record<string, unknown>) => {
-    if (order.indexOf(l) < min) return;
-    process.stderr.write(JSON.stringify({ t: new Date().toISOString(), level: l, name, msg, ...fields }) + "\n");
+/**
+ * JSON lines on stderr (`{level, time, name, msg, ...fields}`): readable by
+ * people, parseable by a log shipper. An Error under `err` is written with its
+ * stack; one under any other key as its message.
+ */
+export function createLogger(level: LogLevel, name = "control-plane", destination: pino.DestinationStream = pino.destination({ dest: 2, sync: true })): Logger {
+  return wrap(
+    pino(
+      {
+        level,
+        base: { name },
+        timestamp: pino.stdTimeFunctions.isoTime,
+        formatters: { level: (label) => ({ level: label }), log: errorsAsMessages },
+      },
+      destination,
+    ),
+  );
+}
+
+function wrap(p: pino.Logger): Logger {
+  return {
+    debug: (msg, fields) => p.debug(fields ?? {}, msg),
+    info: (msg, fields) => p.info(fields ?? {}, msg),
+    warn: (msg, fields) => p.warn(fields ?? {}, msg),
+    error: (msg, fields) => p.error(fields ?? {}, msg),
+    child: (fields) => wrap(p.child(fields)),
   };
-  return { debug: at("debug"), info: at("info"), warn: at("warn"), error: at("error") };
+}
+
+/** pino serializes `err` (with its stack); an Error anywhere else would be written as `{}`. */
+function errorsAsMessages(fields: Fields): Fields {
+  let out = fields;
+  for (const [key, value] of Object.entries(fields)) {
+    if (key !== "err" && value instanceof Error) {
+      if (out === fields) out = { ...fields };
+      out[key] = value.message;
+    }
+  }
+  return out;
 }
