@@ -105,7 +105,12 @@ describe("log shipping", () => {
     for (const line of ["run 2 says hello", "run 2 says bye"]) h.engine.write("cm-dep_rerun-run2", line);
     await h.clock.advanceUntil(() => h.storedLines("dep_rerun").length === 12, "run 2's lines");
 
-    expect(h.storedLines("dep_rerun").slice(-3).map((l) => `${l.seq} ${l.message}`)).toEqual(["10 line 10", "11 run 2 says hello", "12 run 2 says bye"]);
+    expect(
+      h
+        .storedLines("dep_rerun")
+        .slice(-3)
+        .map((l) => `${l.seq} ${l.message}`),
+    ).toEqual(["10 line 10", "11 run 2 says hello", "12 run 2 says bye"]);
     expect(h.duplicateLines).toBe(0);
   });
 

@@ -17,7 +17,15 @@ describe("starting a deployment", () => {
 
     const [container] = h.engine.ps();
     expect(h.engine.ps()).toHaveLength(1);
-    expect(container!.state).toMatchObject({ name: "cm-dep_web-run1", running: true, status: "running", deploymentId: "dep_web", nodeId: NODE_ID, userId: "usr_tenant", image: IMAGE });
+    expect(container!.state).toMatchObject({
+      name: "cm-dep_web-run1",
+      running: true,
+      status: "running",
+      deploymentId: "dep_web",
+      nodeId: NODE_ID,
+      userId: "usr_tenant",
+      image: IMAGE,
+    });
     expect(container!.spec).toMatchObject({ env: { MODEL: "llama" }, exposedPorts: [8080], cpuCores: 2, memoryMb: 4096, gpuDeviceIds: [] });
     expect(container!.state.labels).toMatchObject({
       ...CONTAINER_LABELS,
@@ -184,7 +192,18 @@ describe("stopping a deployment", () => {
     const h = reconcilerHarness();
     h.engine.loadImage(IMAGE);
     await h.settle(h.reconciler.sync([spec("dep_kept"), spec("dep_dropped")]));
-    const foreign = await h.engine.createContainer({ deploymentId: "dep_elsewhere", nodeId: "node_other", userId: "u", image: IMAGE, env: {}, exposedPorts: [], cpuCores: 1, memoryMb: 256, gpuDeviceIds: [], labels: CONTAINER_LABELS });
+    const foreign = await h.engine.createContainer({
+      deploymentId: "dep_elsewhere",
+      nodeId: "node_other",
+      userId: "u",
+      image: IMAGE,
+      env: {},
+      exposedPorts: [],
+      cpuCores: 1,
+      memoryMb: 256,
+      gpuDeviceIds: [],
+      labels: CONTAINER_LABELS,
+    });
     await h.engine.start(foreign);
 
     await h.settle(h.reconciler.sync([spec("dep_kept")]));
@@ -231,7 +250,10 @@ describe("a container that ends by itself", () => {
     await h.settle(h.reconciler.sync([spec("dep_oom", { memoryMb: 512 })]));
     h.engine.exit("cm-dep_oom-run1", 137, { oomKilled: true });
     await h.clock.advanceUntil(() => h.lastStatus("dep_oom")?.status === "exited", "the exit reported");
-    expect(h.lastStatus("dep_oom")).toMatchObject({ exitCode: 137, reason: expect.stringMatching(/^the container ran out of memory .*was killed \(exit code 137\)$/) });
+    expect(h.lastStatus("dep_oom")).toMatchObject({
+      exitCode: 137,
+      reason: expect.stringMatching(/^the container ran out of memory .*was killed \(exit code 137\)$/),
+    });
   });
 
   it("removed by an operator (`docker rm -f`), is reported exited, killed", async () => {
@@ -371,7 +393,18 @@ describe("an agent restart", () => {
     const h = reconcilerHarness({ installId: "ins_this" });
     h.engine.loadImage(IMAGE);
     const leftOver = async (nodeId: string, installId: string) => {
-      const id = await h.engine.createContainer({ deploymentId: `dep_${installId}`, nodeId, userId: "u", image: IMAGE, env: {}, exposedPorts: [], cpuCores: 1, memoryMb: 256, gpuDeviceIds: [], labels: { ...CONTAINER_LABELS, "cm.install-id": installId } });
+      const id = await h.engine.createContainer({
+        deploymentId: `dep_${installId}`,
+        nodeId,
+        userId: "u",
+        image: IMAGE,
+        env: {},
+        exposedPorts: [],
+        cpuCores: 1,
+        memoryMb: 256,
+        gpuDeviceIds: [],
+        labels: { ...CONTAINER_LABELS, "cm.install-id": installId },
+      });
       await h.engine.start(id);
       return id;
     };
@@ -395,5 +428,4 @@ describe("when Docker cannot be reached", () => {
     await h.settle(h.reconciler.sync([spec("dep_retry")]));
     expect(h.engine.container("cm-dep_retry-run1").state.running).toBe(true);
   });
-
 });

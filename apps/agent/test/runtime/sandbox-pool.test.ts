@@ -5,8 +5,8 @@
 // does with what the last one left. Real Docker: sandboxes.test.ts.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { silentLogger } from "../../src/runtime/logger";
-import { DEFAULT_MAKING_GRACE_MS, DEFAULT_SPARE_CHECK_INTERVAL_MS, DockerSandboxes } from "../../src/runtime/sandboxes";
 import type { SandboxOwner } from "../../src/runtime/sandboxes";
+import { DEFAULT_MAKING_GRACE_MS, DEFAULT_SPARE_CHECK_INTERVAL_MS, DockerSandboxes } from "../../src/runtime/sandboxes";
 import { memoryDocker } from "../support/memory-docker";
 
 const AGENT_LABELS = { "cm.test": "pool" };
@@ -29,7 +29,11 @@ function setup(engine = memoryDocker(), poolSize = 2) {
     engine,
     pool,
     sandboxes,
-    running: () => sandboxes().filter((c) => c.state === "running").map((c) => c.name).sort(),
+    running: () =>
+      sandboxes()
+        .filter((c) => c.state === "running")
+        .map((c) => c.name)
+        .sort(),
     /** networks without their sandbox container: what a broken cleanup leaves on the operator's host */
     strayNetworks: () => [...engine.networks.keys()].filter((name) => !engine.containers.has(name)),
   };
@@ -111,8 +115,14 @@ describe("sandbox pool", () => {
     const [stopped, ...ready] = before.running();
     engine.containers.get(stopped!)!.state = "exited";
     // Networks whose sandbox was never made: one the dead agent left long ago, one another pool is making right now.
-    engine.networks.set("cm-sbx-dead", { labels: { ...AGENT_LABELS, "cm.sandbox": "true", "cm.node-id": "node_a" }, created: new Date(Date.now() - DEFAULT_MAKING_GRACE_MS - 1).toISOString() });
-    engine.networks.set("cm-sbx-young", { labels: { ...AGENT_LABELS, "cm.sandbox": "true", "cm.node-id": "node_a" }, created: new Date(Date.now() - 1_000).toISOString() });
+    engine.networks.set("cm-sbx-dead", {
+      labels: { ...AGENT_LABELS, "cm.sandbox": "true", "cm.node-id": "node_a" },
+      created: new Date(Date.now() - DEFAULT_MAKING_GRACE_MS - 1).toISOString(),
+    });
+    engine.networks.set("cm-sbx-young", {
+      labels: { ...AGENT_LABELS, "cm.sandbox": "true", "cm.node-id": "node_a" },
+      created: new Date(Date.now() - 1_000).toISOString(),
+    });
 
     const after = setup(engine, 2);
     after.pool.keepWarm(owner());

@@ -71,7 +71,14 @@ export function memoryDocker(options: { seed?: number; architecture?: string } =
     createContainer: async (options: { name: string; Image: string; Labels: Record<string, string> }) => {
       await delay();
       if (!images.has(options.Image)) throw notFound(`image: ${options.Image}`);
-      const container: MemoryDockerContainer = { name: options.name, image: options.Image, labels: options.Labels, createdS: Math.floor(Date.now() / 1000), state: "created", starts: 0 };
+      const container: MemoryDockerContainer = {
+        name: options.name,
+        image: options.Image,
+        labels: options.Labels,
+        createdS: Math.floor(Date.now() / 1000),
+        state: "created",
+        starts: 0,
+      };
       containers.set(options.name, container);
       return {
         start: async () => {
@@ -108,7 +115,9 @@ export function memoryDocker(options: { seed?: number; architecture?: string } =
     }),
     listContainers: async (options: { filters: { label: string[] } }) => {
       await delay();
-      return [...containers.values()].filter((c) => matches(c.labels, options.filters.label)).map((c) => ({ Names: [`/${c.name}`], Labels: c.labels, State: c.state, Created: c.createdS }));
+      return [...containers.values()]
+        .filter((c) => matches(c.labels, options.filters.label))
+        .map((c) => ({ Names: [`/${c.name}`], Labels: c.labels, State: c.state, Created: c.createdS }));
     },
     listNetworks: async (options: { filters: { label: string[] } }) => {
       await delay();

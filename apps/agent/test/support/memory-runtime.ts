@@ -170,7 +170,8 @@ export class MemoryRuntime implements ContainerRuntime {
     if (local !== undefined) return { ref: local, pulled: false };
     const image = this.registry.get(ref);
     this.pulls.push(ref);
-    if (!image) throw new ImageUnavailableError(ref, `pull access denied for ${ref.replace(/:[^/:]*$/, "")}, repository does not exist or may require 'docker login'`);
+    if (!image)
+      throw new ImageUnavailableError(ref, `pull access denied for ${ref.replace(/:[^/:]*$/, "")}, repository does not exist or may require 'docker login'`);
     const layers = image.layers ?? 1;
     for (let done = 0; done < layers; done++) {
       onProgress?.({ layersDone: done, layersTotal: layers });
@@ -198,7 +199,11 @@ export class MemoryRuntime implements ContainerRuntime {
     const id = this.created.toString(16).padStart(64, "0");
     const name = spec.name ?? `memory_${this.created}`;
     const taken = [...this.containers.values()].find((c) => c.name === name);
-    if (taken) throw dockerError(409, `Conflict. The container name "/${name}" is already in use by container "${taken.id}". You have to remove (or rename) that container to be able to reuse that name.`);
+    if (taken)
+      throw dockerError(
+        409,
+        `Conflict. The container name "/${name}" is already in use by container "${taken.id}". You have to remove (or rename) that container to be able to reuse that name.`,
+      );
     this.containers.set(id, {
       id,
       name,
@@ -227,7 +232,10 @@ export class MemoryRuntime implements ContainerRuntime {
     if (container.behaviour.startError) {
       container.error = container.behaviour.startError;
       container.exitCode = 127;
-      throw dockerError(400, `failed to create task for container: failed to create shim task: OCI runtime create failed: ${container.behaviour.startError}: unknown`);
+      throw dockerError(
+        400,
+        `failed to create task for container: failed to create shim task: OCI runtime create failed: ${container.behaviour.startError}: unknown`,
+      );
     }
     Object.assign(container, { status: "running", startedAt: this.iso(), finishedAt: null, exitCode: 0, oomKilled: false, error: "", signals: [] });
     this.starts += 1;
@@ -333,7 +341,14 @@ export class MemoryRuntime implements ContainerRuntime {
     if (container.status !== "running") return;
     this.clock.clearTimeout(container.termTimer);
     this.clock.clearTimeout(container.killTimer);
-    Object.assign(container, { status: "exited", exitCode, oomKilled: details.oomKilled ?? false, error: details.error ?? "", finishedAt: this.iso(), address: null });
+    Object.assign(container, {
+      status: "exited",
+      exitCode,
+      oomKilled: details.oomKilled ?? false,
+      error: details.error ?? "",
+      finishedAt: this.iso(),
+      address: null,
+    });
     for (const told of [...container.onStop]) told();
     container.onStop.clear();
   }

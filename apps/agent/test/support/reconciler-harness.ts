@@ -3,14 +3,14 @@
 // timings. What would go to the control plane is recorded in order, and log
 // frames are acknowledged the way the control plane does once it stored them.
 import type { DeploymentSpec, LogLineFrame } from "@cm/protocol";
-import { parseAgentConfig } from "../../src/config";
 import type { Timing } from "../../src/config";
+import { parseAgentConfig } from "../../src/config";
 import type { GpuInfo } from "../../src/host/types";
 import { silentLogger } from "../../src/logger";
 import { LogShipping } from "../../src/logs/log-shipping";
 import { Reconciler } from "../../src/reconcile/reconciler";
-import { StatusReporter } from "../../src/reconcile/status-reporter";
 import type { ReportSink } from "../../src/reconcile/status-reporter";
+import { StatusReporter } from "../../src/reconcile/status-reporter";
 import { FakeClock } from "./fake-clock";
 import { MemoryRuntime } from "./memory-runtime";
 
@@ -68,7 +68,16 @@ export function reconcilerHarness(options: HarnessOptions = {}) {
     logger: silentLogger,
     timing,
   });
-  const reporter = new StatusReporter({ reliable: (frame) => sent.push(frame), unreliable: (frame) => (sent.push(frame), true) }, clock);
+  const reporter = new StatusReporter(
+    {
+      reliable: (frame) => sent.push(frame),
+      unreliable: (frame) => {
+        sent.push(frame);
+        return true;
+      },
+    },
+    clock,
+  );
   const reconciler = new Reconciler({
     runtime: engine,
     reporter,
@@ -93,7 +102,8 @@ export function reconcilerHarness(options: HarnessOptions = {}) {
     /** everything that went to the control plane, in order */
     sent,
     /** the status reports of one deployment, as "<runSeq>:<status>" */
-    statuses: (deploymentId: string) => sent.filter((f): f is StatusFrame => f.type === "status" && f.deploymentId === deploymentId).map((f) => `${f.runSeq}:${f.status}`),
+    statuses: (deploymentId: string) =>
+      sent.filter((f): f is StatusFrame => f.type === "status" && f.deploymentId === deploymentId).map((f) => `${f.runSeq}:${f.status}`),
     lastStatus: (deploymentId: string) => sent.filter((f): f is StatusFrame => f.type === "status" && f.deploymentId === deploymentId).at(-1),
     /** the lines the control plane stored for a deployment, by seq */
     storedLines: (deploymentId: string) => [...(stored.get(deploymentId)?.values() ?? [])].sort((a, b) => a.seq - b.seq),
