@@ -158,6 +158,20 @@ describe("stopping a deployment", () => {
     expect(h.statuses("dep_graceful")).toEqual(["1:starting", "1:running", "1:stopped"]);
   });
 
+  it("still reports an exit when the stop itself failed", async () => {
+    const h = reconcilerHarness();
+    h.engine.loadImage(IMAGE).failNext("stop", dockerError(500, "Cannot kill container: tried to kill container, but did not receive an exit event"));
+    await h.settle(h.reconciler.sync([spec("dep_unstoppable")]));
+    const result = await h.settle(h.reconciler.command("stop", spec("dep_unstoppable")));
+    expect(result).toEqual({ ok: false, error: "Cannot kill container: tried to kill container, but did not receive an exit event" });
+    expect(h.engine.container("cm-dep_unstoppable-run1").state.running).toBe(true);
+
+    // It was never stopped on purpose: when it ends, the control plane must hear of it.
+    h.engine.exit("cm-dep_unstoppable-run1", 1);
+    await h.clock.advance(5_000);
+    expect(h.lastStatus("dep_unstoppable")).toMatchObject({ status: "exited", exitCode: 1 });
+  });
+
   it("removes the container after its last log lines went out, and reports it removed", async () => {
     const h = reconcilerHarness();
     h.engine.loadImage(IMAGE);
