@@ -157,7 +157,7 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
     owns: (host: string | undefined) => endpointLabel(host, o.domain) !== undefined,
     handleRequest: (req: http.IncomingMessage, res: http.ServerResponse) =>
       handleRequest(req, res).catch((err) => {
-        o.log.error("gateway request failed", { err: String(err) });
+        o.log.error("gateway request failed", { err });
         fail(res, "port_not_ready");
       }),
     handleUpgrade: (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>

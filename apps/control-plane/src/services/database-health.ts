@@ -74,6 +74,6 @@ export class DatabaseHealth {
   private markDown(err: unknown) {
     if (this.downSinceMs !== undefined) return;
     this.downSinceMs = Date.now();
-    this.o.log.error("database: not answering; API calls answer 503 until it does", { err: String(err) });
+    this.o.log.error("database: not answering; API calls answer 503 until it does", { err });
   }
 }
