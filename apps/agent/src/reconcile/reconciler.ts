@@ -268,7 +268,13 @@ export class Reconciler {
   private async stopContainers(deploymentId: string, containers: ContainerState[]): Promise<void> {
     for (const container of containers.filter((c) => c.running)) {
       this.deliberate.add(container.id);
-      await this.options.runtime.stop(container.id, this.options.containerStopTimeoutS);
+      try {
+        await this.options.runtime.stop(container.id, this.options.containerStopTimeoutS);
+      } catch (error) {
+        // Not stopped after all: when it ends, that is news again.
+        this.deliberate.delete(container.id);
+        throw error;
+      }
       if (this.runningNow.get(deploymentId)?.id === container.id) this.runningNow.delete(deploymentId);
     }
     if (containers.length > 0) await this.options.logs.finish(deploymentId, LOG_DRAIN_MS);
