@@ -112,7 +112,10 @@ export class AgentHub implements NodeLink, SessionHost {
 
   logBudget(nodeId: string): TokenBucket {
     let budget = this.logBudgets.get(nodeId);
-    if (!budget) this.logBudgets.set(nodeId, (budget = new TokenBucket(this.o.logIngestBytesPerS, LOG_BURST_S, this.o.clock.now())));
+    if (!budget) {
+      budget = new TokenBucket(this.o.logIngestBytesPerS, LOG_BURST_S, this.o.clock.now());
+      this.logBudgets.set(nodeId, budget);
+    }
     return budget;
   }
 

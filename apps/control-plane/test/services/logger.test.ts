@@ -12,7 +12,15 @@ describe("control-plane logger", () => {
   it("writes level, time, name, msg and the fields as one JSON object per line", () => {
     const { records, log } = capture();
     log.info("control plane listening", { port: 8080 });
-    expect(records).toEqual([{ level: "info", time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/), name: "control-plane", msg: "control plane listening", port: 8080 }]);
+    expect(records).toEqual([
+      {
+        level: "info",
+        time: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+        name: "control-plane",
+        msg: "control plane listening",
+        port: 8080,
+      },
+    ]);
   });
 
   it("honours the level, silent included", () => {
@@ -43,6 +51,9 @@ describe("control-plane logger", () => {
   it("writes an Error under err with its stack, and one under another key as its message", () => {
     const { records, log } = capture();
     log.error("agent: frame failed", { err: new RangeError("boom"), other: new Error("just the message") });
-    expect(records[0]).toMatchObject({ err: { type: "RangeError", message: "boom", stack: expect.stringMatching(/^RangeError: boom\n\s+at /) }, other: "just the message" });
+    expect(records[0]).toMatchObject({
+      err: { type: "RangeError", message: "boom", stack: expect.stringMatching(/^RangeError: boom\n\s+at /) },
+      other: "just the message",
+    });
   });
 });
