@@ -51,19 +51,9 @@ export function createApp(deps: Deps) {
     .route("/deployments", deploymentRoutes(deps, route))
     .route("/credits", creditRoutes(deps, route));
 
-  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer", description: "accessToken from POST /auth/verify or /auth/refresh" });
-  app.route("/", docsRoutes(() => app.getOpenAPI31Document(DOCUMENT)));
+  app.route("/", docsRoutes(app));
 
   app.notFound((c) => errorResponse(c, new ApiError("NOT_FOUND", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
   app.onError((err, c) => onError(err, c, (e) => (deps.dbHealth.noteError(e) ? databaseUnavailable() : undefined)));
   return { app };
 }
-
-const DOCUMENT = {
-  openapi: "3.1.0",
-  info: {
-    title: "Compute marketplace API",
-    version: "1.0.0",
-    description: "Rent GPU nodes and run containers on them. Credits: 1 credit = 1 US cent. Errors share one shape: { error: { code, message, requestId, details? } }.",
-  },
-};

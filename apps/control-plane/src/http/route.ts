@@ -5,8 +5,15 @@ import { ERROR_CODES, ErrorBody, text, type ErrorCode } from "@cm/protocol";
 import type { AppEnv } from "./env";
 import { readJsonBody, validationHook } from "./validation";
 
+/** Every response carries the request id (hono/request-id), listed once under components.headers. */
+const REQUEST_ID_HEADER = { "X-Request-Id": { $ref: "#/components/headers/RequestId" } };
+export const REQUEST_ID_HEADER_COMPONENT = {
+  description: "This request's id, also in every error body: yours when you sent a plain one (letters, digits, _ - =, at most 64), else ours",
+  schema: { type: "string" as const },
+};
+
 /** A JSON response from a zod schema. */
-export const json = <S extends z.ZodType>(schema: S, description: string) => ({ description, content: { "application/json": { schema } } });
+export const json = <S extends z.ZodType>(schema: S, description: string) => ({ description, headers: REQUEST_ID_HEADER, content: { "application/json": { schema } } });
 
 /** A required JSON request body from a zod schema. */
 export const jsonBody = <S extends z.ZodType>(schema: S) => ({ required: true, content: { "application/json": { schema } } });
@@ -14,6 +21,9 @@ export const jsonBody = <S extends z.ZodType>(schema: S) => ({ required: true, c
 /** Ids and slugs in paths: short, and text a database can hold (a 400 naming the parameter, never a 500). */
 export const PathParam = text().max(128);
 export const IdParams = z.object({ id: PathParam.meta({ description: "the resource's id" }) });
+
+/** The codes answered with a Retry-After header: waiting is the remedy. */
+const RETRY_AFTER: readonly ErrorCode[] = ["RATE_LIMITED", "SERVICE_UNAVAILABLE", "CHAIN_UNAVAILABLE", "TX_NOT_FOUND"];
 
 /**
  * Response entries for these error codes, grouped by status, each status
@@ -25,7 +35,15 @@ export function errors(...codes: ErrorCode[]) {
     const status = ERROR_CODES[code].status;
     byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
-  return Object.fromEntries([...byStatus].map(([status, cs]) => [status, json(ErrorBody, cs.map((c) => `\`${c}\`: ${ERROR_CODES[c].description}`).join("\n\n"))]));
+  return Object.fromEntries(
+    [...byStatus].map(([status, cs]) => {
+      const response = json(ErrorBody, cs.map((c) => `\`${c}\`: ${ERROR_CODES[c].description}`).join("\n\n"));
+      const waits = cs.filter((c) => RETRY_AFTER.includes(c));
+      if (waits.length === 0) return [status, response];
+      const retryAfter = { description: `seconds to wait before trying again (with ${waits.join(", ")})`, schema: { type: "integer" as const, minimum: 1 } };
+      return [status, { ...response, headers: { ...response.headers, "Retry-After": retryAfter } }];
+    }),
+  );
 }
 
 export type RouteGuards = {

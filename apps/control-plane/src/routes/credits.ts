@@ -26,7 +26,7 @@ export function creditRoutes(deps: Deps, route: RouteFactory) {
     )
     .openapi(
       route(
-        { method: "get", path: "/packages", operationId: "listCreditPackages", tags, summary: "Credit packages for sale", responses: { 200: json(PackagesResponse, "The packages") } },
+        { method: "get", path: "/packages", operationId: "listCreditPackages", tags, summary: "Credit packages for sale", description: "What POST /credits/deposit/initiate takes as packageId, with its price and the credits it grants.", responses: { 200: json(PackagesResponse, "The packages") } },
         { auth: true },
       ),
       async (c) => c.json({ packages: (await repos.deposits.packages()).map(presentPackage) }, 200),
@@ -71,6 +71,7 @@ export function creditRoutes(deps: Deps, route: RouteFactory) {
       route(
         {
           method: "get", path: "/transactions", operationId: "listTransactions", tags, summary: "Your ledger, newest first",
+          description: "Deposits, usage (charged every minute a deployment runs) and refunds; type filters by one kind.",
           request: { query: TransactionListQuery },
           responses: { 200: json(TransactionListResponse, "A page of your transactions") },
         },

@@ -35,6 +35,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
       route(
         {
           method: "get", path: "/", operationId: "listDeployments", tags, summary: "Your deployments, newest first",
+          description: "Deleted deployments are left out; status filters by one status.",
           request: { query: DeploymentListQuery },
           responses: { 200: json(DeploymentListResponse, "A page of your deployments") },
         },
@@ -48,7 +49,12 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
     )
     .openapi(
       route(
-        { method: "get", path: "/{id}", operationId: "getDeployment", tags, summary: "One deployment", request: { params: IdParams }, responses: { 200: json(DeploymentResponse, "The deployment") } },
+        {
+          method: "get", path: "/{id}", operationId: "getDeployment", tags, summary: "One deployment",
+          description: "Only your own: another account's deployment id answers DEPLOYMENT_NOT_FOUND.",
+          request: { params: IdParams },
+          responses: { 200: json(DeploymentResponse, "The deployment") },
+        },
         { auth: true, errors: ["DEPLOYMENT_NOT_FOUND"] },
       ),
       async (c) => c.json({ deployment: present(await svc.mine(c.req.valid("param").id, c.get("user").id)) }, 200),
@@ -57,6 +63,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
       route(
         {
           method: "post", path: "/{id}/start", operationId: "startDeployment", tags, summary: "Start a stopped, exited or failed deployment",
+          description: "Holds an hour of the node's rate again, as at creation, and starts a new run. From any other status: INVALID_STATE_TRANSITION, details.currentStatus saying which.",
           request: { params: IdParams },
           responses: { 200: json(DeploymentActionResponse, "The deployment, starting") },
         },
@@ -68,6 +75,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
       route(
         {
           method: "post", path: "/{id}/stop", operationId: "stopDeployment", tags, summary: "Stop a live deployment",
+          description: "From pending, pulling, starting or running: stopping while the node's agent stops the container, or stopped at once when the node is not connected.",
           request: { params: IdParams },
           responses: { 200: json(DeploymentActionResponse, "The deployment, stopping") },
         },
@@ -79,6 +87,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
       route(
         {
           method: "delete", path: "/{id}", operationId: "deleteDeployment", tags, summary: "Delete a deployment (stopping it first)",
+          description: "From any status. Charges stop at once; the node's agent removes the container, and the deployment no longer appears in your list.",
           request: { params: IdParams },
           responses: { 200: json(DeleteDeploymentResponse, "The deployment is deleted") },
         },

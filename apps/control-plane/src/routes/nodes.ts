@@ -33,7 +33,11 @@ export function nodeRoutes(deps: Deps, route: RouteFactory) {
     )
     .openapi(
       route(
-        { method: "get", path: "/{id}", operationId: "getNode", tags, summary: "A node's details", request: { params: IdParams }, responses: { 200: json(NodeResponse, "The node") } },
+        {
+          method: "get", path: "/{id}", operationId: "getNode", tags, summary: "A node's details",
+          description: "Public. Adds to the catalogue's fields the operator, the full specs and GPUs, and lastHeartbeat (null until the node's agent first connects).",
+          request: { params: IdParams }, responses: { 200: json(NodeResponse, "The node") },
+        },
         { errors: ["NODE_NOT_FOUND"] },
       ),
       async (c) => {

@@ -37,7 +37,7 @@ export function operatorRoutes(deps: Deps, route: RouteFactory) {
     )
     .openapi(
       route(
-        { method: "get", path: "/", operationId: "listOperatorNodes", tags, summary: "Nodes you operate", responses: { 200: json(OperatorNodeListResponse, "Your nodes, retired ones left out") } },
+        { method: "get", path: "/", operationId: "listOperatorNodes", tags, summary: "Nodes you operate", description: "With their details, whatever their status; retired nodes are left out.", responses: { 200: json(OperatorNodeListResponse, "Your nodes, retired ones left out") } },
         { auth: true },
       ),
       async (c) => {

@@ -24,6 +24,7 @@ export function templateRoutes(deps: Deps, route: RouteFactory) {
       route(
         {
           method: "get", path: "/{idOrSlug}", operationId: "getTemplate", tags, summary: "A template's details",
+          description: "Public. By the template's id or its slug; the detail adds the image, default environment, ports and minimums.",
           request: { params: TemplateParams },
           responses: { 200: json(TemplateResponse, "The template") },
         },

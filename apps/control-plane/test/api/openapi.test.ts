@@ -34,6 +34,60 @@ describe("OpenAPI document and docs", () => {
     expect(r.json.components.schemas.Error).toBeDefined();
   });
 
+  it("is complete: ids, tags, security, servers, bounds, nullable fields and the errors each route can answer (issue 23 item 4)", async () => {
+    const doc = (await h.call("GET", "/openapi.json")).json;
+    expect(doc.info).toMatchObject({ title: expect.any(String), version: expect.any(String), description: expect.stringContaining("X-Request-Id") });
+    expect(doc.servers).toEqual([{ url: "/", description: expect.any(String) }]);
+    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" });
+    expect(doc).not.toHaveProperty("webhooks");
+    const ops = Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item as Record<string, any>).map(([method, op]) => ({ where: `${method} ${path}`, path, method, op })));
+    const ids = ops.map((o) => o.op.operationId);
+    expect(ids.every((id) => typeof id === "string" && id.length > 0)).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    const tags = new Set(doc.tags.map((t: { name: string }) => t.name));
+    for (const { where, op } of ops) {
+      expect(op.tags?.length, where).toBe(1);
+      expect(tags.has(op.tags[0]), where).toBe(true);
+      expect(op.description, where).toEqual(expect.any(String));
+      for (const response of Object.values(op.responses as Record<string, any>)) expect(response.headers?.["X-Request-Id"], where).toEqual({ $ref: "#/components/headers/RequestId" });
+    }
+    const authed = new Set(["get /auth/me", "get /operator/nodes", "post /operator/nodes", "delete /operator/nodes/{id}"]);
+    for (const { where, path, op } of ops) {
+      const isAuthed = authed.has(where) || path.startsWith("/deployments") || path.startsWith("/credits");
+      expect(op.security, where).toEqual(isAuthed ? [{ bearer: [] }] : []);
+    }
+
+    const query = (path: string, name: string) => doc.paths[path].get.parameters.find((p: { name: string }) => p.name === name).schema;
+    expect(query("/nodes", "hasGpu")).toEqual({ type: "boolean" });
+    expect(query("/templates", "requiresGpu")).toEqual({ type: "boolean" });
+    expect(query("/nodes", "minGpuVram")).toMatchObject({ type: "integer", minimum: 0, maximum: 2147483647 });
+    expect(query("/nodes", "page")).toMatchObject({ type: "integer", minimum: 1, default: 1 });
+    expect(query("/deployments/{id}/logs", "tail")).toMatchObject({ type: "integer", minimum: 1, maximum: 10000, default: 100 });
+    const createNode = doc.paths["/operator/nodes"].post.requestBody.content["application/json"].schema.properties;
+    expect(createNode.maxDeployments).toMatchObject({ type: "integer", minimum: 1, maximum: 256 });
+    expect(createNode.hourlyRateCents).toMatchObject({ minimum: 0, maximum: 1000000 });
+    const env = doc.paths["/deployments"].post.requestBody.content["application/json"].schema.properties.env;
+    expect(env).toMatchObject({ maxProperties: 100, propertyNames: { pattern: "^[A-Za-z_][A-Za-z0-9_]*$" } });
+    expect(doc.components.schemas.NodeDetail.properties.lastHeartbeat.type).toEqual(["string", "null"]);
+    expect(doc.components.schemas.NodeDetail.required).toContain("lastHeartbeat");
+
+    const statuses = (where: string) => {
+      const [method, path] = where.split(" ") as [string, string];
+      return Object.keys(doc.paths[path][method].responses);
+    };
+    for (const { where, op } of ops) {
+      const has = statuses(where);
+      expect(has.includes("413") && has.includes("415"), `${where} 413/415`).toBe(op.requestBody !== undefined);
+    }
+    for (const where of ["post /auth/nonce", "post /auth/verify", "post /auth/refresh", "post /operator/nodes"]) {
+      expect(statuses(where), where).toContain("429");
+      const [method, path] = where.split(" ") as [string, string];
+      expect(doc.paths[path][method].responses["429"].headers["Retry-After"], where).toBeDefined();
+    }
+    expect(doc.paths["/nodes"].get.responses["503"].headers["Retry-After"]).toBeDefined();
+    expect(doc.paths["/nodes/{id}"].get.responses["400"].description).toContain("VALIDATION_ERROR");
+  });
+
   it("renders the docs page with its assets served locally", async () => {
     const page = await h.call("GET", "/docs");
     expect(page.status).toBe(200);

@@ -31,7 +31,7 @@ const decimal = (pattern: RegExp) => (value: unknown) => (typeof value === "stri
 export const pageQuery = (maxLimit: number) => ({
   page: queryInteger(z.number().int().min(1)).default(1),
   // Past the maximum we answer the maximum (as GitHub's per_page does) rather than fail a page.
-  limit: queryInteger(z.number().int().min(1)).default(20).transform((n) => Math.min(n, maxLimit)).meta({ description: `default 20, at most ${maxLimit}` }),
+  limit: queryInteger(z.number().int().min(1)).default(20).transform((n) => Math.min(n, maxLimit)).meta({ description: `default 20, at most ${maxLimit} (a larger one is read as ${maxLimit})`, maximum: maxLimit }),
 });
 
 /** "true" or "false" (or "1", "0") in a query string, a boolean in the document; z.coerce.boolean would take "false" as true. */
@@ -59,7 +59,11 @@ export const EnvMap = z
     text().max(32_768),
   )
   .refine((env) => Object.keys(env).length <= 100, "at most 100 variables")
-  .meta({ description: "Environment variables, name to value (at most 100, values up to 32 KiB)" });
+  .meta({
+    description: "Environment variables, name to value (at most 100, values up to 32 KiB)",
+    maxProperties: 100,
+    propertyNames: { type: "string", minLength: 1, maxLength: 256, pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
+  });
 
 export function paginate(page: number, limit: number, total: number): Pagination {
   return { page, limit, total, totalPages: Math.ceil(total / limit) };
