@@ -5,7 +5,6 @@
 import { describe, expect, it } from "vitest";
 import { REWATCH_DELAY_MS } from "../../src/reconcile/exit-watcher";
 import { testGpu } from "../support/agent-harness";
-import { settle } from "../support/fake-clock";
 import { dockerError } from "../support/memory-runtime";
 import { CONTAINER_LABELS, IMAGE, NODE_ID, reconcilerHarness, spec } from "../support/reconciler-harness";
 
@@ -424,7 +423,6 @@ describe("an agent restart", () => {
     };
     const ours = await leftOver("node_before", "ins_this");
     const theirs = await leftOver("node_neighbour", "ins_other");
-    await settle();
     await h.settle(h.reconciler.sync([]));
     expect(h.engine.ps().map((c) => c.id)).toEqual([theirs]);
     expect(h.engine.ps().map((c) => c.id)).not.toContain(ours);

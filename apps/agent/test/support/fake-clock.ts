@@ -12,7 +12,7 @@ interface Timer {
 }
 
 /** Lets every promise chain that is ready settle (the engine double does no I/O: no chain waits on anything else). */
-export const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+const flushPromises = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class FakeClock implements Clock {
   private readonly timers = new Set<Timer>();
@@ -35,12 +35,12 @@ export class FakeClock implements Clock {
   /** Moves time on by `ms`, running what falls due on the way. */
   async advance(ms: number): Promise<void> {
     const targetMs = this.nowMs + ms;
-    await settle();
+    await flushPromises();
     for (let next = this.nextDue(targetMs); next; next = this.nextDue(targetMs)) {
       this.timers.delete(next);
       this.nowMs = next.dueMs;
       next.callback();
-      await settle();
+      await flushPromises();
     }
     this.nowMs = targetMs;
   }

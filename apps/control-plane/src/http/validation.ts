@@ -25,23 +25,24 @@ export const validationHook: Hook<unknown, AppEnv, string, undefined> = (result)
 const JSON_TYPE = /^application\/([a-z.+-]*\+)?json\b/i;
 
 /**
- * In front of the library's body validator: a body in another media type is a
- * 415, one that does not parse an INVALID_JSON, and an empty one is validated
+ * In front of the library's body validator, which would answer a body in
+ * another media type and one that does not parse with messages of its own:
+ * 415 UNSUPPORTED_MEDIA_TYPE, 400 INVALID_JSON, and an empty body validated
  * as `{}` (so a missing body names the missing fields).
  */
 export const readJsonBody: MiddlewareHandler<AppEnv> = async function readJsonBody(c, next) {
   const type = c.req.header("content-type") ?? "";
   const raw = await c.req.text();
-  let body: unknown = {};
   if (raw.length > 0) {
     if (type !== "" && !JSON_TYPE.test(type)) throw new ApiError("UNSUPPORTED_MEDIA_TYPE");
     try {
-      body = JSON.parse(raw);
+      JSON.parse(raw);
     } catch {
       throw new ApiError("INVALID_JSON", "the body is not valid JSON");
     }
+  } else if (type !== "") {
+    // The validator parses the cached text (c.req.json()); with no content type it reads nothing and validates {} itself.
+    c.req.bodyCache.text = Promise.resolve("{}");
   }
-  // What the validator reads with c.req.json().
-  c.req.bodyCache.json = Promise.resolve(body);
   await next();
 };

@@ -111,6 +111,17 @@ describeEachDatabase("bad input on $name", (db) => {
     expect((await h.call("GET", "/health")).status).toBe(200);
   });
 
+  it("validates an empty or missing body as {}, naming the missing fields", async () => {
+    const empty = { raw: "", headers: { "content-type": "application/json" } };
+    for (const init of [empty, {}]) {
+      const r = await h.call("POST", "/auth/nonce", init);
+      expect(r.status, JSON.stringify(init)).toBe(400);
+      expect(r.json.error.code).toBe("VALIDATION_ERROR");
+      expect(r.json.error.details.map((d: { field: string }) => d.field)).toEqual(["walletAddress"]);
+      shape(r);
+    }
+  });
+
   it("answers a non-JSON content type with 415", async () => {
     const r = await h.call("POST", "/auth/nonce", { raw: "walletAddress=x", headers: { "content-type": "application/x-www-form-urlencoded" } });
     expect(r.status).toBe(415);
