@@ -11,7 +11,7 @@ interface Timer {
   callback: () => void;
 }
 
-/** Lets every promise chain that is ready settle (the engine double does no I/O: no chain waits on anything else). */
+// Lets every promise chain that is ready settle (the engine double does no I/O: no chain waits on anything else).
 const flushPromises = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class FakeClock implements Clock {
