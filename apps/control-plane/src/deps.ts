@@ -11,7 +11,9 @@ import { DatabaseHealth } from "./services/database-health";
 import { EventBus } from "./services/events";
 import { randomId, systemClock, type Clock, type IdGenerator } from "./services/ids";
 import { createLogger, type Logger } from "./services/logger";
-import { createMetering, type Metering } from "./services/metering";
+import { createCharges } from "./services/charges";
+import { createDeploymentMoves } from "./services/deployment-moves";
+import { createMetering, type Liveness, type Metering } from "./services/metering";
 import { CREDIT_PACKAGE_SEED } from "./catalog/credit-packages";
 import type { ChainClient } from "./services/chain/chain-client";
 import { createWeb3ChainClient } from "./services/chain/web3-chain-client";
@@ -63,16 +65,19 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   await repos.deposits.seedPackages(CREDIT_PACKAGE_SEED);
   const chain = o.chain ?? createWeb3ChainClient({ rpcUrl: config.SOLANA_RPC_URL, commitment: config.SOLANA_COMMITMENT });
   const events = new EventBus();
-  // The metering asks the link only once running, by which time the hub below exists.
-  const metering = createMetering({ repos, clock, ids, events, log, link: {
-      isConnected: (id) => link.isConnected(id),
-      billableUntilMs: (id) => agents.billableUntilMs(id),
-      settledThroughMs: (id, nowMs) => agents.settledThroughMs(id, nowMs),
-      lastProofOfLifeMs: (id) => agents.lastProofOfLifeMs(id),
-    }, intervalMs: config.METER_INTERVAL_MS });
+  // The meter and the moves ask the link only once running, by which time the hub below exists.
+  const liveness: Liveness = {
+    isConnected: (id) => link.isConnected(id),
+    billableUntilMs: (id) => agents.billableUntilMs(id),
+    settledThroughMs: (id, nowMs) => agents.settledThroughMs(id, nowMs),
+    lastProofOfLifeMs: (id) => agents.lastProofOfLifeMs(id),
+  };
+  const charges = createCharges({ repos, ids });
+  const moves = createDeploymentMoves({ repos, charges, link: liveness });
+  const metering = createMetering({ repos, clock, events, log, link: liveness, charges, moves, intervalMs: config.METER_INTERVAL_MS });
   const dbHealth = new DatabaseHealth({ ping: (timeoutMs) => repos.handle.ping(timeoutMs), log, probeMs: DATABASE_PROBE_MS });
   const agents = new AgentHub({
-    repos, clock, ids, events, log, metering, dbHealth,
+    repos, clock, ids, events, log, metering, moves, dbHealth,
     heartbeatIntervalMs: config.HEARTBEAT_INTERVAL_MS, heartbeatFlushMs: config.HEARTBEAT_FLUSH_MS,
     helloTimeoutMs: config.AGENT_HELLO_TIMEOUT_MS, maxFrameBytes: config.AGENT_MAX_FRAME_BYTES, logIngestBytesPerS: config.LOG_INGEST_BYTES_PER_S,
   });
@@ -98,7 +103,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   return {
     config, repos, clock, ids, log, events, link, agents, dbHealth, tunnels, endpoints, metering, nodeCatalogCache,
     auth: createAuthService(repos, clock, ids, { domain, nonceTtlS: config.NONCE_TTL_S, accessTtlS: config.ACCESS_TOKEN_TTL_S, refreshTtlS: config.REFRESH_TOKEN_TTL_S }),
-    deployments: createDeploymentService(repos, clock, ids, events, link, metering),
+    deployments: createDeploymentService({ repos, clock, ids, events, link, moves }),
     depositService: createDepositService(repos, chain, clock, ids, {
       treasuryWallet: config.TREASURY_WALLET, stableMint: config.STABLE_MINT, stableDecimals: config.STABLE_DECIMALS, depositTtlS: config.DEPOSIT_TTL_S,
     }),

@@ -13,7 +13,7 @@ export * from "./types";
 export { createDb, isDatabaseUnavailable, type DbHandle, type Dialect } from "./client";
 export { uptimePercent, type NodeFilter } from "./repos/nodes";
 export { toBalance, type BalanceMicro, type LedgerType } from "./repos/ledger";
-export type { OccupyRefusal, TransitionPatch } from "./repos/deployments";
+export { OccupyRefused, type OccupyRefusal, type TransitionPatch, type MoveFields } from "./repos/deployments";
 export type { NewLogLine } from "./repos/logs";
 export type { StoredLogCursor } from "./repos/log-ingest";
 export type { Consumption } from "./repos/billing";

@@ -3,6 +3,7 @@ import type { EventBus } from "../services/events";
 import type { DatabaseHealth } from "../services/database-health";
 import type { Clock, IdGenerator } from "../services/ids";
 import type { Logger } from "../services/logger";
+import type { DeploymentMoves } from "../services/deployment-moves";
 import type { Metering } from "../services/metering";
 import type { AgentSession } from "./agent-session";
 import type { HeartbeatBatch } from "./heartbeat-batch";
@@ -28,6 +29,8 @@ export type AgentContext = {
   events: EventBus;
   log: Logger;
   metering: Metering;
+  /** How a status report moves its deployment. */
+  moves: DeploymentMoves;
   dbHealth: DatabaseHealth;
   hub: SessionHost;
   heartbeatIntervalMs: number;

@@ -36,7 +36,7 @@ const handlers: Handlers = {
   },
 
   async status(s, f) {
-    const { repos, metering, events, clock, log } = s.ctx;
+    const { repos, moves, events, clock, log } = s.ctx;
     let dep = await repos.deployments.getOnNode(f.deploymentId, s.nodeId);
     // Another writer (the API, the meter) may move it between the read and the
     // transition; the report is then judged again against the fresh row.
@@ -47,11 +47,11 @@ const handlers: Handlers = {
         await repos.deployments.markRemovedFromNode(dep.id, s.nodeId, clock.now());
         return;
       }
-      const moved = await metering.move(dep, plan.to, plan.patch, clock.now(), plan.settleUntilMs);
-      if (moved) {
+      const moved = await moves.move(dep, plan.to, { patch: plan.patch, nowMs: clock.now(), settleUntilMs: plan.settleUntilMs });
+      if (moved.ok) {
         s.pullNotedAt.delete(dep.id);
-        events.emit("deployment-changed", moved);
-        if (isLive(dep.status) !== isLive(moved.status)) events.emit("node-changed", s.nodeId);
+        events.emit("deployment-changed", moved.row);
+        if (isLive(dep.status) !== isLive(moved.row.status)) events.emit("node-changed", s.nodeId);
         return;
       }
       dep = await repos.deployments.getOnNode(f.deploymentId, s.nodeId);

@@ -1,15 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { creditsToMicro, type DeploymentRow, type NodeRow, type OccupyRefusal, type Repos, type TemplateRow } from "@cm/db";
-import { canDo, type CreateDeploymentRequest, type DeploymentStatus, type TenantAction } from "@cm/protocol";
+import type { DeploymentRow, NodeRow, OccupyRefusal, Repos, TemplateRow } from "@cm/db";
+import { canDo, isLive, type CreateDeploymentRequest, type DeploymentStatus, type TenantAction } from "@cm/protocol";
 import { ApiError } from "../errors";
+import { hourOfCreditsMicro, type DeploymentMoves, type MoveResult } from "./deployment-moves";
 import type { Clock, IdGenerator } from "./ids";
 import type { EventBus } from "./events";
-
-/**
- * How the service moves a deployment out of a state; the metering's version
- * settles a running deployment's charges in the same transaction.
- */
-export type DeploymentMover = Pick<Repos["deployments"], "move" | "markDeleted">;
 
 /** What the deployment rules need to know about the agents: is anyone there to act? */
 export interface NodeLink {
@@ -40,12 +35,22 @@ export const endpointKey = () => {
   return [...randomBytes(16)].map((b) => alphabet[b & 31]).join("");
 };
 
-/** One hour on the node, held while the deployment is live. */
-export const hourOfCreditsMicro = (hourlyRateCents: number) => creditsToMicro(hourlyRateCents);
+export type DeploymentServiceOptions = { repos: Repos; clock: Clock; ids: IdGenerator; events: EventBus; link: NodeLink; moves: DeploymentMoves };
 
-export function createDeploymentService(repos: Repos, clock: Clock, ids: IdGenerator, events: EventBus, link: NodeLink, mover: DeploymentMover = repos.deployments) {
+/** What the tenant may do with a deployment; every change of status goes through `moves`. */
+export function createDeploymentService({ repos, clock, ids, events, link, moves }: DeploymentServiceOptions) {
   function invalid(dep: DeploymentRow, action: TenantAction | "delete"): ApiError {
     return new ApiError("INVALID_STATE_TRANSITION", `cannot ${action} a deployment that is ${dep.status}`, { currentStatus: dep.status, action });
+  }
+
+  /** The moved deployment, or the API's answer to a move that did not happen. */
+  async function moved(r: MoveResult, id: string, userId: string, action: TenantAction | "delete"): Promise<DeploymentRow> {
+    if (r.ok) {
+      events.emit("deployment-changed", r.row);
+      return r.row;
+    }
+    if (r.reason === "CHANGED") throw invalid(await mine(id, userId), action);
+    throw new ApiError(r.reason, refusalMessage[r.reason]);
   }
 
   async function mine(id: string, userId: string) {
@@ -94,13 +99,12 @@ export function createDeploymentService(repos: Repos, clock: Clock, ids: IdGener
       return { deployment: created, estimatedHourlyCost: node.hourlyRateCents };
     },
 
+    /** Starts a stopped deployment again: a slot and an hour of credits, as at creation, and a new run. */
     async start(id: string, userId: string) {
       const dep = await mine(id, userId);
       if (!canDo("start", dep.status)) throw invalid(dep, "start");
-      const started = await repos.deployments.start(dep, hourOfCreditsMicro(dep.hourlyRateCents), clock.now());
-      if ("refused" in started) throw new ApiError(started.refused, refusalMessage[started.refused]);
-      events.emit("deployment-changed", started);
-      return started;
+      const patch = { desiredState: "running", statusReason: null, exitCode: null, stoppedAt: null } as const;
+      return moved(await moves.move(dep, "starting", { patch, nowMs: clock.now() }), id, userId, "start");
     },
 
     async stop(id: string, userId: string) {
@@ -109,18 +113,16 @@ export function createDeploymentService(repos: Repos, clock: Clock, ids: IdGener
       // With no agent to carry the stop out, nothing runs there to wait for: the
       // deployment is stopped now, and a returning agent converges to it.
       const to: DeploymentStatus = link.isConnected(dep.nodeId) ? "stopping" : "stopped";
-      const moved = await mover.move(dep, to, { desiredState: "stopped", statusReason: "stopped by the tenant" }, clock.now());
-      if (!moved) throw invalid((await mine(id, userId)), "stop");
-      events.emit("deployment-changed", moved);
-      return moved;
+      const patch = { desiredState: "stopped", statusReason: "stopped by the tenant" } as const;
+      return moved(await moves.move(dep, to, { patch, nowMs: clock.now() }), id, userId, "stop");
     },
 
+    /** The tenant deleted it: settled and out of the live states at once; the agent removes the container. */
     async remove(id: string, userId: string) {
       const dep = await mine(id, userId);
-      const removed = await mover.markDeleted(dep, clock.now());
-      if (!removed) throw invalid(await mine(id, userId), "delete");
-      events.emit("deployment-changed", removed);
-      return removed;
+      const nowMs = clock.now();
+      const patch = { desiredState: "removed", deletedAt: nowMs, statusReason: dep.statusReason ?? "deleted by the tenant" } as const;
+      return moved(await moves.move(dep, isLive(dep.status) ? "stopped" : dep.status, { patch, nowMs }), id, userId, "delete");
     },
   };
 }

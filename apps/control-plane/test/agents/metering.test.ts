@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { costMicro } from "../../src/services/metering";
+import { costMicro } from "../../src/services/charges";
 import { eventually, startAgentHarness, type AgentHarness } from "./support/agent-harness";
 import type { SimAgent } from "./support/sim-agent";
 import { describeEachDatabase } from "@cm/testkit";

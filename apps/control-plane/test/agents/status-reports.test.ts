@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { DeploymentRow } from "@cm/db";
 import { planReport, pullReason, reportTimeMs } from "../../src/agents/status-reports";
-import { affordableMs, costMicro } from "../../src/services/metering";
+import { affordableMs, costMicro } from "../../src/services/charges";
 
 const dep = (o: Partial<DeploymentRow> = {}): DeploymentRow => ({
   id: "dep_1", userId: "usr_1", nodeId: "node_1", templateId: null, name: null, image: "busybox", status: "pending", desiredState: "running",

@@ -1,15 +1,18 @@
 import { and, count, desc, eq, inArray, isNull, lt, sql } from "drizzle-orm";
-import { isLive, LIVE_STATUSES, type DeploymentStatus } from "@cm/protocol";
+import { LIVE_STATUSES, type DeploymentStatus } from "@cm/protocol";
 import type { Db, DbHandle } from "../client";
 import type { DeploymentRow } from "../types";
 import { ledgerOps } from "./ledger";
 
 export type OccupyRefusal = "NODE_OFFLINE" | "NODE_AT_CAPACITY" | "INSUFFICIENT_CREDITS";
 export type NewDeployment = Omit<DeploymentRow, "totalCostMicro" | "reservedMicro" | "billedUntil" | "billedMs" | "removedFromNodeAt" | "runSeq" | "startedAt" | "stoppedAt" | "deletedAt" | "statusReason" | "exitCode" | "endpoints" | "desiredState" | "status" | "updatedAt">;
+/** What a move may write besides the status, as its caller decides. */
 export type TransitionPatch = Partial<Pick<DeploymentRow, "statusReason" | "exitCode" | "startedAt" | "stoppedAt" | "endpoints" | "billedUntil" | "desiredState" | "deletedAt">>;
+/** A move's fields with the bookkeeping the move settles (the hold, the run). */
+export type MoveFields = TransitionPatch & Partial<Pick<DeploymentRow, "reservedMicro" | "runSeq">>;
 
 /** Thrown inside a transaction to roll it back; turned into a result outside it. */
-class Refused extends Error {
+export class OccupyRefused extends Error {
   constructor(readonly reason: OccupyRefusal) { super(reason); }
 }
 
@@ -27,59 +30,48 @@ export function createDeploymentsRepo(h: DbHandle) {
       .returning({ id: nodes.id });
     if (slot.length === 0) {
       const [n] = await db.select({ status: nodes.status, retiredAt: nodes.retiredAt }).from(nodes).where(eq(nodes.id, nodeId));
-      throw new Refused(!n || n.status !== "online" || n.retiredAt !== null ? "NODE_OFFLINE" : "NODE_AT_CAPACITY");
+      throw new OccupyRefused(!n || n.status !== "online" || n.retiredAt !== null ? "NODE_OFFLINE" : "NODE_AT_CAPACITY");
     }
-    if (!(await ledger.reserve(db, userId, reserveMicro))) throw new Refused("INSUFFICIENT_CREDITS");
-  }
-
-  /**
-   * Moves a deployment from exactly the status it was read in to another, with the
-   * bookkeeping that crossing out of the live states needs: the node's slot and the
-   * credits held for it are given back. Null when someone else moved it first.
-   */
-  async function transition(db: Db, dep: DeploymentRow, to: DeploymentStatus, patch: TransitionPatch, nowMs: number) {
-    const leaving = isLive(dep.status) && !isLive(to);
-    const [row] = await db
-      .update(deployments)
-      .set({
-        ...patch,
-        status: to,
-        updatedAt: nowMs,
-        ...(leaving ? { reservedMicro: 0, stoppedAt: patch.stoppedAt ?? nowMs } : {}),
-      })
-      .where(and(eq(deployments.id, dep.id), eq(deployments.status, dep.status), eq(deployments.updatedAt, dep.updatedAt)))
-      .returning();
-    if (!row) return null;
-    if (leaving) {
-      await db.update(nodes).set({ activeDeployments: sql`case when ${nodes.activeDeployments} > 0 then ${nodes.activeDeployments} - 1 else 0 end` }).where(eq(nodes.id, dep.nodeId));
-      await ledger.release(db, dep.userId, dep.reservedMicro);
-    }
-    return row;
-  }
-
-  async function withRefusals<T>(fn: () => Promise<T>): Promise<T | { refused: OccupyRefusal }> {
-    try {
-      return await fn();
-    } catch (err) {
-      if (err instanceof Refused) return { refused: err.reason };
-      throw err;
-    }
+    if (!(await ledger.reserve(db, userId, reserveMicro))) throw new OccupyRefused("INSUFFICIENT_CREDITS");
   }
 
   return {
-    transition,
+    /*
+     * The parts of a move, each inside the caller's transaction; which of them a
+     * move takes is decided in one place, the control plane's deployment-moves.
+     */
+    occupy,
+
+    /** Writes a move: from exactly the status and version `dep` was read in. Null when someone else moved it first. */
+    async moveRow(db: Db, dep: DeploymentRow, to: DeploymentStatus, fields: MoveFields, nowMs: number): Promise<DeploymentRow | null> {
+      const [row] = await db
+        .update(deployments)
+        .set({ ...fields, status: to, updatedAt: nowMs })
+        .where(and(eq(deployments.id, dep.id), eq(deployments.status, dep.status), eq(deployments.updatedAt, dep.updatedAt)))
+        .returning();
+      return row ?? null;
+    },
+
+    /** Gives back the deployment's slot on its node and what is still held for it. */
+    async vacate(db: Db, dep: DeploymentRow) {
+      await db.update(nodes).set({ activeDeployments: sql`case when ${nodes.activeDeployments} > 0 then ${nodes.activeDeployments} - 1 else 0 end` }).where(eq(nodes.id, dep.nodeId));
+      await ledger.release(db, dep.userId, dep.reservedMicro);
+    },
 
     async create(d: NewDeployment, reserveMicro: number, nowMs: number): Promise<DeploymentRow | { refused: OccupyRefusal }> {
-      return withRefusals(() =>
-        h.transaction(async (db) => {
+      try {
+        return await h.transaction(async (db) => {
           await occupy(db, d.nodeId, d.userId, reserveMicro);
           const [row] = await db
             .insert(deployments)
             .values({ ...d, status: "pending", desiredState: "running", endpoints: [], reservedMicro: reserveMicro, updatedAt: nowMs })
             .returning();
           return row!;
-        }),
-      );
+        });
+      } catch (err) {
+        if (err instanceof OccupyRefused) return { refused: err.reason };
+        throw err;
+      }
     },
 
     async get(id: string, userId?: string): Promise<DeploymentRow | undefined> {
@@ -141,19 +133,6 @@ export function createDeploymentsRepo(h: DbHandle) {
       );
     },
 
-    /** Starts a stopped deployment again: a slot and an hour of credits, as at creation. */
-    async start(dep: DeploymentRow, reserveMicro: number, nowMs: number) {
-      return withRefusals(() =>
-        h.transaction(async (db) => {
-          await occupy(db, dep.nodeId, dep.userId, reserveMicro);
-          const row = await transition(db, dep, "starting", { desiredState: "running", statusReason: null, exitCode: null, stoppedAt: null }, nowMs);
-          if (!row) throw new Error("deployment changed while starting");
-          const [held] = await db.update(deployments).set({ reservedMicro: reserveMicro, runSeq: sql`${deployments.runSeq} + 1` }).where(eq(deployments.id, dep.id)).returning();
-          return held!;
-        }),
-      );
-    },
-
     /** The deployment behind a public endpoint host, deleted ones excluded. */
     async byEndpointKey(key: string): Promise<DeploymentRow | undefined> {
       return h.run(async (db) => (await db.select().from(deployments).where(and(eq(deployments.endpointKey, key), notDeleted)))[0]);
@@ -174,18 +153,6 @@ export function createDeploymentsRepo(h: DbHandle) {
       if (rows[0] && rows[0].ports.length === 0 && ports.length > 0) {
         await h.run((db) => db.update(deployments).set({ ports }).where(eq(deployments.id, id)));
       }
-    },
-
-    /** Applies a transition in its own transaction. */
-    async move(dep: DeploymentRow, to: DeploymentStatus, patch: TransitionPatch, nowMs: number) {
-      return h.transaction((db) => transition(db, dep, to, patch, nowMs));
-    },
-
-    async markDeleted(dep: DeploymentRow, nowMs: number) {
-      return h.transaction(async (db) => {
-        const to = isLive(dep.status) ? "stopped" : dep.status;
-        return transition(db, dep, to, { desiredState: "removed", deletedAt: nowMs, statusReason: dep.statusReason ?? "deleted by the tenant" }, nowMs);
-      });
     },
   };
 }

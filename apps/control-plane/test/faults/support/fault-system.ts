@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { expect } from "vitest";
 import { creditsToMicro, openRepos, type Repos } from "@cm/db";
 import { ensureScriptImage } from "../../../../agent/test/support/script-image";
-import { costMicro } from "../../../src/services/metering";
+import { costMicro } from "../../../src/services/charges";
 import { newWallet } from "../../support/harness";
 import { removeNodeContainers, watchDockerRuns, type DockerRuns } from "./docker-runs";
 import { startPgCluster, freePort, type PgCluster } from "./pg-cluster";
