@@ -1,12 +1,24 @@
 import SwaggerParser from "@apidevtools/swagger-parser";
+import { sqliteDatabase } from "@cm/testkit";
 import { createConfig, lintFromString } from "@redocly/openapi-core";
 import { Document, Spectral } from "@stoplight/spectral-core";
 import { Json } from "@stoplight/spectral-parsers";
 import { oas } from "@stoplight/spectral-rulesets";
-import { sqliteDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startHarness, type Harness } from "../support/harness";
-import { deref, documentedCodes, fetchDocument, isProtected, jsonBodySchema, operationsOf, successStatus, typesOf, type OpenApiDocument, type Operation, type Schema } from "./support/document";
+import { type Harness, startHarness } from "../support/harness";
+import {
+  deref,
+  documentedCodes,
+  fetchDocument,
+  isProtected,
+  jsonBodySchema,
+  type OpenApiDocument,
+  type Operation,
+  operationsOf,
+  type Schema,
+  successStatus,
+  typesOf,
+} from "./support/document";
 
 /*
  * The published document checked by tools nobody here wrote, as an integrator
@@ -26,27 +38,74 @@ const USER = { id: "string", walletAddress: "string", isOperator: "boolean", cre
 const TOKENS = { accessToken: "string", refreshToken: "string", expiresAt: "integer" };
 const ENDPOINT = { type: "string", url: "string", internalPort: "integer" };
 const DEPLOYMENT = {
-  id: "string", userId: "string", nodeId: "string", templateId: "string", name: "string", status: "string",
-  endpoints: "array", env: "object", totalCost: "number", createdAt: "string", startedAt: "string",
+  id: "string",
+  userId: "string",
+  nodeId: "string",
+  templateId: "string",
+  name: "string",
+  status: "string",
+  endpoints: "array",
+  env: "object",
+  totalCost: "number",
+  createdAt: "string",
+  startedAt: "string",
 };
 const LOG_ENTRY = { timestamp: "string", stream: "string", message: "string" };
 const BALANCE = { available: "number", reserved: "number", totalUsed: "number" };
 const PACKAGE = { id: "string", name: "string", credits: "number", priceUsd: "number", priceStable: "number", bonusPercent: "number" };
-const DEPOSIT = { depositId: "string", amountStable: "number", creditsToReceive: "number", treasuryWallet: "string", stableMint: "string", expiresAt: "string" };
-const TRANSACTION = { id: "string", type: "string", amount: "number", description: "string", txSignature: "string", deploymentId: "string", createdAt: "string" };
+const DEPOSIT = {
+  depositId: "string",
+  amountStable: "number",
+  creditsToReceive: "number",
+  treasuryWallet: "string",
+  stableMint: "string",
+  expiresAt: "string",
+};
+const TRANSACTION = {
+  id: "string",
+  type: "string",
+  amount: "number",
+  description: "string",
+  txSignature: "string",
+  deploymentId: "string",
+  createdAt: "string",
+};
 const SPECS = { cpuModel: "string", cpuCores: "integer", cpuThreads: "integer", ramMb: "integer", diskGb: "integer", diskType: "string" };
 const SPECS_DETAIL = { ...SPECS, networkSpeedMbps: "integer", os: "string", containerVersion: "string" };
 const GPU = { name: "string", vramMb: "integer", computeVersion: "string" };
 const GPU_DETAIL = { ...GPU, brand: "string", computeCores: "integer", tensorCores: "integer", driverVersion: "string" };
 const NODE_SUMMARY = {
-  id: "string", name: "string", status: "string", specs: "object", gpus: "array", region: "string", country: "string",
-  hourlyRateCents: "number", activeDeployments: "integer", maxDeployments: "integer", uptimePercent: "number",
+  id: "string",
+  name: "string",
+  status: "string",
+  specs: "object",
+  gpus: "array",
+  region: "string",
+  country: "string",
+  hourlyRateCents: "number",
+  activeDeployments: "integer",
+  maxDeployments: "integer",
+  uptimePercent: "number",
 };
 const NODE_DETAIL = { ...NODE_SUMMARY, operatorId: "string", lastHeartbeat: "string" };
-const TEMPLATE_SUMMARY = { id: "string", slug: "string", name: "string", description: "string", category: "string", requiresGpu: "boolean", minGpuVram: "integer" };
+const TEMPLATE_SUMMARY = {
+  id: "string",
+  slug: "string",
+  name: "string",
+  description: "string",
+  category: "string",
+  requiresGpu: "boolean",
+  minGpuVram: "integer",
+};
 const TEMPLATE_DETAIL = {
-  ...TEMPLATE_SUMMARY, containerImage: "string", defaultEnv: "object", ports: "array",
-  minCpuCores: "integer", minRamMb: "integer", minDiskGb: "integer", estimatedPullTime: "integer",
+  ...TEMPLATE_SUMMARY,
+  containerImage: "string",
+  defaultEnv: "object",
+  ports: "array",
+  minCpuCores: "integer",
+  minRamMb: "integer",
+  minDiskGb: "integer",
+  estimatedPullTime: "integer",
 };
 const PORT = { internal: "integer", protocol: "string", description: "string" };
 const PAGINATION = { page: "integer", limit: "integer", total: "integer", totalPages: "integer" };
@@ -63,16 +122,36 @@ type SpecOperation = {
 
 /** Section 4 of the spec, one row per operation. */
 const SPEC_OPERATIONS: SpecOperation[] = [
-  { method: "post", path: "/auth/nonce", auth: false, body: { fields: { walletAddress: "string" }, required: ["walletAddress"] }, response: { nonce: "string", message: "string", expiresAt: "integer" } },
-  { method: "post", path: "/auth/verify", auth: false, body: { fields: { walletAddress: "string", signature: "string", message: "string" }, required: ["walletAddress", "signature", "message"] }, response: { user: "object", ...TOKENS } },
+  {
+    method: "post",
+    path: "/auth/nonce",
+    auth: false,
+    body: { fields: { walletAddress: "string" }, required: ["walletAddress"] },
+    response: { nonce: "string", message: "string", expiresAt: "integer" },
+  },
+  {
+    method: "post",
+    path: "/auth/verify",
+    auth: false,
+    body: { fields: { walletAddress: "string", signature: "string", message: "string" }, required: ["walletAddress", "signature", "message"] },
+    response: { user: "object", ...TOKENS },
+  },
   { method: "post", path: "/auth/refresh", auth: false, body: { fields: { refreshToken: "string" }, required: ["refreshToken"] }, response: TOKENS },
   { method: "get", path: "/auth/me", auth: true, response: { user: "object" } },
   {
-    method: "post", path: "/deployments", auth: true,
+    method: "post",
+    path: "/deployments",
+    auth: true,
     body: { fields: { nodeId: "string", templateId: "string", customImage: "string", name: "string", env: "object" }, required: ["nodeId"] },
     response: { deployment: "object", estimatedHourlyCost: "number" },
   },
-  { method: "get", path: "/deployments", auth: true, query: { status: "string", page: "integer", limit: "integer" }, response: { deployments: "array", pagination: "object" } },
+  {
+    method: "get",
+    path: "/deployments",
+    auth: true,
+    query: { status: "string", page: "integer", limit: "integer" },
+    response: { deployments: "array", pagination: "object" },
+  },
   { method: "get", path: "/deployments/{id}", auth: true, response: { deployment: "object" } },
   { method: "post", path: "/deployments/{id}/start", auth: true, response: { deployment: "object" } },
   { method: "post", path: "/deployments/{id}/stop", auth: true, response: { deployment: "object" } },
@@ -80,12 +159,42 @@ const SPEC_OPERATIONS: SpecOperation[] = [
   { method: "get", path: "/deployments/{id}/logs", auth: true, query: { tail: "integer", since: "string" }, response: { logs: "array" } },
   { method: "get", path: "/credits/balance", auth: true, response: { balance: "object" } },
   { method: "get", path: "/credits/packages", auth: true, response: { packages: "array" } },
-  { method: "post", path: "/credits/deposit/initiate", auth: true, body: { fields: { packageId: "string", walletAddress: "string" }, required: ["packageId", "walletAddress"] }, response: { deposit: "object" } },
-  { method: "post", path: "/credits/deposit/confirm", auth: true, body: { fields: { depositId: "string", txSignature: "string" }, required: ["depositId", "txSignature"] }, response: { transaction: "object", newBalance: "object" } },
-  { method: "get", path: "/credits/transactions", auth: true, query: { type: "string", page: "integer", limit: "integer" }, response: { transactions: "array", pagination: "object" } },
   {
-    method: "get", path: "/nodes", auth: false,
-    query: { status: "string", hasGpu: "boolean", minGpuVram: "number", minCpuCores: "number", minRamMb: "number", region: "string", maxHourlyRate: "number", page: "integer", limit: "integer" },
+    method: "post",
+    path: "/credits/deposit/initiate",
+    auth: true,
+    body: { fields: { packageId: "string", walletAddress: "string" }, required: ["packageId", "walletAddress"] },
+    response: { deposit: "object" },
+  },
+  {
+    method: "post",
+    path: "/credits/deposit/confirm",
+    auth: true,
+    body: { fields: { depositId: "string", txSignature: "string" }, required: ["depositId", "txSignature"] },
+    response: { transaction: "object", newBalance: "object" },
+  },
+  {
+    method: "get",
+    path: "/credits/transactions",
+    auth: true,
+    query: { type: "string", page: "integer", limit: "integer" },
+    response: { transactions: "array", pagination: "object" },
+  },
+  {
+    method: "get",
+    path: "/nodes",
+    auth: false,
+    query: {
+      status: "string",
+      hasGpu: "boolean",
+      minGpuVram: "number",
+      minCpuCores: "number",
+      minRamMb: "number",
+      region: "string",
+      maxHourlyRate: "number",
+      page: "integer",
+      limit: "integer",
+    },
     response: { nodes: "array", pagination: "object" },
   },
   { method: "get", path: "/nodes/{id}", auth: false, response: { node: "object" } },
@@ -104,7 +213,7 @@ describe("the published OpenAPI document, by independent validators", () => {
   afterAll(() => h.close());
 
   it("is valid for swagger-parser, which dereferences every $ref", async () => {
-    const api = await SwaggerParser.validate(structuredClone(doc) as never);
+    const api = (await SwaggerParser.validate(structuredClone(doc) as never)) as { openapi?: string };
     expect(api.openapi).toMatch(/^3\.1\./);
   });
 
@@ -158,12 +267,19 @@ describe("the published OpenAPI document, by independent validators", () => {
         expect(Object.keys(op.responses), `${where} documents 401`).toContain("401");
       }
       const pathParams = [...want.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
-      expect((op.parameters ?? []).filter((p) => p.in === "path").map((p) => p.name).sort(), `${where} path parameters`).toEqual(pathParams.sort());
+      expect(
+        (op.parameters ?? [])
+          .filter((p) => p.in === "path")
+          .map((p) => p.name)
+          .sort(),
+        `${where} path parameters`,
+      ).toEqual(pathParams.sort());
       for (const p of op.parameters ?? []) if (p.in === "path") expect(p.required, `${where} ${p.name} required`).toBe(true);
       const query = Object.fromEntries((op.parameters ?? []).filter((p) => p.in === "query").map((p) => [p.name, deref(doc, p.schema)]));
       for (const [name, type] of Object.entries(want.query ?? {})) {
         if (!query[name]) problems.push(`${where}: query ${name} missing`);
-        else if (!typeMatches(typesOf(query[name]!), type)) problems.push(`${where}: query ${name} is ${JSON.stringify(query[name]!.type)}, the spec says ${type}`);
+        else if (!typeMatches(typesOf(query[name]!), type))
+          problems.push(`${where}: query ${name} is ${JSON.stringify(query[name]!.type)}, the spec says ${type}`);
       }
       if (want.body) {
         const body = deref(doc, jsonBodySchema(op));
@@ -251,7 +367,8 @@ describe("the published OpenAPI document, by independent validators", () => {
       };
       for (const [status, response] of Object.entries(op.responses)) {
         if (!/^[45]/.test(status)) continue;
-        if (deref(doc, response.content?.["application/json"]?.schema).properties?.error === undefined) problems.push(`${where}: ${status} is not the Error shape`);
+        if (deref(doc, response.content?.["application/json"]?.schema).properties?.error === undefined)
+          problems.push(`${where}: ${status} is not the Error shape`);
         if (documentedCodes(response).length === 0) problems.push(`${where}: ${status} names no error code`);
       }
       const takesInput = op.requestBody !== undefined || (op.parameters ?? []).some((p) => p.in === "query" || p.in === "path");

@@ -1,13 +1,13 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, mkdir, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
-import openapiTS, { astToString } from "openapi-typescript";
 import { sqliteDatabase } from "@cm/testkit";
+import openapiTS, { astToString } from "openapi-typescript";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newWallet, startHarness, type Harness } from "../support/harness";
+import { type Harness, newWallet, startHarness } from "../support/harness";
 import { fetchDocument } from "./support/document";
 
 /*
@@ -118,7 +118,11 @@ export function typesRefuse(api: ReturnType<typeof createClient<paths>>) {
 
 /** What the test needs to know of client.ts, which it imports at run time. */
 type GeneratedClient = {
-  signIn(baseUrl: string, walletAddress: string, sign: (message: string) => string): Promise<{ user: { id: string; walletAddress: string }; accessToken: string; expiresAt: number }>;
+  signIn(
+    baseUrl: string,
+    walletAddress: string,
+    sign: (message: string) => string,
+  ): Promise<{ user: { id: string; walletAddress: string }; accessToken: string; expiresAt: number }>;
   // biome-ignore lint/suspicious/noExplicitAny: the answers are asserted field by field below
   readEverything(baseUrl: string, token: string, refreshToken: string, nodeId: string): Promise<Record<string, any>>;
 };
