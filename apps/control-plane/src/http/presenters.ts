@@ -12,7 +12,7 @@ export function presentNodeSummary(n: NodeRow, nowMs: number): NodeSummary {
   return {
     id: n.id,
     name: n.name,
-    status: n.status as NodeSummary["status"],
+    status: n.status,
     specs: { cpuModel: s.cpuModel, cpuCores: s.cpuCores, cpuThreads: s.cpuThreads, ramMb: s.ramMb, diskGb: s.diskGb, diskType: s.diskType },
     gpus: n.gpus.map((g) => ({ name: g.name, vramMb: g.vramMb, computeVersion: g.computeVersion })),
     region: n.region as NodeSummary["region"],
@@ -77,7 +77,7 @@ export function presentDeployment(d: DeploymentRow, gateway: { domain: string; l
     ...(d.templateId ? { templateId: d.templateId } : {}),
     ...(d.name ? { name: d.name } : {}),
     image: d.image,
-    status: d.status as Deployment["status"],
+    status: d.status,
     statusReason: d.statusReason,
     exitCode: d.exitCode,
     endpoints: presentEndpoints(d, gateway),
