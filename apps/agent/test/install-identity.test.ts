@@ -19,7 +19,8 @@ function stateDir(): string {
 
 function recordingLogger(): Logger & { warnings: string[] } {
   const warnings: string[] = [];
-  return { debug: () => {}, info: () => {}, warn: (message) => warnings.push(message), error: () => {}, warnings };
+  const logger: Logger & { warnings: string[] } = { debug: () => {}, info: () => {}, warn: (message) => warnings.push(message), error: () => {}, child: () => logger, warnings };
+  return logger;
 }
 
 describe("loadInstallId", () => {
