@@ -41,6 +41,13 @@ type FuzzRequest = {
 type Answer = { status: number; text: string; json: unknown; ms: number; contentType: string | null } | { error: string; ms: number };
 type Violation = { rule: string; request: string; answer: string };
 
+/**
+ * The same seed sends the same requests to both databases, so their answers
+ * (status and error code) are compared request by request: the first database
+ * run records them, the next is held to them.
+ */
+const firstAnswers = new Map<string, { database: string; answers: string[] }>();
+
 /** Figures for the report: requests sent, statuses seen, slowest answer. */
 type Figures = { requests: number; valid: number; invalid: number; undecided: number; slowestMs: number; statuses: Map<number, number> };
 
@@ -54,6 +61,7 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
   const pathFixtures: Record<string, string[]> = {};
   const started = Date.now();
   const figures: Figures = { requests: 0, valid: 0, invalid: 0, undecided: 0, slowestMs: 0, statuses: new Map() };
+  const statusesByOperation: string[] = [];
 
   beforeAll(async () => {
     rpc = await startFakeSolanaRpc();
@@ -153,17 +161,27 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
       if (!op) throw new Error(`${method.toUpperCase()} ${path} is not in the document`);
       const target: DocumentedOperation = { method, path, op };
       const violations = new Map<string, Violation & { count: number }>();
+      const answers: string[] = [];
+      const first = firstAnswers.get(`${method} ${path}`);
+      const note = (v: Violation) => {
+        const seen = violations.get(v.rule);
+        if (seen) seen.count++;
+        else violations.set(v.rule, { ...v, count: 1 });
+      };
       const arbitrary = requestArbitrary(doc, target, fixtures, pathFixtures[path.replace(/\/(start|stop|logs)$/, "")] ?? []);
       await fc.assert(
         fc.asyncProperty(arbitrary, async (req) => {
-          for (const v of await exercise(h.url, doc, validate, target, req, token, figures)) {
-            const seen = violations.get(v.rule);
-            if (seen) seen.count++;
-            else violations.set(v.rule, { ...v, count: 1 });
-          }
+          const { found, request, answer } = await exercise(h.url, doc, validate, target, req, token, figures);
+          found.forEach(note);
+          const earlier = first?.answers[answers.length];
+          if (earlier !== undefined && earlier !== answer)
+            note({ rule: `${first!.database} and ${db.name} answer differently`, request, answer: `${first!.database}: ${earlier}; ${db.name}: ${answer}` });
+          answers.push(answer);
         }),
         { seed: SEED, numRuns: RUNS_PER_OPERATION, endOnFailure: true },
       );
+      if (!first) firstAnswers.set(`${method} ${path}`, { database: db.name, answers });
+      statusesByOperation.push(`${method.toUpperCase()} ${path} ${[...new Set(answers)].sort().join(",")}`);
       const found = [...violations.values()].map((v) => `${v.rule} (${v.count}x), e.g. ${v.request} -> ${v.answer}`);
       if (found.length) throw new Error(`${method.toUpperCase()} ${path} disagrees with the document:\n${found.join("\n")}`);
     });
@@ -345,7 +363,7 @@ async function exercise(
 
   const request = describeRequest(method, url, req, valid);
   const out: Violation[] = [];
-  if ("error" in answer) return [{ rule: "no answer (connection failed)", request, answer: answer.error }];
+  if ("error" in answer) return { found: [{ rule: "no answer (connection failed)", request, answer: answer.error }], request, answer: "no answer" };
   const { status, json, text } = answer;
   figures.statuses.set(status, (figures.statuses.get(status) ?? 0) + 1);
   const said = `${status} ${text.slice(0, 240)}`;
@@ -383,7 +401,7 @@ async function exercise(
     if (status >= 200 && status < 300) fail(`a request the document calls invalid was accepted with ${status}`);
     if (status >= 500) fail(`a request the document calls invalid got ${status} ${String(code)}, not a 4xx`);
   }
-  return out;
+  return { found: out, request, answer: typeof code === "string" ? `${status} ${code}` : String(status) };
 }
 
 function describeRequest(method: string, url: string, req: FuzzRequest, valid: boolean | undefined): string {
