@@ -7,6 +7,8 @@ import { ensureBusyboxImage } from "../support/busybox-image";
 import { dockerTestRun } from "../support/docker-test-run";
 import { eventually } from "../support/eventually";
 import { collectLogs } from "../support/log-collector";
+import { runtimeContract } from "../support/runtime-contract";
+import type { Program } from "../support/runtime-contract";
 import { needs } from "@cm/testkit";
 
 
@@ -153,4 +155,24 @@ needs("docker", "busybox").describe("DockerRuntime containers", () => {
     await expect(runtime.start("cm-no-such-container")).rejects.toBeInstanceOf(ContainerNotFoundError);
     await expect(runtime.waitExit("cm-no-such-container")).rejects.toBeInstanceOf(ContainerNotFoundError);
   });
+});
+
+needs("docker", "busybox").describe("DockerRuntime keeps the engine contract", () => {
+  // Its own label on top of the run's: the other tests' containers are not in its lists.
+  const labels = { ...run.labels, "cm.contract": "docker" };
+  const script = (program: Program) =>
+    [
+      ...(program.onSigterm === "ignore" ? ["trap '' TERM"] : []),
+      ...(program.stdout ?? []).map((line) => `echo '${line}'`),
+      // Apart in time: the engine reads stdout and stderr separately, so only time orders them.
+      ...(program.stderr ?? []).map((line) => `sleep 0.1; echo '${line}' >&2`),
+      program.exitCode === undefined ? "while true; do sleep 0.2; done" : `exit ${program.exitCode}`,
+    ].join("; ");
+  runtimeContract(() => ({
+    runtime,
+    labels,
+    missingImage: "cm-test-missing:never",
+    spec: (suffix, program) => ({ ...specFor(`contract-${suffix}`, ["sh", "-c", script(program)]), labels }),
+    during: (work) => work,
+  }));
 });

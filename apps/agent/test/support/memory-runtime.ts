@@ -24,8 +24,11 @@ export interface ProgramBehaviour {
   onSigterm?: { exitCode: number; afterMs?: number } | "ignore";
   /** Docker's error when the program cannot start, e.g. `exec: "python": executable file not found in $PATH` */
   startError?: string;
-  /** lines the program prints as soon as it starts */
+  /** lines the program prints as soon as it starts, on stdout, then on stderr */
   output?: string[];
+  errorOutput?: string[];
+  /** it ends by itself with this code right after its output, instead of running until stopped */
+  exitCode?: number;
 }
 
 export interface RegistryImage {
@@ -241,6 +244,9 @@ export class MemoryRuntime implements ContainerRuntime {
     this.starts += 1;
     container.address = `10.88.${Math.floor(this.starts / 250) % 256}.${(this.starts % 250) + 2}`;
     for (const message of container.behaviour.output ?? []) this.print(container, message, "stdout");
+    for (const message of container.behaviour.errorOutput ?? []) this.print(container, message, "stderr");
+    const { exitCode } = container.behaviour;
+    if (exitCode !== undefined) this.clock.setTimeout(() => this.end(container, exitCode), 0);
   }
 
   async stop(id: string, timeoutS: number): Promise<void> {
