@@ -3,6 +3,7 @@ import fs from "node:fs";
 import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import postgres from "postgres";
+import { KeyedQueue } from "@cm/protocol";
 import { sql } from "drizzle-orm";
 import { drizzle as drizzleSqlite } from "drizzle-orm/better-sqlite3";
 import { migrate as migrateSqlite } from "drizzle-orm/better-sqlite3/migrator";
@@ -58,12 +59,8 @@ function openSqlite(url: string): DbHandle {
   // Our repository code awaits between statements, so another request's
   // statements could slip into an open transaction. One queue for every caller
   // closes that gap; on one connection SQLite serialises writes anyway.
-  let tail: Promise<unknown> = Promise.resolve();
-  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
-    const next = tail.then(fn, fn);
-    tail = next.catch(() => undefined);
-    return next;
-  };
+  const queue = new KeyedQueue();
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => queue.run("sqlite", fn);
   const asPg = db as unknown as Db;
   return {
     dialect: "sqlite",
@@ -84,7 +81,7 @@ function openSqlite(url: string): DbHandle {
     // An embedded file answers whenever this process runs.
     ping: async () => undefined,
     close: async () => {
-      await tail;
+      await queue.idle();
       sqlite.close();
     },
   };

@@ -1,4 +1,5 @@
 import { creditsToMicro, type Repos, type TransitionPatch } from "@cm/db";
+import { KeyedQueue } from "@cm/protocol";
 import { costMicro, type Charges } from "./charges";
 import type { DeploymentMoves } from "./deployment-moves";
 import type { NodeLink } from "./deployment-service";
@@ -62,14 +63,14 @@ export function createMetering(o: MeteringOptions) {
       try {
         await meterOne(id, Math.min(seenMs, nowMs), nowMs);
       } catch (err) {
-        log.error("metering: charge failed", { deploymentId: id, err: String(err) });
+        log.error("metering: charge failed", { deploymentId: id, err });
       }
     }
   }
 
   // Ticks run one after another: one started while another runs waits for it.
-  let last: Promise<void> = Promise.resolve();
-  const tick = () => (last = last.then(runTick, runTick));
+  const ticks = new KeyedQueue();
+  const tick = () => ticks.run("tick", runTick);
 
   /** The node is gone: its live deployments fail (or finish stopping), charged up to its last sign of life. */
   async function nodeLost(nodeId: string, lastSeenMs: number, nowMs: number) {
@@ -91,13 +92,13 @@ export function createMetering(o: MeteringOptions) {
   return {
     nodeLost, tick,
     start() {
-      timer ??= setInterval(() => void tick().catch((err) => log.error("metering: tick failed", { err: String(err) })), o.intervalMs);
+      timer ??= setInterval(() => void tick().catch((err) => log.error("metering: tick failed", { err })), o.intervalMs);
       timer.unref();
     },
     async stop() {
       if (timer) clearInterval(timer);
       timer = undefined;
-      await last.catch(() => undefined);
+      await ticks.idle();
     },
   };
 }
