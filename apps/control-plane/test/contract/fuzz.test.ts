@@ -73,6 +73,7 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
 
     // One account that operates nodes and rents them, with credits to spare.
     const me = await h.signIn();
+    const spare = await h.signIn();
     token = me.token;
     await h.grantCredits(me.user.id, 1_000_000);
     const online = await h.onlineNode(token, {
@@ -100,7 +101,8 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
       packageId: packages.map((p) => p.id),
       depositId: deposit.status === 200 ? [deposit.json.deposit.depositId] : [],
       walletAddress: [me.wallet.address],
-      refreshToken: [me.refreshToken],
+      // Another session's: refreshing rotates it and ends its access token, which the fuzzer's own must outlive.
+      refreshToken: [spare.refreshToken],
       customImage: ["nginx:1.27"],
     });
     Object.assign(pathFixtures, {
@@ -114,7 +116,7 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
     await h?.close();
     await rpc?.close();
     console.log(
-      `fuzz on ${db.name}: ${figures.requests} requests in ${((Date.now() - started) / 1000).toFixed(1)} s; ${figures.valid} valid, ${figures.invalid} invalid, ${figures.undecided} undecided by the document; slowest answer ${figures.slowestMs} ms; statuses ${JSON.stringify(Object.fromEntries([...figures.statuses].sort(([a], [b]) => a - b)))}`,
+      `fuzz on ${db.name}: ${figures.requests} requests in ${((Date.now() - started) / 1000).toFixed(1)} s; ${figures.valid} valid, ${figures.invalid} invalid, ${figures.undecided} undecided by the document; slowest answer ${figures.slowestMs} ms; statuses ${JSON.stringify(Object.fromEntries([...figures.statuses].sort(([a], [b]) => a - b)))}\n  ${statusesByOperation.join("\n  ")}`,
     );
   });
 
@@ -350,7 +352,7 @@ async function exercise(
   req: FuzzRequest,
   token: string,
   figures: Figures,
-): Promise<Violation[]> {
+): Promise<{ found: Violation[]; request: string; answer: string }> {
   const { op, method } = target;
   const url = urlOf(baseUrl, target, req);
   const answer = await send(url, method, req, token);
