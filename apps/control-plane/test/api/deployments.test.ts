@@ -162,6 +162,30 @@ describeEachDatabase("deployment records on $name", (db) => {
     expect((await h.deps.repos.ledger.balance(tenant.user.id)).reservedMicro).toBe(heldBefore - 10_000_000);
   });
 
+  it("refuses a start the node or the credits cannot take, and takes nothing: no slot, no credits, still stopped", async () => {
+    const poor = await h.signIn();
+    await h.grantCredits(poor.user.id, 10); // one hour on a 10 credits/h node
+    const node = (await h.onlineNode(op.token, { maxDeployments: 2, hourlyRateCents: 10 })).id;
+    const a = (await create({ nodeId: node, customImage: "busybox" }, poor.token)).json.deployment;
+    expect((await h.call("POST", `/deployments/${a.id}/stop`, { token: poor.token })).status).toBe(200);
+    await create({ nodeId: node, customImage: "busybox" }, poor.token); // holds the hour a start of a needs
+    const books = async () => ({ reserved: (await h.deps.repos.ledger.balance(poor.user.id)).reservedMicro, slots: (await h.call("GET", `/nodes/${node}`)).json.node.activeDeployments });
+    const before = await books();
+
+    const broke = await h.call("POST", `/deployments/${a.id}/start`, { token: poor.token });
+    expect(broke.status).toBe(402);
+    expect(broke.json.error.code).toBe("INSUFFICIENT_CREDITS");
+    expect(await books()).toEqual(before);
+
+    await h.grantCredits(poor.user.id, 10);
+    await create({ nodeId: node, customImage: "busybox" }, poor.token).then((r) => expect(r.status).toBe(201)); // the node is full now
+    const full = await h.call("POST", `/deployments/${a.id}/start`, { token: poor.token });
+    expect(full.status).toBe(409);
+    expect(full.json.error.code).toBe("NODE_AT_CAPACITY");
+    expect((await h.call("GET", `/deployments/${a.id}`, { token: poor.token })).json.deployment).toMatchObject({ status: "stopped" });
+    expect((await books()).slots).toBe(2);
+  });
+
   it("serves logs with an empty list before any line arrives", async () => {
     const d = (await create({ nodeId: cpuNode, customImage: "busybox" })).json.deployment;
     const r = await h.call("GET", `/deployments/${d.id}/logs`, { token: tenant.token });
