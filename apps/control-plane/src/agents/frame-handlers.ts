@@ -83,11 +83,11 @@ const handlers: Handlers = {
   },
 
   ack(s, f) {
-    if (!f.ok) s.ctx.log.warn("agent: command failed", { nodeId: s.nodeId, commandId: f.commandId, error: f.error });
+    if (!f.ok) s.log.warn("agent: command failed", { commandId: f.commandId, error: f.error });
   },
 
   error(s, f) {
-    s.ctx.log.warn("agent: error frame", { nodeId: s.nodeId, code: f.code, message: f.message });
+    s.log.warn("agent: error frame", { code: f.code, message: f.message });
   },
 };
 
