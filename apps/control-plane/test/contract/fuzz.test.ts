@@ -396,7 +396,8 @@ async function exercise(
   if (!authorized && status >= 200 && status < 300) fail("a protected operation answered 2xx without a valid token");
   if (!authorized && valid === true && status !== 401) fail(`a valid request without a valid token got ${status}, not 401`);
   if (valid === true && authorized) {
-    if (status === 400 && (code === "VALIDATION_ERROR" || code === "INVALID_JSON")) fail(`a request the document calls valid was refused with 400 ${code}`);
+    if (status === 400 && (code === "VALIDATION_ERROR" || code === "INVALID_JSON"))
+      fail(`a request the document calls valid was refused with 400 ${code}${fieldsNamed(json)}`);
     if (status === 415 || status === 414 || status === 431) fail(`a request the document calls valid was refused with ${status}`);
   }
   if (valid === false) {
@@ -404,6 +405,14 @@ async function exercise(
     if (status >= 500) fail(`a request the document calls invalid got ${status} ${String(code)}, not a 4xx`);
   }
   return { found: out, request, answer: typeof code === "string" ? `${status} ${code}` : String(status) };
+}
+
+/** The fields a validation error names, so each distinct refusal is reported once. */
+function fieldsNamed(json: unknown): string {
+  const details = (json as { error?: { details?: unknown } }).error?.details;
+  if (!Array.isArray(details)) return "";
+  const fields = details.map((d: { field?: unknown; message?: unknown }) => `${String(d.field)}: ${String(d.message).replace(/\d+/g, "N")}`);
+  return ` on ${[...new Set(fields)].sort().join(", ")}`;
 }
 
 function describeRequest(method: string, url: string, req: FuzzRequest, valid: boolean | undefined): string {
