@@ -4,9 +4,14 @@ import type { Duplex } from "node:stream";
 import { ERROR_CODES, type ErrorCode } from "@cm/protocol";
 
 type ClientError = Error & { code?: string; rawPacket?: Buffer };
+/** Node's own field on a server socket: the response it is writing, if any (null between requests on a kept-alive connection). */
+type InFlight = { _httpMessage?: { headersSent?: boolean } | null };
 
 // A request line's method and the start of its target: what tells a URL from a header value.
 const REQUEST_LINE_START = /^[A-Z][A-Z-]* (?:\/|https?:\/\/|\*)/;
+
+/** How long a refused connection is read from (and what it sends dropped) so that the answer reaches the client. */
+const LINGER_MS = 5_000;
 
 /**
  * Node's HTTP parser refuses a request whose URL and headers pass its limit
@@ -16,23 +21,33 @@ const REQUEST_LINE_START = /^[A-Z][A-Z-]* (?:\/|https?:\/\/|\*)/;
  * a 'clientError' listener.
  */
 export function answerClientError(limitBytes = http.maxHeaderSize) {
-  return function onClientError(err: ClientError, socket: Duplex & { bytesWritten?: number }) {
-    if (socket.writable && (socket.bytesWritten ?? 0) === 0) {
-      if (err.code === "HPE_HEADER_OVERFLOW") {
-        const tooLong = requestLineTooLong(err.rawPacket, limitBytes);
-        socket.write(
-          errorReply(
-            tooLong ? "URI_TOO_LONG" : "HEADERS_TOO_LARGE",
-            tooLong ? `the URL is longer than ${limitBytes} bytes` : `the URL and headers together are larger than ${limitBytes} bytes`,
-          ),
-        );
-      } else if (err.code !== "ECONNRESET") {
-        const [status, reason] = err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? [408, "Request Timeout"] : err.code === "HPE_CHUNK_EXTENSIONS_OVERFLOW" ? [413, "Payload Too Large"] : [400, "Bad Request"];
-        socket.write(`HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n\r\n`);
-      }
-    }
-    socket.destroy(err);
+  // The parser reports again as more of the refused request arrives: answered once.
+  const answered = new WeakSet<Duplex>();
+  return function onClientError(err: ClientError, socket: Duplex & InFlight) {
+    if (answered.has(socket)) return;
+    answered.add(socket);
+    const reply = replyTo(err, limitBytes);
+    // A reply written into a response already under way would corrupt it (Node makes the same check).
+    if (!reply || !socket.writable || socket._httpMessage?.headersSent) return void socket.destroy(err);
+    // Closing at once, with the rest of the request unread, makes the kernel
+    // send a reset that can destroy the answer before the client reads it:
+    // end our side, go on reading (the parser drops it), then close.
+    socket.end(reply);
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    timer.unref();
+    socket.once("close", () => clearTimeout(timer));
   };
+}
+
+function replyTo(err: ClientError, limitBytes: number): string | undefined {
+  if (err.code === "ECONNRESET") return undefined;
+  if (err.code === "HPE_HEADER_OVERFLOW") {
+    return requestLineTooLong(err.rawPacket, limitBytes)
+      ? errorReply("URI_TOO_LONG", `the URL is longer than ${limitBytes} bytes`)
+      : errorReply("HEADERS_TOO_LARGE", `the URL and headers together are larger than ${limitBytes} bytes`);
+  }
+  const [status, reason] = err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? [408, "Request Timeout"] : err.code === "HPE_CHUNK_EXTENSIONS_OVERFLOW" ? [413, "Payload Too Large"] : [400, "Bad Request"];
+  return `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n\r\n`;
 }
 
 /** Whether the bytes start a request line that has no end within the limit (so its URL is past it). */

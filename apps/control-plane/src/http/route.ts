@@ -78,6 +78,8 @@ export function createRouteFactory(guards: RouteGuards) {
     if (request?.body) codes.push("VALIDATION_ERROR", "INVALID_JSON", "UNSUPPORTED_MEDIA_TYPE", "PAYLOAD_TOO_LARGE");
     if (request?.query || request?.params) codes.push("VALIDATION_ERROR");
     if (access.database !== false) codes.push("SERVICE_UNAVAILABLE");
+    // Node's parser refuses these for any route, before the app (http/client-error.ts).
+    codes.push("URI_TOO_LONG", "HEADERS_TOO_LARGE");
     return createRoute({
       ...config,
       security: access.auth ? [{ bearer: [] }] : [],

@@ -77,6 +77,8 @@ describe("OpenAPI document and docs", () => {
     };
     for (const { where, op } of ops) {
       const has = statuses(where);
+      expect(op.responses["414"]?.description, where).toContain("URI_TOO_LONG");
+      expect(op.responses["431"]?.description, where).toContain("HEADERS_TOO_LARGE");
       expect(has.includes("413") && has.includes("415"), `${where} 413/415`).toBe(op.requestBody !== undefined);
     }
     for (const where of ["post /auth/nonce", "post /auth/verify", "post /auth/refresh", "post /operator/nodes"]) {

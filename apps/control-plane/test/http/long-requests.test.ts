@@ -25,6 +25,33 @@ function dribble(url: string, pieces: string[]): Promise<{ statusLine: string; b
   });
 }
 
+/** Sends each request on one connection after the answer to the one before; answers each response's status line and body. */
+function oneConnection(url: string, requests: string[]): Promise<Array<{ statusLine: string; body: string }>> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(port), hostname);
+    const answers: Array<{ statusLine: string; body: string }> = [];
+    let buf = "";
+    const next = () => {
+      const request = requests[answers.length];
+      if (request === undefined) return void socket.end();
+      socket.write(request);
+    };
+    socket.on("data", (d) => {
+      buf += d.toString();
+      const headEnd = buf.indexOf("\r\n\r\n");
+      const length = Number(/content-length: (\d+)/i.exec(buf)?.[1] ?? 0);
+      if (headEnd < 0 || buf.length < headEnd + 4 + length) return;
+      answers.push({ statusLine: buf.slice(0, buf.indexOf("\r\n")), body: buf.slice(headEnd + 4, headEnd + 4 + length) });
+      buf = buf.slice(headEnd + 4 + length);
+      next();
+    });
+    socket.on("error", reject);
+    socket.on("close", () => resolve(answers));
+    socket.on("connect", next);
+  });
+}
+
 describe("URLs and headers past Node's 16 KiB limit", () => {
   let h: Harness;
   beforeAll(async () => {
@@ -45,6 +72,13 @@ describe("URLs and headers past Node's 16 KiB limit", () => {
       shape(r, "URI_TOO_LONG");
     }
     expect((await h.call("GET", "/health")).status).toBe(200);
+  });
+
+  it("answers on a connection kept alive after earlier requests too", async () => {
+    const get = (path: string) => `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`;
+    const answers = await oneConnection(h.url, [get("/health"), get("/health"), get(`/nodes?search=${"a".repeat(17_000)}`)]);
+    expect(answers.map((a) => a.statusLine)).toEqual(["HTTP/1.1 200 OK", "HTTP/1.1 200 OK", "HTTP/1.1 414 URI Too Long"]);
+    expect(JSON.parse(answers[2]!.body).error.code).toBe("URI_TOO_LONG");
   });
 
   it("answers headers that together pass the limit with 431 HEADERS_TOO_LARGE in the same shape", async () => {
