@@ -11,6 +11,9 @@ import type { ConnectionFailure, ConnectionState, Welcome } from "./connection/c
 import type { SocketFactory } from "./connection/socket";
 import type { HostProbe } from "./host/probe";
 import type { Logger } from "./logger";
+import { DiskWatcher } from "./disk/disk-watcher";
+import type { EgressGuard } from "./egress/egress-guard";
+import type { DiskClient } from "./runtime/docker-disk-client";
 import { EndpointReporter } from "./endpoints/endpoint-reporter";
 import { claimInstall } from "./install-identity";
 import type { InstallClaim } from "./install-identity";
@@ -31,6 +34,10 @@ export interface AgentDeps {
   logger: Logger;
   /** [0, 1), for backoff jitter */
   random?: () => number;
+  /** keeps the egress policy on the host's firewall; without one (tests) deployments are not held to it */
+  egress?: EgressGuard;
+  /** measures containers' writable layers and free disk; without one (tests) disk is not bounded */
+  disk?: DiskClient;
 }
 
 export class Agent {
@@ -40,6 +47,7 @@ export class Agent {
   private readonly specs: SpecsReporter;
   private readonly tunnels: TunnelOpener;
   private readonly endpoints: EndpointReporter;
+  private readonly diskWatcher: DiskWatcher | undefined;
   private readonly failureListeners = new Set<(failure: ConnectionFailure) => void>();
   /** the state directory, held while the agent runs, and this install's id from it (install-identity.ts) */
   private install: InstallClaim | undefined;
@@ -79,7 +87,15 @@ export class Agent {
       maxFrameBytes: () => this.connection.welcome?.maxFrameBytes,
     });
     const facts = new HostFacts(deps.hostProbe, logger);
-    this.specs = new SpecsReporter({ facts, send: (frame) => this.connection.send(frame), clock, logger, intervalMs: timing.specsIntervalMs });
+    const egress = deps.egress;
+    this.specs = new SpecsReporter({
+      facts,
+      send: (frame) => this.connection.send(frame),
+      clock,
+      logger,
+      intervalMs: timing.specsIntervalMs,
+      ...(egress ? { egressPolicy: () => egress.state.mode } : {}),
+    });
     const reporter = new StatusReporter({ reliable: (frame) => this.connection.sendReliable(frame), unreliable: (frame) => this.connection.send(frame) }, clock);
     this.tunnels = new TunnelOpener({ tunnelUrl: config.tunnelUrl, token: config.token, runtime, logger });
     this.endpoints = new EndpointReporter({
@@ -102,7 +118,25 @@ export class Agent {
       containerStopTimeoutS: timing.containerStopTimeoutS,
       nodeFacts: () => facts.nodeFacts(),
       canShipLogs: () => this.connection.state === "ready",
+      admit: async (spec) => {
+        await deps.egress?.admit();
+        await this.diskWatcher?.admit(spec.diskGb);
+      },
     });
+    if (deps.disk) {
+      let dataRoot: string | undefined;
+      this.diskWatcher = new DiskWatcher({
+        disk: deps.disk,
+        dataRoot: async () => (dataRoot ??= (await runtime.engineInfo()).dataRoot),
+        reserveGb: config.diskReserveGb,
+        defaultGb: config.diskDefaultGb,
+        checkMs: timing.diskCheckMs,
+        clock,
+        logger,
+        containerLabels: config.containerLabels,
+        stopDeployment: (deploymentId, containerId, reason) => this.reconciler.stopForPolicy(deploymentId, containerId, reason),
+      });
+    }
   }
 
   get state(): ConnectionState {
@@ -115,13 +149,18 @@ export class Agent {
     this.started = true;
     this.deps.logger.info("Agent starting", { controlPlane: this.config.wsUrl, version: AGENT_VERSION });
     if (this.config.stateDir) this.install = claimInstall(this.config.stateDir, this.deps.logger);
+    // Before any deployment can start: admission waits for it anyway, and tenants learn its state with the first specs.
+    await this.deps.egress?.start();
     await this.reconciler.adopt();
+    this.diskWatcher?.start();
     this.connection.start();
   }
 
   /** Closes the connection (going away) and stops following logs. Tenants' containers keep running. */
   async stop(): Promise<void> {
     this.reconciler.stop();
+    this.deps.egress?.stop();
+    this.diskWatcher?.stop();
     await this.deps.runtime.stopWarming();
     this.logs.stopAll();
     this.specs.stop();

@@ -4,6 +4,8 @@
 // else in the agent reads the environment.
 import { AGENT_RECONNECT_MAX_MS, AGENT_TUNNEL_PATH, AGENT_WS_PATH } from "@cm/protocol";
 import { z } from "zod";
+import { parseEgressAllow } from "./egress/policy";
+import type { EgressAllow } from "./egress/policy";
 import { DEFAULT_SANDBOX_POOL } from "./runtime/sandboxes";
 
 /** "silent" too, as the control plane's LOG_LEVEL allows it (`npm start` passes its environment on). */
@@ -11,7 +13,18 @@ export const LOG_LEVELS = ["debug", "info", "warn", "error", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** The keys a config file or the environment may set. */
-export const CONFIG_KEYS = ["CONTROL_PLANE_URL", "AGENT_TOKEN", "DOCKER_SOCKET", "AGENT_STATE_DIR", "LOG_LEVEL", "AGENT_SANDBOX_POOL"] as const;
+export const CONFIG_KEYS = [
+  "CONTROL_PLANE_URL",
+  "AGENT_TOKEN",
+  "DOCKER_SOCKET",
+  "AGENT_STATE_DIR",
+  "LOG_LEVEL",
+  "AGENT_SANDBOX_POOL",
+  "AGENT_EGRESS_POLICY",
+  "AGENT_EGRESS_ALLOW",
+  "AGENT_DISK_DEFAULT_GB",
+  "AGENT_DISK_RESERVE_GB",
+] as const;
 export type ConfigKey = (typeof CONFIG_KEYS)[number];
 export type RawConfig = Partial<Record<ConfigKey, string>>;
 
@@ -45,10 +58,26 @@ const Timing = z.object({
   endpointProbeMs: z.number().int().min(1).default(1_000),
   /** and once all are ready */
   endpointIdleProbeMs: z.number().int().min(1).default(15_000),
+  /** how often the egress policy is checked (and put back) on the host's firewall */
+  egressCheckMs: z.number().int().min(1).default(30_000),
+  /** how often each running container's writable layer is measured against its disk allowance */
+  diskCheckMs: z.number().int().min(1).default(60_000),
 });
 export type Timing = z.infer<typeof Timing>;
 
 const SANDBOX_POOL_ERROR = "AGENT_SANDBOX_POOL must be a whole number from 0 to 32";
+const EGRESS_POLICY_ERROR = 'AGENT_EGRESS_POLICY must be "on" or "off"';
+const DISK_DEFAULT_ERROR = "AGENT_DISK_DEFAULT_GB must be a whole number of GB from 1";
+const DISK_RESERVE_ERROR = "AGENT_DISK_RESERVE_GB must be a whole number of GB from 0";
+
+/** AGENT_EGRESS_ALLOW, parsed here so a typo stops the agent at start rather than leaving a range blocked or open. */
+const EgressAllowList = z.union([z.string(), z.array(z.custom<EgressAllow>())]).transform((value, ctx): EgressAllow[] => {
+  if (Array.isArray(value)) return value;
+  const parsed = parseEgressAllow(value);
+  if (parsed.ok) return parsed.allow;
+  for (const message of parsed.problems) ctx.issues.push({ code: "custom", message, input: value });
+  return z.NEVER;
+});
 
 export const AgentConfigInput = z.object({
   controlPlaneUrl: z.url({ protocol: /^(https?|wss?)$/, error: "CONTROL_PLANE_URL (or --control-plane) must be an http(s):// or ws(s):// URL" }),
@@ -60,6 +89,14 @@ export const AgentConfigInput = z.object({
   sandboxPool: z.coerce.number({ error: SANDBOX_POOL_ERROR }).int(SANDBOX_POOL_ERROR).min(0, SANDBOX_POOL_ERROR).max(32, SANDBOX_POOL_ERROR).default(DEFAULT_SANDBOX_POOL),
   /** extra labels stamped on every container, and the filter for adopting them (tests use a per-run label) */
   containerLabels: z.record(z.string(), z.string()).default({}),
+  /** "off" lets tenants' containers reach the host and its networks (egress/policy.ts); the node tells tenants */
+  egressPolicy: z.enum(["on", "off"], { error: EGRESS_POLICY_ERROR }).default("on"),
+  /** ranges and ports opened beyond the internet and DNS: "10.8.0.0/16, tcp/587, 192.168.1.20 tcp/5432" */
+  egressAllow: EgressAllowList.default([]),
+  /** the disk allowance of a deployment whose spec gives none (a custom image) */
+  diskDefaultGb: z.coerce.number({ error: DISK_DEFAULT_ERROR }).int(DISK_DEFAULT_ERROR).min(1, DISK_DEFAULT_ERROR).default(20),
+  /** free space on Docker's data root below which no new deployment starts */
+  diskReserveGb: z.coerce.number({ error: DISK_RESERVE_ERROR }).int(DISK_RESERVE_ERROR).min(0, DISK_RESERVE_ERROR).default(10),
   timing: Timing.default(Timing.parse({})),
 });
 export type AgentConfigInput = z.input<typeof AgentConfigInput>;
@@ -189,6 +226,10 @@ export function configFromRaw(raw: RawConfig): AgentConfig {
     stateDir: raw.AGENT_STATE_DIR,
     logLevel: raw.LOG_LEVEL as LogLevel | undefined,
     ...(raw.AGENT_SANDBOX_POOL === undefined ? {} : { sandboxPool: raw.AGENT_SANDBOX_POOL }),
+    ...(raw.AGENT_EGRESS_POLICY === undefined ? {} : { egressPolicy: raw.AGENT_EGRESS_POLICY as "on" | "off" }),
+    ...(raw.AGENT_EGRESS_ALLOW === undefined ? {} : { egressAllow: raw.AGENT_EGRESS_ALLOW }),
+    ...(raw.AGENT_DISK_DEFAULT_GB === undefined ? {} : { diskDefaultGb: raw.AGENT_DISK_DEFAULT_GB }),
+    ...(raw.AGENT_DISK_RESERVE_GB === undefined ? {} : { diskReserveGb: raw.AGENT_DISK_RESERVE_GB }),
   });
 }
 

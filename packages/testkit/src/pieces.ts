@@ -11,7 +11,7 @@ import { delimiter, join } from "node:path";
 import { testPostgresUrl } from "@cm/db/testing";
 import postgres from "postgres";
 
-export const PIECES = ["docker", "busybox", "postgres", "postgres-server", "nginx", "openssl", "qemu-aarch64", "systemd-analyze"] as const;
+export const PIECES = ["docker", "busybox", "postgres", "postgres-server", "nginx", "openssl", "qemu-aarch64", "systemd-analyze", "firewall"] as const;
 export type Piece = (typeof PIECES)[number];
 
 /** The task meta key under which a skipped test or suite keeps why (needs.ts writes it, skip-summary.ts reads it). */
@@ -90,6 +90,11 @@ function probeBinary(command: string, install: string, env: NodeJS.ProcessEnv): 
   return onPath(command, env) ? undefined : `${command} is not installed (${install})`;
 }
 
+function probeFirewall(env: NodeJS.ProcessEnv): string | undefined {
+  if (process.getuid?.() !== 0) return "not running as root (the egress policy's tests change the firewall and make network namespaces)";
+  return probeBinary("iptables", "apt-get install iptables", env) ?? probeBinary("ip", "apt-get install iproute2", env);
+}
+
 /** Probes every piece at once; resolves to the missing ones with their reasons. */
 export async function probePieces(env: NodeJS.ProcessEnv = process.env): Promise<MissingPieces> {
   const [docker, pg] = await Promise.all([probeDocker(env), probePostgres(env)]);
@@ -104,6 +109,8 @@ export async function probePieces(env: NodeJS.ProcessEnv = process.env): Promise
     openssl: probeBinary("openssl", "apt-get install openssl", env),
     "qemu-aarch64": executable("/usr/bin/qemu-aarch64-static") ? undefined : "qemu-aarch64-static is not installed (apt-get install qemu-user-static)",
     "systemd-analyze": probeBinary("systemd-analyze", "apt-get install systemd", env),
+    // The egress policy's tests change the host's firewall and make network namespaces.
+    firewall: probeFirewall(env),
   };
   const missing: MissingPieces = {};
   for (const piece of PIECES) if (found[piece]) missing[piece] = found[piece];

@@ -1,7 +1,7 @@
 // The command line: `[run|install|doctor|help|version] [--flag value | --flag=value | --switch]`.
 import type { RawConfig } from "../config";
 
-export const COMMANDS = ["run", "install", "doctor", "help", "version"] as const;
+export const COMMANDS = ["run", "install", "uninstall", "doctor", "help", "version"] as const;
 export type Command = (typeof COMMANDS)[number];
 
 /** Flags that set a config key, shared by every command. */
@@ -16,6 +16,7 @@ const CONFIG_FLAGS = {
 const VALUE_FLAGS: Record<Command, readonly string[]> = {
   run: ["config"],
   install: ["config", "unit-dir", "env-file", "env-path"],
+  uninstall: ["config", "unit-dir", "env-file", "env-path"],
   doctor: ["config"],
   help: [],
   version: [],
@@ -23,6 +24,7 @@ const VALUE_FLAGS: Record<Command, readonly string[]> = {
 const SWITCHES: Record<Command, readonly string[]> = {
   run: [],
   install: ["dry-run"],
+  uninstall: [],
   doctor: ["check-token"],
   help: [],
   version: [],
@@ -82,7 +84,8 @@ export const USAGE = `Usage: npm run agent -- [command] [options]
 Commands:
   run (default)   connect to the control plane and run deployments
   install         write the systemd unit and /etc/cm-agent/agent.env, then enable the service
-  doctor          check Docker, GPUs, the NVIDIA runtime, the control plane and the token
+  uninstall       stop and disable the service, remove its unit and the egress policy's firewall rules
+  doctor          check Docker, GPUs, the NVIDIA runtime, the egress policy, the control plane and the token
   version         print the agent's version
 
 Options (every command; they override the environment and the config file):

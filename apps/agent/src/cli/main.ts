@@ -4,7 +4,10 @@ import { readFileSync } from "node:fs";
 import { ConfigError, DEFAULT_DOCKER_SOCKET, configFromRaw, mergeConfigSources } from "../config";
 import type { AgentConfig } from "../config";
 import { wsSocketFactory } from "../connection/socket";
-import { createDeps, dockerSocketPath } from "../deps";
+import { createDeps, dockerSocketPath, egressPolicyOf, hostResolvers } from "../deps";
+import { spawnCommand } from "../egress/command";
+import { IptablesFirewall } from "../egress/iptables";
+import { runUninstall } from "../install/uninstall";
 import { SystemHostProbe } from "../host/probe";
 import { runDoctor } from "../install/doctor";
 import { runInstall } from "../install/install";
@@ -47,6 +50,16 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         { flags: args.config, configPath: args.configPath, env: io.env, dryRun: args.switches.has("dry-run"), unitDir: args.values["unit-dir"], envFile: args.values["env-file"], paths: agentPaths() },
         { print: io.stdout, run: runCommand, commandExists },
       );
+    case "uninstall":
+      return runUninstall(
+        {
+          unitDir: args.values["unit-dir"],
+          envFile: args.values["env-file"],
+          // The chains are named the same whatever was allowed: the defaults find them.
+          removeEgressPolicy: () => new IptablesFirewall(egressPolicyOf([], []), spawnCommand).remove(),
+        },
+        { print: io.stdout, run: runCommand, commandExists },
+      );
     case "doctor": {
       let config: { ok: true; value: AgentConfig } | { ok: false; problems: string[] };
       let dockerSocket = DEFAULT_DOCKER_SOCKET;
@@ -68,6 +81,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         socketFactory: wsSocketFactory(),
         serviceActive: async () => commandExists("systemctl") && (await runCommand("systemctl", ["is-active", "--quiet", "cm-agent"])).code === 0,
         forceTokenCheck: args.switches.has("check-token"),
+        egress: new IptablesFirewall(egressPolicyOf(config.ok ? config.value.egressAllow : [], hostResolvers()), spawnCommand),
         ...(status ? { agentStatus: { status, alive: processAlive(status.pid) } } : {}),
         print: io.stdout,
       });

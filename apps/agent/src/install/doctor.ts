@@ -28,6 +28,8 @@ export interface DoctorDeps {
   /** whether cm-agent.service runs here: a token check would replace its connection */
   serviceActive(): Promise<boolean>;
   forceTokenCheck: boolean;
+  /** the egress policy on this machine's firewall (egress/iptables.ts): what is wrong with it, empty when in place */
+  egress?: { check(): Promise<string[]> };
   /** what a running agent wrote to AGENT_STATE_DIR/status.json, and whether its process lives */
   agentStatus?: { status: AgentStatus; alive: boolean };
   timeoutMs?: number;
@@ -71,6 +73,8 @@ export async function runDoctor(deps: DoctorDeps): Promise<number> {
   else if (engine.runtimes.includes("nvidia")) report({ status: "ok", title: "NVIDIA container runtime", detail: `registered with Docker (runtimes: ${engine.runtimes.join(", ")})` });
   else report({ status: "fail", title: "NVIDIA container runtime", detail: `Docker knows no "nvidia" runtime (runtimes: ${engine.runtimes.join(", ") || "none"}), so containers cannot use the GPUs`, fix: "install nvidia-container-toolkit, then: nvidia-ctk runtime configure --runtime=docker && systemctl restart docker" });
 
+  if (deps.egress) report(await egressCheck(deps.egress, config, deps.agentStatus?.alive ?? false));
+
   if (!config) {
     report({ status: "skip", title: "Control plane", detail: "no valid configuration" });
     report({ status: "skip", title: "Token", detail: "no valid configuration" });
@@ -92,6 +96,26 @@ export async function runDoctor(deps: DoctorDeps): Promise<number> {
   const failed = results.filter((r) => r.status === "fail").length;
   deps.print(failed === 0 ? "All required checks passed." : `${failed} required check${failed === 1 ? "" : "s"} failed.`);
   return failed === 0 ? 0 : 1;
+}
+
+async function egressCheck(egress: NonNullable<DoctorDeps["egress"]>, config: AgentConfig | undefined, agentRuns: boolean): Promise<CheckResult> {
+  const title = "Egress policy";
+  if (config?.egressPolicy === "off") {
+    return {
+      status: "warn",
+      title,
+      detail: "off (AGENT_EGRESS_POLICY=off): tenants' containers can reach this machine, its network and any cloud metadata service, and tenants are told so",
+      fix: "remove AGENT_EGRESS_POLICY=off, and open only what tenants need with AGENT_EGRESS_ALLOW",
+    };
+  }
+  const problems = await egress.check();
+  const allowed = config && config.egressAllow.length > 0 ? `; also allowed: ${config.egressAllow.length} AGENT_EGRESS_ALLOW entr${config.egressAllow.length === 1 ? "y" : "ies"}` : "";
+  if (problems.length === 0) return { status: "ok", title, detail: `in place: tenants' containers reach the internet and DNS only${allowed}` };
+  const detail = problems.join("; ");
+  if (/permission denied|must be root/i.test(detail)) return { status: "skip", title, detail: "reading the firewall needs root: run doctor with sudo to check it" };
+  const fix = "the agent installs it at start and puts it back every 30 s: see journalctl -u cm-agent for why it cannot (iptables installed? Docker running with its iptables option on?)";
+  if (agentRuns) return { status: "fail", title, detail: `missing while the agent runs, so it starts no deployment: ${detail}`, fix };
+  return { status: "warn", title, detail: `not installed (the agent installs it when it starts): ${detail}`, fix };
 }
 
 function agentServiceCheck(status: AgentStatus, alive: boolean): CheckResult {

@@ -11,6 +11,8 @@ export function checkToken(socketFactory: SocketFactory, wsUrl: string, token: s
   return new Promise((resolve) => {
     let settled = false;
     let serverError = "";
+    // Declared before finish() can run: a socket factory that throws settles at once.
+    let timer: NodeJS.Timeout | undefined;
     const finish = (result: TokenCheck) => {
       if (settled) return;
       settled = true;
@@ -23,7 +25,7 @@ export function checkToken(socketFactory: SocketFactory, wsUrl: string, token: s
     } catch (error) {
       return finish({ ok: false, reason: (error as Error).message, rejected: false });
     }
-    const timer = setTimeout(() => {
+    timer = setTimeout(() => {
       socket.terminate();
       finish({ ok: false, reason: `no welcome within ${timeoutMs / 1000} s`, rejected: false });
     }, timeoutMs);

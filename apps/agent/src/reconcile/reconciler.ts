@@ -43,6 +43,8 @@ export interface ReconcilerOptions {
   nodeFacts(): Promise<NodeFacts>;
   /** whether log shipping can start now (the connection is ready) */
   canShipLogs(): boolean;
+  /** see StartContext.admit */
+  admit?(spec: DeploymentSpec): Promise<void>;
 }
 
 export class Reconciler {
@@ -146,6 +148,20 @@ export class Reconciler {
 
   async command(action: CommandAction, deployment: DeploymentSpec): Promise<ConvergeResult> {
     return this.enqueue({ ...deployment, desiredState: DESIRED_BY_ACTION[action] });
+  }
+
+  /**
+   * Ends a running deployment the node itself must end (past its disk
+   * allowance), telling the tenant why; a container that is no longer the
+   * deployment's running one is left alone.
+   */
+  stopForPolicy(deploymentId: string, containerId: string, reason: string): Promise<void> {
+    return this.queue.run(deploymentId, async () => {
+      const container = this.runningNow.get(deploymentId);
+      if (container?.id !== containerId) return;
+      await this.stopContainers(deploymentId, [container]);
+      this.options.reporter.status(deploymentId, runSeqOf(container), "failed", { reason });
+    });
   }
 
   /** Stops watching; containers are left exactly as they are. */

@@ -33,3 +33,15 @@ export function containerResources(spec: { cpuCores?: number; memoryMb?: number;
     memoryMb: usableRamMb > 0 ? Math.min(memoryMb, Math.max(usableRamMb, MIN_MEMORY_MB)) : memoryMb,
   };
 }
+
+/** Docker's own /dev/shm size, and the least a deployment gets. */
+const MIN_SHM_MB = 64;
+
+/**
+ * /dev/shm: a quarter of the memory limit (PyTorch's dataloaders pass batches
+ * through it, and Docker's 64 MB breaks them). Its pages count against the
+ * memory limit anyway; the size keeps one tenant's tmpfs from being unbounded.
+ */
+export function shmSizeMb(memoryMb: number): number {
+  return Math.max(MIN_SHM_MB, Math.floor(memoryMb / 4));
+}

@@ -10,7 +10,7 @@ import { LABEL_INSTALL_ID } from "../runtime/labels";
 import type { ContainerState } from "../runtime/types";
 import { pickGpus } from "./gpu-assignment";
 import { containerName, gpusOf, runLabels } from "./labels";
-import { containerResources } from "./resources";
+import { containerResources, shmSizeMb } from "./resources";
 import type { StatusReporter } from "./status-reporter";
 
 export class DeploymentFailure extends Error {
@@ -37,10 +37,19 @@ export interface StartContext {
   gpuLock: KeyedQueue;
   /** true when a newer desired state for this deployment has arrived meanwhile */
   superseded(): boolean;
+  /** rejects, saying why for the tenant, when this node must not start the deployment now (egress policy missing, disk full) */
+  admit?(spec: DeploymentSpec): Promise<void>;
 }
 
 /** Resolves with the running container, or undefined when superseded; rejects with DeploymentFailure. */
 export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): Promise<ContainerState | undefined> {
+  if (ctx.admit) {
+    try {
+      await ctx.admit(spec);
+    } catch (error) {
+      throw new DeploymentFailure((error as Error).message);
+    }
+  }
   const image = await ensureImage(ctx, spec);
   if (ctx.superseded()) return undefined;
   const facts = await ctx.nodeFacts();
@@ -60,6 +69,8 @@ export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): 
         exposedPorts: spec.ports,
         cpuCores: resources.cpuCores,
         memoryMb: resources.memoryMb,
+        shmMb: shmSizeMb(resources.memoryMb),
+        ...(spec.diskGb !== undefined ? { diskGb: spec.diskGb } : {}),
         gpuDeviceIds: gpuUuids,
         labels: { ...ctx.containerLabels, ...(ctx.installId ? { [LABEL_INSTALL_ID]: ctx.installId } : {}), ...runLabels(spec.runSeq, gpuUuids) },
         name: containerName(spec.deploymentId, spec.runSeq),

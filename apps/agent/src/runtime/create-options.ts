@@ -1,7 +1,7 @@
 // Pure builders of what we ask Docker to create. Every tenant container gets the
 // same hardened HostConfig; only limits, ports and GPUs vary with the spec.
 import type Docker from "dockerode";
-import { LABEL_PORTS, LABEL_SANDBOX, LABEL_SANDBOX_NAME, managedLabels } from "./labels";
+import { LABEL_DISK_GB, LABEL_PORTS, LABEL_SANDBOX, LABEL_SANDBOX_NAME, managedLabels } from "./labels";
 import type { ContainerSpec } from "./types";
 
 /**
@@ -30,6 +30,25 @@ export const CONTAINER_PIDS_LIMIT = 1024;
 /** json-file with rotation: at most 30 MB of logs per container on the operator's disk. */
 export const CONTAINER_LOG_CONFIG = { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } };
 
+/**
+ * Open files per process, soft and hard alike: enough for databases and busy
+ * servers, and never the daemon's own (often a million), which a tenant could
+ * spend on the host's file table. It must stay at or below the daemon's own hard
+ * limit: the container's init cannot raise it (measured: dockerd at 20,000 on a
+ * Debian VM refuses to start a container asking 65,536, "error setting rlimit
+ * type 7"), and systemd's default for services is 524,288.
+ */
+export const CONTAINER_NOFILE = 16_384;
+
+/**
+ * Every deployment's bridge is named with this prefix (Docker's own names are
+ * br-<id>), so the egress policy's firewall rules match all of them with one
+ * `-i cm-+` and never change as deployments come and go.
+ */
+export const DEFAULT_BRIDGE_PREFIX = "cm-";
+/** Linux's limit on an interface name (IFNAMSIZ less the NUL). */
+const INTERFACE_NAME_MAX = 15;
+
 const NANO_CPUS_PER_CORE = 1_000_000_000;
 const BYTES_PER_MB = 1024 * 1024;
 
@@ -47,8 +66,12 @@ export function buildContainerCreateOptions(spec: ContainerSpec, sandbox: string
     Privileged: false,
     CapDrop: ["ALL"],
     CapAdd: [...CONTAINER_CAPABILITIES],
+    // Docker's default seccomp profile applies because nothing here names another.
     SecurityOpt: ["no-new-privileges"],
     PidsLimit: CONTAINER_PIDS_LIMIT,
+    Ulimits: [{ Name: "nofile", Soft: CONTAINER_NOFILE, Hard: CONTAINER_NOFILE }],
+    // Its own IPC namespace, whatever the daemon's default-ipc-mode says; PID and UTS are private unless asked otherwise, and never are.
+    IpcMode: "private",
     // tini as PID 1 reaps zombies and forwards SIGTERM, so `stop` is graceful for any image.
     Init: true,
     LogConfig: CONTAINER_LOG_CONFIG,
@@ -64,6 +87,8 @@ export function buildContainerCreateOptions(spec: ContainerSpec, sandbox: string
     // Same as Memory: no swap on top of the limit, so the limit is what the tenant paid for.
     hostConfig.MemorySwap = spec.memoryMb * BYTES_PER_MB;
   }
+  // tmpfs pages count against the memory limit; the size only bounds how much of it /dev/shm may take.
+  if (spec.shmMb !== undefined && spec.shmMb > 0) hostConfig.ShmSize = spec.shmMb * BYTES_PER_MB;
   if (spec.gpuDeviceIds.length > 0) {
     hostConfig.DeviceRequests = [{ Driver: "nvidia", DeviceIDs: [...spec.gpuDeviceIds], Capabilities: [["gpu"]] }];
   }
@@ -73,7 +98,12 @@ export function buildContainerCreateOptions(spec: ContainerSpec, sandbox: string
     Image: spec.image,
     Env: Object.entries(spec.env).map(([key, value]) => `${key}=${value}`),
     ...(spec.cmd ? { Cmd: [...spec.cmd] } : {}),
-    Labels: { ...managedLabels(spec, spec.labels), [LABEL_SANDBOX_NAME]: sandbox, [LABEL_PORTS]: spec.exposedPorts.join(",") },
+    Labels: {
+      ...managedLabels(spec, spec.labels),
+      [LABEL_SANDBOX_NAME]: sandbox,
+      [LABEL_PORTS]: spec.exposedPorts.join(","),
+      ...(spec.diskGb !== undefined ? { [LABEL_DISK_GB]: String(spec.diskGb) } : {}),
+    },
     Tty: false,
     OpenStdin: false,
     AttachStdin: false,
@@ -84,8 +114,21 @@ export function buildContainerCreateOptions(spec: ContainerSpec, sandbox: string
 }
 
 /** A sandbox's own bridge network: tenants on one node cannot reach each other. */
-export function buildSandboxNetworkOptions(name: string, labels: Record<string, string>): Docker.NetworkCreateOptions {
-  return { Name: name, Driver: "bridge", CheckDuplicate: true, Labels: { ...labels, [LABEL_SANDBOX]: "true" } };
+export function buildSandboxNetworkOptions(name: string, labels: Record<string, string>, bridgePrefix = DEFAULT_BRIDGE_PREFIX): Docker.NetworkCreateOptions {
+  return {
+    Name: name,
+    Driver: "bridge",
+    CheckDuplicate: true,
+    Labels: { ...labels, [LABEL_SANDBOX]: "true" },
+    Options: { [BRIDGE_NAME_OPTION]: bridgeName(name, bridgePrefix) },
+  };
+}
+
+export const BRIDGE_NAME_OPTION = "com.docker.network.bridge.name";
+
+/** cm-sbx-0123456789ab -> cm-0123456789ab: the sandbox's random part after the prefix, cut to an interface name's length. */
+export function bridgeName(sandbox: string, prefix = DEFAULT_BRIDGE_PREFIX): string {
+  return `${prefix}${sandbox.replace(/^cm-sbx-/, "")}`.slice(0, INTERFACE_NAME_MAX);
 }
 
 /**

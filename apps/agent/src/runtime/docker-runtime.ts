@@ -4,6 +4,8 @@
 import Docker from "dockerode";
 import type { ContainerRuntime, EnsuredImage } from "./container-runtime";
 import { DockerContainerClient } from "./docker-container-client";
+import { DockerDiskClient } from "./docker-disk-client";
+import type { DiskClient, WritableLayer } from "./docker-disk-client";
 import { DockerImageClient } from "./docker-image-client";
 import { DockerLogClient } from "./docker-log-client";
 import { silentLogger } from "./logger";
@@ -20,23 +22,27 @@ export interface DockerRuntimeOptions {
   logger?: RuntimeLogger;
   /** ready network sandboxes kept once keepSandboxesWarm() is called (sandboxes.ts) */
   sandboxPool?: number;
+  /** how deployments' bridges are named (create-options.ts DEFAULT_BRIDGE_PREFIX); tests use their own */
+  bridgePrefix?: string;
 }
 
-export class DockerRuntime implements ContainerRuntime {
+export class DockerRuntime implements ContainerRuntime, DiskClient {
   private readonly docker: Docker;
   private readonly logger: RuntimeLogger;
   private readonly images: DockerImageClient;
   private readonly containers: DockerContainerClient;
   private readonly logClient: DockerLogClient;
   private readonly sandboxes: DockerSandboxes;
+  private readonly disk: DockerDiskClient;
 
   constructor(options: DockerRuntimeOptions = {}) {
     this.docker = options.docker ?? new Docker(options.socketPath ? { socketPath: options.socketPath } : undefined);
     this.logger = options.logger ?? silentLogger;
     this.images = new DockerImageClient(this.docker, this.logger);
-    this.sandboxes = new DockerSandboxes(this.docker, this.logger, options.sandboxPool ?? DEFAULT_SANDBOX_POOL);
+    this.sandboxes = new DockerSandboxes(this.docker, this.logger, options.sandboxPool ?? DEFAULT_SANDBOX_POOL, options.bridgePrefix ? { bridgePrefix: options.bridgePrefix } : {});
     this.containers = new DockerContainerClient(this.docker, this.logger, this.sandboxes);
     this.logClient = new DockerLogClient(this.docker, this.logger);
+    this.disk = new DockerDiskClient(this.docker, this.logger);
   }
 
   async engineVersion(): Promise<string> {
@@ -97,6 +103,14 @@ export class DockerRuntime implements ContainerRuntime {
 
   waitExit(id: string): Promise<ContainerExit> {
     return this.containers.waitExit(id);
+  }
+
+  writableLayers(filterLabels?: Record<string, string>): Promise<WritableLayer[]> {
+    return this.disk.writableLayers(filterLabels);
+  }
+
+  freeBytes(path: string): Promise<number> {
+    return this.disk.freeBytes(path);
   }
 
   logs(id: string, options: LogOptions, onLine: (line: LogLine) => void): Promise<LogStreamHandle> {

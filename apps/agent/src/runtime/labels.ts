@@ -11,6 +11,8 @@ export const LABEL_SANDBOX = "cm.sandbox";
 export const LABEL_SANDBOX_NAME = "cm.sandbox-name";
 /** On a tenant's container: the ports the deployment exposes, "8080,9000" (Docker refuses ExposedPorts in a joined network). */
 export const LABEL_PORTS = "cm.ports";
+/** On a tenant's container: its disk allowance in GB, what the disk watcher measures its writable layer against. */
+export const LABEL_DISK_GB = "cm.disk-gb";
 
 export interface LabelOwners {
   deploymentId: string;

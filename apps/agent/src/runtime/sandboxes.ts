@@ -12,7 +12,7 @@
 // A sandbox is never reused: when its tenant's container is removed, it goes too.
 import { createHash, randomBytes } from "node:crypto";
 import type Docker from "dockerode";
-import { SANDBOX_PROGRAM_PATH, buildSandboxCreateOptions, buildSandboxNetworkOptions } from "./create-options";
+import { BRIDGE_NAME_OPTION, DEFAULT_BRIDGE_PREFIX, SANDBOX_PROGRAM_PATH, bridgeName, buildSandboxCreateOptions, buildSandboxNetworkOptions } from "./create-options";
 import { dockerStatusCode, ignoringStatus } from "./errors";
 import { LABEL_INSTALL_ID, LABEL_NODE_ID, LABEL_SANDBOX, LABEL_SANDBOX_NAME } from "./labels";
 import type { RuntimeLogger } from "./logger";
@@ -36,6 +36,8 @@ export interface SandboxPoolOptions {
   spareCheckIntervalMs?: number;
   /** DEFAULT_MAKING_GRACE_MS */
   makingGraceMs?: number;
+  /** DEFAULT_BRIDGE_PREFIX: what the egress policy's firewall rules match a deployment's bridge by */
+  bridgePrefix?: string;
 }
 /** Refilling waits this long after a take, so it never competes with the start it made fast. */
 const REFILL_DELAY_MS = 1_000;
@@ -239,15 +241,18 @@ export class DockerSandboxes {
     const joined = await this.docker.listContainers({ all: true, filters: { label: [LABEL_SANDBOX_NAME] } });
     const inUse = new Set(joined.map((container) => container.Labels[LABEL_SANDBOX_NAME]));
     const holders = await this.docker.listContainers({ all: true, filters });
+    const networks = await this.docker.listNetworks({ filters });
+    // A spare whose bridge is not named for the egress policy (an older agent made it) escapes the policy: never hand it out.
+    const policed = new Set(networks.filter((network) => network.Options?.[BRIDGE_NAME_OPTION] === this.bridgeNameOf(network.Name)).map((network) => network.Name));
     for (const holder of holders) {
       const name = holder.Names[0]?.replace(/^\//, "") ?? "";
       if (!name || inUse.has(name) || this.known(name) || this.beingMade(holder)) continue;
-      if (holder.State === "running" && this.spares.length < this.poolSize) this.spares.push(name);
+      if (holder.State === "running" && policed.has(name) && this.spares.length < this.poolSize) this.spares.push(name);
       else await this.remove(name);
     }
     // A network whose sandbox container never got made (the agent died in between).
     const names = new Set(holders.map((holder) => holder.Names[0]?.replace(/^\//, "")));
-    for (const network of await this.docker.listNetworks({ filters })) {
+    for (const network of networks) {
       if (names.has(network.Name) || this.known(network.Name) || this.young(Date.parse(network.Created))) continue;
       // One made since the listing above is in use: Docker refuses, and that is fine.
       await ignoringStatus(NOT_FOUND, () => this.docker.getNetwork(network.Name).remove()).catch(() => {});
@@ -278,6 +283,10 @@ export class DockerSandboxes {
     if (removed > 0) this.logger.warn("Removed network sandboxes a previous enrolment of this machine left", { count: removed });
   }
 
+  private bridgeNameOf(sandbox: string): string {
+    return bridgeName(sandbox, this.options.bridgePrefix ?? DEFAULT_BRIDGE_PREFIX);
+  }
+
   private young(createdMs: number): boolean {
     return Date.now() - createdMs < (this.options.makingGraceMs ?? DEFAULT_MAKING_GRACE_MS);
   }
@@ -299,7 +308,7 @@ export class DockerSandboxes {
     this.logger.debug("Creating network sandbox", { sandbox: name });
     this.creating.add(name);
     try {
-      await this.docker.createNetwork(buildSandboxNetworkOptions(name, labels));
+      await this.docker.createNetwork(buildSandboxNetworkOptions(name, labels, this.options.bridgePrefix));
       const container = await this.docker.createContainer(buildSandboxCreateOptions(name, image, labels));
       await container.start();
       return name;

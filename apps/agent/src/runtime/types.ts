@@ -14,6 +14,10 @@ export interface ContainerSpec {
   /** fractional cores allowed, e.g. 0.5 */
   cpuCores: number;
   memoryMb: number;
+  /** the size of /dev/shm; Docker's 64 MB when absent */
+  shmMb?: number;
+  /** the deployment's disk allowance, stamped on the container for the disk watcher */
+  diskGb?: number;
   /** nvidia-smi UUIDs ("GPU-...") or indexes ("0"); empty means no GPU */
   gpuDeviceIds: string[];
   /** extra labels (e.g. for tests); cannot override the cm.* labels */

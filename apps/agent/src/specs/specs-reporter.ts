@@ -10,14 +10,17 @@ export interface SpecsReporterOptions {
   clock: Clock;
   logger: Logger;
   intervalMs: number;
+  /** the egress policy's state now (egress/egress-guard.ts); "missing" is not told: such a node starts nothing */
+  egressPolicy?: () => "enforced" | "off" | "missing";
 }
 
-export function specsFrame(snapshot: HostSnapshot & { specs: NonNullable<HostSnapshot["specs"]> }) {
+export function specsFrame(snapshot: HostSnapshot & { specs: NonNullable<HostSnapshot["specs"]> }, egressPolicy?: "enforced" | "off" | "missing") {
   return {
     type: "specs" as const,
     specs: snapshot.specs,
     gpus: snapshot.gpus.gpus.map((gpu) => ({ ...gpu })),
     ...(snapshot.gpus.warning ? { gpuWarning: snapshot.gpus.warning } : {}),
+    ...(egressPolicy === "enforced" || egressPolicy === "off" ? { egressPolicy } : {}),
   };
 }
 
@@ -54,6 +57,6 @@ export class SpecsReporter {
 
   private send(snapshot: HostSnapshot): void {
     if (!snapshot.specs) return this.options.logger.warn("Not sending specs: this machine's specs could not be read");
-    this.options.send(specsFrame({ ...snapshot, specs: snapshot.specs }));
+    this.options.send(specsFrame({ ...snapshot, specs: snapshot.specs }, this.options.egressPolicy?.()));
   }
 }

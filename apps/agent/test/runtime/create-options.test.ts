@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { buildContainerCreateOptions, buildSandboxCreateOptions, buildSandboxNetworkOptions } from "../../src/runtime/create-options";
+import { bridgeName, buildContainerCreateOptions, buildSandboxCreateOptions, buildSandboxNetworkOptions } from "../../src/runtime/create-options";
 import type { ContainerSpec } from "../../src/runtime/types";
 
 const spec: ContainerSpec = {
@@ -27,7 +27,13 @@ describe("buildContainerCreateOptions", () => {
       Init: true,
       LogConfig: { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } },
       RestartPolicy: { Name: "no" },
+      Ulimits: [{ Name: "nofile", Soft: 16_384, Hard: 16_384 }],
+      IpcMode: "private",
     });
+    // Docker's default seccomp profile, and the host's namespaces never shared.
+    expect(HostConfig?.SecurityOpt?.some((opt: string) => /seccomp|apparmor/.test(opt))).toBe(false);
+    expect(HostConfig?.PidMode).toBeUndefined();
+    expect(HostConfig?.UTSMode).toBeUndefined();
     expect(HostConfig?.Binds).toBeUndefined();
     expect(HostConfig?.Mounts).toBeUndefined();
     expect(HostConfig?.DeviceRequests).toBeUndefined();
@@ -69,6 +75,15 @@ describe("buildContainerCreateOptions", () => {
     expect(options.Labels?.["cm.ports"]).toBe("");
   });
 
+  it("sizes /dev/shm and stamps the disk allowance when the spec gives them", () => {
+    const options = buildContainerCreateOptions({ ...spec, shmMb: 512, diskGb: 30 }, "cm-sbx-1");
+    expect(options.HostConfig?.ShmSize).toBe(512 * 1024 * 1024);
+    expect(options.Labels?.["cm.disk-gb"]).toBe("30");
+    const plain = buildContainerCreateOptions(spec, "cm-sbx-1");
+    expect(plain.HostConfig).not.toHaveProperty("ShmSize");
+    expect(plain.Labels).not.toHaveProperty("cm.disk-gb");
+  });
+
   it("does not let extra labels overwrite the cm.* ones", () => {
     const options = buildContainerCreateOptions({ ...spec, labels: { "cm.user-id": "someone-else", team: "a" } }, "cm-sbx-1");
     expect(options.Labels).toMatchObject({ "cm.user-id": "user-1", team: "a" });
@@ -78,13 +93,19 @@ describe("buildContainerCreateOptions", () => {
 describe("sandbox options", () => {
   const labels = { "cm.node-id": "node-1", "cm.test-run": "r1" };
 
-  it("makes a labelled bridge network named after the sandbox", () => {
+  it("makes a labelled bridge network named after the sandbox, its interface too", () => {
     expect(buildSandboxNetworkOptions("cm-sbx-1", labels)).toEqual({
       Name: "cm-sbx-1",
       Driver: "bridge",
       CheckDuplicate: true,
       Labels: { "cm.node-id": "node-1", "cm.test-run": "r1", "cm.sandbox": "true" },
+      Options: { "com.docker.network.bridge.name": "cm-1" },
     });
+  });
+
+  it("names bridges within Linux's 15 characters, with the prefix the egress rules match", () => {
+    expect(bridgeName("cm-sbx-0123456789ab")).toBe("cm-0123456789ab");
+    expect(bridgeName("cm-sbx-0123456789ab", "cmtest")).toBe("cmtest012345678");
   });
 
   it("runs only the pause program, as nobody, with nothing it could use", () => {

@@ -23,6 +23,8 @@ export interface MemoryDockerContainer {
 export interface MemoryDockerNetwork {
   labels: Record<string, string>;
   created: string;
+  /** Docker's driver options, e.g. the bridge's interface name */
+  options?: Record<string, string>;
 }
 
 const notFound = (what: string) => Object.assign(new Error(`(HTTP code 404) no such ${what}`), { statusCode: 404 });
@@ -64,9 +66,9 @@ export function memoryDocker(options: { seed?: number; architecture?: string } =
       return {};
     },
     modem: { followProgress: (_stream: unknown, onFinished: (error: Error | null, events: unknown[]) => void) => onFinished(null, []) },
-    createNetwork: async (options: { Name: string; Labels: Record<string, string> }) => {
+    createNetwork: async (options: { Name: string; Labels: Record<string, string>; Options?: Record<string, string> }) => {
       await delay();
-      networks.set(options.Name, { labels: options.Labels, created: new Date().toISOString() });
+      networks.set(options.Name, { labels: options.Labels, created: new Date().toISOString(), ...(options.Options ? { options: options.Options } : {}) });
     },
     createContainer: async (options: { name: string; Image: string; Labels: Record<string, string> }) => {
       await delay();
@@ -121,7 +123,7 @@ export function memoryDocker(options: { seed?: number; architecture?: string } =
     },
     listNetworks: async (options: { filters: { label: string[] } }) => {
       await delay();
-      return [...networks].filter(([, n]) => matches(n.labels, options.filters.label)).map(([Name, n]) => ({ Name, Labels: n.labels, Created: n.created }));
+      return [...networks].filter(([, n]) => matches(n.labels, options.filters.label)).map(([Name, n]) => ({ Name, Labels: n.labels, Created: n.created, Options: n.options ?? {} }));
     },
   };
   return { docker: docker as unknown as Docker, containers, networks, images, problems, random };

@@ -75,6 +75,8 @@ export const DeploymentSpec = z.object({
   gpuCount: z.number().int().min(0),
   cpuCores: z.number().min(0).optional(),
   memoryMb: z.number().int().min(0).optional(),
+  /** The deployment's disk allowance (its template's minDiskGb); absent, the node's default for custom images. */
+  diskGb: z.number().int().min(1).optional(),
   logCursor: LogCursor,
 });
 export type DeploymentSpec = z.infer<typeof DeploymentSpec>;
@@ -105,6 +107,12 @@ export const SpecsFrame = z.object({
   specs: NodeSpecs,
   gpus: z.array(GpuReport).max(MAX_GPUS_PER_NODE),
   gpuWarning: Reason.optional(),
+  /**
+   * Whether the node's firewall keeps tenants' containers off its host and
+   * networks: "off" when its operator opted out, which tenants should be told.
+   * Absent from agents that predate the policy.
+   */
+  egressPolicy: z.enum(["enforced", "off"]).optional(),
 });
 export const HeartbeatFrame = z.object({
   type: z.literal("heartbeat"),

@@ -1,0 +1,148 @@
+// The egress policy on the host's firewall through iptables and ip6tables
+// (nf_tables or legacy, whichever the machine's Docker uses: both speak the same
+// commands). Installing is idempotent and atomic per address family: the chains
+// are replaced in one iptables-restore transaction, so there is never a moment
+// with half a policy, and the jumps to them are added only when missing.
+import type { CommandRunner } from "./command";
+import type { EgressPolicy, FamilyPlan, IpFamily } from "./policy";
+import { egressPlan, restoreScript } from "./policy";
+
+/** The host's firewall as the egress guard sees it. */
+export interface Firewall {
+  /** Installs the policy where it is missing or stale; rejects when it cannot. */
+  ensure(): Promise<{ changed: boolean }>;
+  /** What is wrong with the installed policy; empty when it is in place. */
+  check(): Promise<string[]>;
+  /** Removes the chains and the jumps to them; absent is not an error. */
+  remove(): Promise<void>;
+}
+
+/** xtables' lock: Docker and firewalld hold it briefly, wait for them rather than fail. */
+const WAIT = ["-w", "5"];
+
+interface FamilyTools {
+  family: IpFamily;
+  iptables: string;
+  restore: string;
+}
+
+const TOOLS: FamilyTools[] = [
+  { family: 4, iptables: "iptables", restore: "iptables-restore" },
+  { family: 6, iptables: "ip6tables", restore: "ip6tables-restore" },
+];
+
+export class IptablesFirewall implements Firewall {
+  constructor(
+    private readonly policy: EgressPolicy,
+    private readonly run: CommandRunner,
+  ) {}
+
+  async ensure(): Promise<{ changed: boolean }> {
+    let changed = false;
+    for (const tools of await this.families()) {
+      const plan = await this.plan(tools);
+      if ((await this.problems(tools, plan)).length === 0) continue;
+      await this.must(tools.restore, [...WAIT, "--noflush"], restoreScript(plan));
+      for (const chain of plan.chains) {
+        const jump = [...chain.match, "-j", chain.chain];
+        // First in its chain: an operator's own ACCEPT rules in INPUT must not let a tenant past it.
+        if ((await this.iptables(tools, ["-C", chain.from, ...jump])).code !== 0) await this.mustIptables(tools, ["-I", chain.from, "1", ...jump]);
+      }
+      changed = true;
+    }
+    return { changed };
+  }
+
+  async check(): Promise<string[]> {
+    const problems: string[] = [];
+    for (const tools of await this.families()) {
+      try {
+        problems.push(...(await this.problems(tools, await this.plan(tools))));
+      } catch (error) {
+        problems.push((error as Error).message);
+      }
+    }
+    return problems;
+  }
+
+  async remove(): Promise<void> {
+    for (const tools of TOOLS) {
+      const listed = await this.iptables(tools, ["-S", "INPUT"]);
+      if (listed.code !== 0) {
+        // No ip6tables, or no IPv6, is nothing to remove; IPv4 refusing (not root) must be said.
+        if (tools.family === 4 && listed.code !== 127) throw new Error(`iptables -S INPUT failed: ${oneLine(listed.stderr)}`);
+        continue;
+      }
+      const plan = egressPlan(this.policy, tools.family);
+      for (const chain of plan.chains) {
+        const froms = chain.from === "INPUT" ? ["INPUT"] : ["DOCKER-USER", "FORWARD"];
+        for (const from of froms) {
+          // A jump added twice (by hand, or two agents racing) is removed twice.
+          for (let i = 0; i < 16 && (await this.iptables(tools, ["-D", from, ...chain.match, "-j", chain.chain])).code === 0; i++);
+        }
+        await this.iptables(tools, ["-F", chain.chain]);
+        await this.iptables(tools, ["-X", chain.chain]);
+      }
+    }
+  }
+
+  /**
+   * IPv4 always (no DOCKER-USER there means Docker does not manage iptables,
+   * and then nothing isolates tenants); IPv6 where the machine has it. Docker
+   * keeps no IPv6 DOCKER-USER unless its ip6tables option is on, so there the
+   * chain is jumped to from FORWARD.
+   */
+  private async families(): Promise<FamilyTools[]> {
+    const ipv6 = TOOLS[1]!;
+    const hasIpv6 = (await this.iptables(ipv6, ["-S", "INPUT"])).code === 0;
+    return hasIpv6 ? TOOLS : [TOOLS[0]!];
+  }
+
+  private async plan(tools: FamilyTools): Promise<FamilyPlan> {
+    if (tools.family === 4) {
+      const dockerUser = await this.iptables(tools, ["-S", "DOCKER-USER"]);
+      if (dockerUser.code === 127) throw new Error("iptables is not installed");
+      if (dockerUser.code !== 0)
+        throw new Error(`iptables has no DOCKER-USER chain (${oneLine(dockerUser.stderr)}): is Docker running, with its iptables option on?`);
+      return egressPlan(this.policy, 4, "DOCKER-USER");
+    }
+    const dockerUser = await this.iptables(tools, ["-S", "DOCKER-USER"]);
+    return egressPlan(this.policy, 6, dockerUser.code === 0 ? "DOCKER-USER" : "FORWARD");
+  }
+
+  private async problems(tools: FamilyTools, plan: FamilyPlan): Promise<string[]> {
+    const problems: string[] = [];
+    const name = tools.iptables;
+    for (const chain of plan.chains) {
+      const listed = await this.iptables(tools, ["-S", chain.chain]);
+      if (listed.code !== 0) {
+        problems.push(`${name}: chain ${chain.chain} is missing`);
+        continue;
+      }
+      const rules = listed.stdout.split("\n").filter((line) => line.startsWith("-A "));
+      if (!listed.stdout.includes(`cm-egress ${plan.fingerprint}`) || rules.length !== chain.rules.length)
+        problems.push(`${name}: chain ${chain.chain} holds other rules than the policy's`);
+      if ((await this.iptables(tools, ["-C", chain.from, ...chain.match, "-j", chain.chain])).code !== 0)
+        problems.push(`${name}: ${chain.from} does not jump to ${chain.chain}`);
+    }
+    return problems;
+  }
+
+  private iptables(tools: FamilyTools, args: string[]) {
+    return this.run(tools.iptables, [...WAIT, ...args]);
+  }
+
+  private async mustIptables(tools: FamilyTools, args: string[]): Promise<void> {
+    await this.must(tools.iptables, [...WAIT, ...args]);
+  }
+
+  private async must(command: string, args: string[], input?: string): Promise<void> {
+    const result = await this.run(command, args, input);
+    if (result.code === 127) throw new Error(`${command} is not installed`);
+    if (result.code !== 0) throw new Error(`${command} ${args.join(" ")} failed (exit ${result.code}): ${oneLine(result.stderr)}`);
+  }
+}
+
+function oneLine(text: string): string {
+  return text.trim().replace(/\s+/g, " ").slice(0, 300);
+}
