@@ -63,6 +63,30 @@ describe("edges of the contract the fuzzer does not reach", () => {
     expect((await h.call("GET", "/auth/me", { token })).status).toBe(200);
   });
 
+  it("a request refused before its body is read leaves its connection usable or closes it, never half-read", async () => {
+    // The sign-in limit the test before spent is a minute's: let it pass.
+    h.clock.advance(61_000);
+    const { token } = await h.signIn();
+    const node = JSON.stringify({ name: "n", region: "eu-west", country: "DE", hourlyRateCents: 1, maxDeployments: 1 });
+    const post = (authorization: string, body: string) =>
+      fetch(`${h.url}/operator/nodes`, { method: "POST", headers: { authorization, "content-type": "application/json" }, body }).then(
+        async (res) => ({ status: res.status, connection: res.headers.get("connection") }),
+        (e: Error) => ({ status: 0, connection: String(e.cause ?? e) }),
+      );
+    for (const size of [1024 * 1024 - 1024, 200_000]) {
+      // Refused for its token before the server reads a byte of its body.
+      const refused = await post("Bearer not-a-token", JSON.stringify({ name: "a".repeat(size) }));
+      expect(refused.status).toBe(401);
+      // The next requests share the client's kept-alive connections; none may be dropped.
+      const next = [];
+      for (let i = 0; i < 3; i++) next.push(await post(`Bearer ${token}`, node));
+      expect(
+        next.map((r) => r.status),
+        `after a ${size}-byte body refused: ${JSON.stringify(next)}`,
+      ).toEqual([201, 201, 201]);
+    }
+  });
+
   it("answers a URL past 16 KiB with a JSON error in the one shape, not a reset or an empty body", async () => {
     const long: Array<[string, string]> = [
       ["/nodes", `/nodes?region=${"a".repeat(17_000)}`],
