@@ -3,7 +3,16 @@ import fc from "fast-check";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type FakeSolanaRpc, startFakeSolanaRpc } from "../support/fake-solana-rpc";
 import { type Harness, newWallet, startHarness } from "../support/harness";
-import { brokenObjectArbitrary, type Fixtures, NASTY_STRINGS, oddQueryValues, queryText, queryValueValid, valueArbitrary } from "./support/arbitraries";
+import {
+  boundaryQueryValues,
+  brokenObjectArbitrary,
+  type Fixtures,
+  NASTY_STRINGS,
+  oddQueryValues,
+  queryText,
+  queryValueValid,
+  valueArbitrary,
+} from "./support/arbitraries";
 import {
   type DocumentedOperation,
   deref,
@@ -15,6 +24,7 @@ import {
   operationsOf,
   type Parameter,
   schemaValidator,
+  typesOf,
   type Validator,
 } from "./support/document";
 
@@ -171,7 +181,9 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
         if (seen) seen.count++;
         else violations.set(v.rule, { ...v, count: 1 });
       };
-      const arbitrary = requestArbitrary(doc, target, fixtures, pathFixtures[path.replace(/\/(start|stop|logs)$/, "")] ?? []);
+      const pathIds = pathFixtures[path.replace(/\/(start|stop|logs)$/, "")] ?? [];
+      const arbitrary = requestArbitrary(doc, target, fixtures, pathIds);
+      const examples = boundaryExamples(doc, target, fixtures, pathIds).map((req) => [req] as [FuzzRequest]);
       await fc.assert(
         fc.asyncProperty(arbitrary, async (req) => {
           const { found, request, answer } = await exercise(h.url, doc, validate, target, req, token, figures);
@@ -183,7 +195,7 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
             note({ rule: `${first!.database} and ${db.name} answer differently`, request, answer: `${first!.database}: ${earlier}; ${db.name}: ${answer}` });
           answers.push(answer);
         }),
-        { seed: SEED, numRuns: RUNS_PER_OPERATION, endOnFailure: true },
+        { seed: SEED, numRuns: RUNS_PER_OPERATION + examples.length, endOnFailure: true, examples },
       );
       if (!first) firstAnswers.set(`${method} ${path}`, { database: db.name, answers });
       statusesByOperation.push(`${method.toUpperCase()} ${path} ${[...new Set(answers)].sort().join(",")}`);
@@ -209,13 +221,16 @@ function requestArbitrary(doc: OpenApiDocument, { op, method }: DocumentedOperat
       .filter((s) => s !== "" && s !== "." && s !== ".." && encodable(s));
   const path = fc.record(Object.fromEntries(pathParams.map((p) => [p.name, pathValue(p)])));
 
-  const queryValue = (p: Parameter) =>
-    fc
+  const queryValue = (p: Parameter) => {
+    const edges = boundaryQueryValues(doc, p.schema);
+    return fc
       .oneof(
         { arbitrary: valueArbitrary(doc, p.schema).map(queryText), weight: 4 },
         { arbitrary: fc.constantFrom(...oddQueryValues(doc, p.schema)), weight: 2 },
+        ...(edges.length ? [{ arbitrary: fc.constantFrom(...edges), weight: 2 }] : []),
       )
       .filter(encodable);
+  };
   const query = fc
     .tuple(
       fc.tuple(
@@ -268,6 +283,41 @@ function requestArbitrary(doc: OpenApiDocument, { op, method }: DocumentedOperat
     : fc.oneof({ arbitrary: fc.constant<Auth>("none"), weight: 3 }, { arbitrary: fc.constantFrom<Auth>("valid", "garbage"), weight: 1 });
 
   return fc.record({ path, query, auth, extra: body }).map(({ extra, ...r }) => ({ ...r, ...extra }));
+}
+
+/**
+ * Requests sent every run besides the random ones, so a bound is always probed
+ * on both sides: each query parameter and each body field at its edges (and
+ * with a NUL), each path parameter with a NUL, all with a valid token.
+ */
+function boundaryExamples(doc: OpenApiDocument, { op }: DocumentedOperation, fixtures: Fixtures, pathIds: string[]): FuzzRequest[] {
+  const params = op.parameters ?? [];
+  const path = Object.fromEntries(params.filter((p) => p.in === "path").map((p) => [p.name, pathIds[0] ?? "x"]));
+  const bodySchema = jsonBodySchema(op);
+  const body = bodySchema ? (fc.sample(valueArbitrary(doc, bodySchema, fixtures), { seed: SEED, numRuns: 1 })[0] as Record<string, unknown>) : undefined;
+  const base: FuzzRequest = { path, query: [], auth: "valid", ...(body ? { body: { json: body }, contentType: "application/json" } : {}) };
+  const out: FuzzRequest[] = [];
+  for (const p of params) {
+    if (p.in === "path") out.push({ ...base, path: { ...path, [p.name]: "a\u0000b" } });
+    if (p.in === "query") for (const v of [...boundaryQueryValues(doc, p.schema), "a\u0000b"]) out.push({ ...base, query: [[p.name, v]] });
+  }
+  const props = deref(doc, bodySchema).properties ?? {};
+  if (body && typeof body === "object" && !Array.isArray(body)) {
+    for (const [name, schemaIn] of Object.entries(props)) {
+      const schema = deref(doc, schemaIn);
+      const edges: unknown[] = [];
+      if (schema.maximum !== undefined) edges.push(schema.maximum, schema.maximum + 1);
+      if (schema.minimum !== undefined) edges.push(schema.minimum, schema.minimum - 1);
+      if (schema.maxLength !== undefined) edges.push("s".repeat(schema.maxLength), "s".repeat(schema.maxLength + 1));
+      if (typesOf(schema).includes("string")) edges.push("a\u0000b", "a\uD800b");
+      if (schema.maxItems !== undefined) edges.push(Array.from({ length: schema.maxItems + 1 }, () => 80));
+      if (schema.additionalProperties && typeof schema.additionalProperties === "object") {
+        edges.push({ "bad key": "v" }, Object.fromEntries(Array.from({ length: (schema.maxProperties ?? 100) + 1 }, (_, i) => [`K${i}`, "v"])));
+      }
+      for (const edge of edges) out.push({ ...base, body: { json: { ...body, [name]: edge } } });
+    }
+  }
+  return out;
 }
 
 function encodable(s: string): boolean {

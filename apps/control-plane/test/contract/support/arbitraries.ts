@@ -98,7 +98,17 @@ function stringArbitrary(schema: Schema): fc.Arbitrary<string> {
   if (schema.format === "date-time") {
     return fc.date({ min: new Date("2000-01-01T00:00:00Z"), max: new Date("2100-01-01T00:00:00Z"), noInvalidDate: true }).map((d) => d.toISOString());
   }
-  if (schema.pattern) return fc.stringMatching(new RegExp(schema.pattern)).filter(fits);
+  if (schema.pattern) {
+    // ajv reads patterns with the u flag; so does this.
+    const re = new RegExp(schema.pattern, "u");
+    try {
+      return fc.stringMatching(re).filter((s) => fits(s) && re.test(s));
+    } catch {
+      // fast-check cannot build some patterns (lookahead): draw text and keep what matches.
+      const draw = { minLength, maxLength: Math.min(maxLength, Math.max(minLength, 24)) };
+      return fc.oneof(fc.string(draw), fc.string({ ...draw, unit: "grapheme" })).filter((s) => fits(s) && re.test(s));
+    }
+  }
   const bounded = { minLength, maxLength: Math.min(maxLength, Math.max(minLength, 24)) };
   return fc.oneof(
     { arbitrary: fc.string(bounded), weight: 4 },
@@ -176,8 +186,8 @@ export function queryText(value: unknown): string {
 /** Query values a parser might read too kindly. */
 export function oddQueryValues(doc: OpenApiDocument, schemaIn: Schema): string[] {
   const schema = deref(doc, schemaIn);
-  const out = ["", " ", "\u0000", "abc", "%", "[]", "null", "undefined"];
   const types = typesOf(schema);
+  const out = ["", " ", "\u0000", "abc", "%", "[]", "null", "undefined"];
   if (types.includes("integer") || types.includes("number")) {
     out.push(
       "0x10",
@@ -197,14 +207,22 @@ export function oddQueryValues(doc: OpenApiDocument, schemaIn: Schema): string[]
       "2147483648",
       "-2147483649",
     );
-    if (schema.maximum !== undefined) out.push(String(schema.maximum), String(schema.maximum + 1));
-    if (schema.minimum !== undefined) out.push(String(schema.minimum), String(schema.minimum - 1));
   }
   if (types.includes("boolean")) out.push("TRUE", "yes", "no", "on", "2");
   if (types.includes("string")) {
     out.push("NOT_IN_ENUM", "\uD83D\uDE80", "x".repeat((schema.maxLength ?? 200) + 1));
     if (schema.format === "date-time") out.push("2026-13-01T00:00:00Z", "yesterday", "2026-11-01");
   }
+  return out;
+}
+
+/** The edges of a query parameter's bounds, each side, where clamping and overflow hide. */
+export function boundaryQueryValues(doc: OpenApiDocument, schemaIn: Schema): string[] {
+  const schema = deref(doc, schemaIn);
+  const out: string[] = [];
+  if (schema.maximum !== undefined) out.push(String(schema.maximum), String(schema.maximum + 1));
+  if (schema.minimum !== undefined) out.push(String(schema.minimum), String(schema.minimum - 1));
+  if (schema.maxLength !== undefined) out.push("s".repeat(schema.maxLength), "s".repeat(schema.maxLength + 1));
   return out;
 }
 
