@@ -168,7 +168,7 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
   });
 
   for (const { method, path } of planned) {
-    it(`${method.toUpperCase()} ${path}: ${RUNS_PER_OPERATION} generated requests, answers as documented`, async () => {
+    it(`${method.toUpperCase()} ${path}: ${RUNS_PER_OPERATION} generated requests and one at each bound, answered as documented`, async () => {
       const op = doc.paths[path]?.[method];
       if (!op) throw new Error(`${method.toUpperCase()} ${path} is not in the document`);
       const target: DocumentedOperation = { method, path, op };
