@@ -8,6 +8,7 @@ import { parseTrustedProxies } from "./http/client-address";
 import type { AppEnv } from "./http/env";
 import { createRouteFactory } from "./http/route";
 import { requireUser } from "./middleware/auth";
+import { closeUnreadBody } from "./middleware/close-unread-body";
 import { databaseGate, databaseUnavailable } from "./middleware/database-gate";
 import { rateLimit } from "./middleware/rate-limit";
 import { authRoutes } from "./routes/auth";
@@ -28,6 +29,7 @@ export function createApp(deps: Deps) {
     c.set("log", deps.log);
     await next();
   });
+  app.use(closeUnreadBody());
   app.use(
     bodyLimit({
       maxSize: deps.config.MAX_BODY_BYTES,

@@ -42,7 +42,8 @@ export const readJsonBody: MiddlewareHandler<AppEnv> = async function readJsonBo
     }
   } else if (type !== "") {
     // The validator parses the cached text (c.req.json()); with no content type it reads nothing and validates {} itself.
-    c.req.bodyCache.text = Promise.resolve("{}");
+    // (Hono types the cache by what it resolves to; it holds the promise.)
+    (c.req.bodyCache as { text?: Promise<string> }).text = Promise.resolve("{}");
   }
   await next();
 };

@@ -66,6 +66,14 @@ describe("OpenAPI document and docs", () => {
     const createNode = doc.paths["/operator/nodes"].post.requestBody.content["application/json"].schema.properties;
     expect(createNode.maxDeployments).toMatchObject({ type: "integer", minimum: 1, maximum: 256 });
     expect(createNode.hourlyRateCents).toMatchObject({ minimum: 0, maximum: 1000000 });
+    // Text no database can hold (NUL, a lone surrogate) is refused, and the patterns say so; a name must not be blank.
+    const storable = new RegExp(doc.paths["/auth/nonce"].post.requestBody.content["application/json"].schema.properties.walletAddress.pattern);
+    expect(["abc", "🚀", ""].map((v) => storable.test(v))).toEqual([true, true, true]);
+    expect(["a\u0000b", "a\uD800", "\uDC00a"].map((v) => storable.test(v))).toEqual([false, false, false]);
+    const name = new RegExp(createNode.name.pattern);
+    expect(["rig", " rig ", " ", ""].map((v) => name.test(v))).toEqual([true, true, false, false]);
+    expect(query("/nodes", "page").maximum).toBe(Number.MAX_SAFE_INTEGER);
+    expect(query("/nodes", "limit").maximum).toBe(100);
     const env = doc.paths["/deployments"].post.requestBody.content["application/json"].schema.properties.env;
     expect(env).toMatchObject({ maxProperties: 100, propertyNames: { pattern: "^[A-Za-z_][A-Za-z0-9_]*$" } });
     expect(doc.components.schemas.NodeDetail.properties.lastHeartbeat.type).toEqual(["string", "null"]);

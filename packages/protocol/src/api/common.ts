@@ -29,7 +29,7 @@ export const queryNumber = <S extends z.ZodNumber>(schema: S) => z.preprocess(de
 const decimal = (pattern: RegExp) => (value: unknown) => (typeof value === "string" && pattern.test(value) ? Number(value) : value);
 
 export const pageQuery = (maxLimit: number) => ({
-  page: queryInteger(z.number().int().min(1)).default(1),
+  page: queryInteger(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)).default(1),
   // Past the maximum we answer the maximum (as GitHub's per_page does) rather than fail a page.
   limit: queryInteger(z.number().int().min(1)).default(20).transform((n) => Math.min(n, maxLimit)).meta({ description: `default 20, at most ${maxLimit} (a larger one is read as ${maxLimit})`, maximum: maxLimit }),
 });
@@ -37,15 +37,21 @@ export const pageQuery = (maxLimit: number) => ({
 /** "true" or "false" (or "1", "0") in a query string, a boolean in the document; z.coerce.boolean would take "false" as true. */
 export const queryBoolean = z.preprocess((v) => (v === "true" || v === "1" ? true : v === "false" || v === "0" ? false : v), z.boolean());
 
+// The same rule for the document, as a JSON Schema pattern: any character but NUL and a surrogate, or a surrogate pair.
+const STORABLE = "(?:[^\\u0000\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])*";
+
 /**
  * Text we store: no NUL (PostgreSQL's text cannot hold it, and a container
  * given one in its environment fails to start) and no unpaired surrogate (not
  * UTF-8, so no database can hold it faithfully). Refused with a 400 naming the
  * field, the same on SQLite and PostgreSQL.
  */
-export const text = () => z.string().refine((value) => !UNSTORABLE.test(value), "must not contain NUL characters or unpaired surrogates");
+export const text = () => z.string().refine((value) => !UNSTORABLE.test(value), "must not contain NUL characters or unpaired surrogates").meta({ pattern: `^${STORABLE}$` });
 // NUL, a high surrogate not followed by a low one, or a low one not preceded by a high one.
 const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** A name: text, trimmed, that must keep a character (so the document's pattern asks for one that is not white space). */
+export const nameText = (max: number) => text().trim().min(1).max(max).meta({ pattern: `^(?=[\\s\\S]*\\S)${STORABLE}$` });
 
 /** The largest value of the integer columns query filters are compared with (PostgreSQL's integer). */
 export const INT32_MAX = 2_147_483_647;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { EnvMap, Pagination, Timestamp, pageQuery, queryInteger, text } from "./common";
+import { EnvMap, Pagination, Timestamp, nameText, pageQuery, queryInteger, text } from "./common";
 
 /**
  * Every status a deployment can have. The spec names pending, starting, running,
@@ -53,7 +53,7 @@ export const CreateDeploymentRequest = z.strictObject({
     .regex(/^[a-zA-Z0-9][a-zA-Z0-9._\-/:@]*$/, "must be an image reference such as ubuntu:22.04 or ghcr.io/org/app:tag")
     .nullable()
     .optional(),
-  name: text().trim().min(1).max(100).optional(),
+  name: nameText(100).optional(),
   env: EnvMap.optional(),
   ports: z.array(Port).max(16).optional().meta({ description: "container ports to expose as endpoints; defaults to the template's or the image's" }),
 });

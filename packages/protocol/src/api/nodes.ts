@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { INT32_MAX, Pagination, Timestamp, pageQuery, queryBoolean, queryInteger, queryNumber, text } from "./common";
+import { INT32_MAX, Pagination, Timestamp, nameText, pageQuery, queryBoolean, queryInteger, queryNumber, text } from "./common";
 
 export const REGIONS = ["us-east", "us-west", "eu-west", "eu-central", "asia-east", "asia-south"] as const;
 export const Region = z.enum(REGIONS);
@@ -86,7 +86,7 @@ export const NodeListResponse = z.object({ nodes: z.array(NodeSummary), paginati
 export const NodeResponse = z.object({ node: NodeDetail });
 
 export const CreateNodeRequest = z.strictObject({
-  name: text().trim().min(1).max(100),
+  name: nameText(100),
   region: Region,
   country: z.string().regex(/^[A-Z]{2}$/, "an ISO 3166-1 alpha-2 country code such as US or DE"),
   hourlyRateCents: z.number().int().min(0).max(1_000_000),
