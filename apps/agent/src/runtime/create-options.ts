@@ -51,6 +51,18 @@ const INTERFACE_NAME_MAX = 15;
 
 const NANO_CPUS_PER_CORE = 1_000_000_000;
 const BYTES_PER_MB = 1024 * 1024;
+/** Decimal, as tenants read "GB" and as the disk watcher measures (disk/disk-watcher.ts). */
+const BYTES_PER_GB = 1_000_000_000;
+
+/**
+ * Whether Docker can cap a container's writable layer (`--storage-opt size=`):
+ * overlay2 on xfs only, and then only when xfs is mounted with pquota, which
+ * `docker info` does not tell, so a create may still refuse (see
+ * docker-container-client.ts).
+ */
+export function mayCapWritableLayers(info: { Driver?: string; DriverStatus?: Array<[string, string]> }): boolean {
+  return info.Driver === "overlay2" && (info.DriverStatus ?? []).some(([key, value]) => key === "Backing Filesystem" && value === "xfs");
+}
 
 /**
  * Options for `docker.createContainer`. A cpuCores or memoryMb of 0 means "no
@@ -61,7 +73,7 @@ const BYTES_PER_MB = 1024 * 1024;
  * the deployment's own bridge network (sandboxes.ts): it gets that network's
  * address, DNS and hostname, and starts without waiting for a network to be set up.
  */
-export function buildContainerCreateOptions(spec: ContainerSpec, sandbox: string): Docker.ContainerCreateOptions {
+export function buildContainerCreateOptions(spec: ContainerSpec, sandbox: string, engine: { capsWritableLayer?: boolean } = {}): Docker.ContainerCreateOptions {
   const hostConfig: Docker.HostConfig = {
     Privileged: false,
     CapDrop: ["ALL"],
@@ -89,6 +101,8 @@ export function buildContainerCreateOptions(spec: ContainerSpec, sandbox: string
   }
   // tmpfs pages count against the memory limit; the size only bounds how much of it /dev/shm may take.
   if (spec.shmMb !== undefined && spec.shmMb > 0) hostConfig.ShmSize = spec.shmMb * BYTES_PER_MB;
+  // Where the engine can (overlay2 on xfs with project quotas) the writable layer is capped outright; elsewhere the disk watcher measures it.
+  if (engine.capsWritableLayer && spec.diskGb !== undefined && spec.diskGb > 0) hostConfig.StorageOpt = { size: String(Math.round(spec.diskGb * BYTES_PER_GB)) };
   if (spec.gpuDeviceIds.length > 0) {
     hostConfig.DeviceRequests = [{ Driver: "nvidia", DeviceIDs: [...spec.gpuDeviceIds], Capabilities: [["gpu"]] }];
   }

@@ -1,7 +1,7 @@
 import type Docker from "dockerode";
 import type { ContainerClient } from "./container-runtime";
 import { toContainerExit, toContainerState } from "./container-state";
-import { buildContainerCreateOptions } from "./create-options";
+import { buildContainerCreateOptions, mayCapWritableLayers } from "./create-options";
 import { ContainerNotFoundError, dockerStatusCode, ignoringStatus } from "./errors";
 import { LABEL_DEPLOYMENT_ID, LABEL_SANDBOX_NAME, deploymentNetworkName, managedLabelFilter } from "./labels";
 import type { RuntimeLogger } from "./logger";
@@ -12,7 +12,13 @@ const NOT_FOUND = 404;
 const NOT_MODIFIED = 304; // start of a running / stop of a stopped container
 const CONFLICT = 409; // name taken, or removal already in progress
 
+/** Docker's refusal of a size limit on a filesystem without project quotas. */
+const NO_LAYER_QUOTA = /storage-?opt.*(only|not supported)|pquota|project quota/i;
+
 export class DockerContainerClient implements ContainerClient {
+  /** whether creates may ask for a size limit on the writable layer; settled once per agent */
+  private capsLayers: Promise<boolean> | undefined;
+
   constructor(
     private readonly docker: Docker,
     private readonly logger: RuntimeLogger,
@@ -23,13 +29,34 @@ export class DockerContainerClient implements ContainerClient {
     const sandbox = await this.sandboxes.take({ nodeId: spec.nodeId, labels: spec.labels ?? {} });
     this.logger.debug("Creating container", { deploymentId: spec.deploymentId, image: spec.image, sandbox });
     try {
-      const container = await this.docker.createContainer(buildContainerCreateOptions(spec, sandbox));
+      const capsWritableLayer = spec.diskGb !== undefined && (await this.capsWritableLayers());
+      let container: Docker.Container;
+      try {
+        container = await this.docker.createContainer(buildContainerCreateOptions(spec, sandbox, { capsWritableLayer }));
+      } catch (error) {
+        if (!capsWritableLayer || !NO_LAYER_QUOTA.test((error as Error).message)) throw error;
+        // xfs without pquota: measuring (disk/disk-watcher.ts) is all there is.
+        this.logger.warn("Docker cannot cap writable layers here (xfs without pquota); disk allowances are measured instead");
+        this.capsLayers = Promise.resolve(false);
+        container = await this.docker.createContainer(buildContainerCreateOptions(spec, sandbox));
+      }
       this.logger.debug("Created container", { deploymentId: spec.deploymentId, containerId: container.id });
       return container.id;
     } catch (error) {
       await this.sandboxes.remove(sandbox).catch(() => {});
       throw error;
     }
+  }
+
+  private capsWritableLayers(): Promise<boolean> {
+    this.capsLayers ??= this.docker.info().then(
+      (info: { Driver?: string; DriverStatus?: Array<[string, string]> }) => mayCapWritableLayers(info),
+      () => {
+        this.capsLayers = undefined; // ask again next time
+        return false;
+      },
+    );
+    return this.capsLayers;
   }
 
   async start(id: string): Promise<void> {

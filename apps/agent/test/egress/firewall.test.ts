@@ -116,6 +116,15 @@ async function deploy(suffix: string, cmd: string[]): Promise<{ id: string; ip: 
   };
 }
 
+function hasIpv6(): boolean {
+  try {
+    execFileSync("ip6tables", ["-w", "5", "-S", "INPUT"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 async function cleanup(): Promise<void> {
   await firewall.remove().catch(() => {});
   for (const step of cleanups.splice(0).reverse()) {
@@ -178,6 +187,7 @@ firewallTests.describe("the egress policy on the real firewall", () => {
     "with it, the internet only: not the host, the LAN, metadata, other deployments or SMTP",
     async () => {
       expect(await firewall.ensure()).toEqual({ changed: true });
+      if (hasIpv6()) expect(execFileSync("ip6tables", ["-w", "5", "-S", policy.egressChain], { encoding: "utf8" })).toContain("-d fe80::/10 -j REJECT");
       const [gatewayHost, hostOnItsPublicAddress, lan, meta, neighbour, internet, smtp] = await Promise.all([
         probe(tenant.id, tenant.gateway, hostPort),
         probe(tenant.id, "203.0.113.1", hostPort),
@@ -225,8 +235,9 @@ firewallTests.describe("the egress policy on the real firewall", () => {
     "is removed without a trace",
     async () => {
       await firewall.remove();
-      const rules = execFileSync("iptables-save", { encoding: "utf8" });
-      expect(rules).not.toContain(`CMT-${id}`);
+      expect(execFileSync("iptables-save", { encoding: "utf8" })).not.toContain(`CMT-${id}`);
+      // IPv6 too, where the machine has it (its chains hang off FORWARD when Docker keeps no IPv6 DOCKER-USER).
+      if (hasIpv6()) expect(execFileSync("ip6tables-save", { encoding: "utf8" })).not.toContain(`CMT-${id}`);
       expect(await firewall.check()).toEqual(
         expect.arrayContaining([`iptables: chain ${policy.egressChain} is missing`, `iptables: chain ${policy.inputChain} is missing`]),
       );

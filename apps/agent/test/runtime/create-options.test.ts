@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { bridgeName, buildContainerCreateOptions, buildSandboxCreateOptions, buildSandboxNetworkOptions } from "../../src/runtime/create-options";
+import {
+  bridgeName,
+  buildContainerCreateOptions,
+  buildSandboxCreateOptions,
+  buildSandboxNetworkOptions,
+  mayCapWritableLayers,
+} from "../../src/runtime/create-options";
 import type { ContainerSpec } from "../../src/runtime/types";
 
 const spec: ContainerSpec = {
@@ -46,7 +52,14 @@ describe("buildContainerCreateOptions", () => {
       Env: ["HF_TOKEN=x=y", "PORT=8080"],
       Cmd: ["python", "serve.py"],
       Tty: false,
-      Labels: { "cm.managed": "true", "cm.deployment-id": "dep-1", "cm.node-id": "node-1", "cm.user-id": "user-1", "cm.sandbox-name": "cm-sbx-1", "cm.ports": "8080,22" },
+      Labels: {
+        "cm.managed": "true",
+        "cm.deployment-id": "dep-1",
+        "cm.node-id": "node-1",
+        "cm.user-id": "user-1",
+        "cm.sandbox-name": "cm-sbx-1",
+        "cm.ports": "8080,22",
+      },
     });
     // Docker refuses both in a joined network namespace: the ports travel as a label.
     expect(options).not.toHaveProperty("ExposedPorts");
@@ -84,6 +97,24 @@ describe("buildContainerCreateOptions", () => {
     expect(plain.Labels).not.toHaveProperty("cm.disk-gb");
   });
 
+  it("caps the writable layer at the allowance where the engine can", () => {
+    expect(buildContainerCreateOptions({ ...spec, diskGb: 30 }, "cm-sbx-1", { capsWritableLayer: true }).HostConfig?.StorageOpt).toEqual({
+      size: "30000000000",
+    });
+    expect(buildContainerCreateOptions({ ...spec, diskGb: 30 }, "cm-sbx-1").HostConfig).not.toHaveProperty("StorageOpt");
+    expect(buildContainerCreateOptions(spec, "cm-sbx-1", { capsWritableLayer: true }).HostConfig).not.toHaveProperty("StorageOpt");
+    expect(
+      mayCapWritableLayers({
+        Driver: "overlay2",
+        DriverStatus: [
+          ["Backing Filesystem", "xfs"],
+          ["Supports d_type", "true"],
+        ],
+      }),
+    ).toBe(true);
+    expect(mayCapWritableLayers({ Driver: "overlay2", DriverStatus: [["Backing Filesystem", "extfs"]] })).toBe(false);
+  });
+
   it("does not let extra labels overwrite the cm.* ones", () => {
     const options = buildContainerCreateOptions({ ...spec, labels: { "cm.user-id": "someone-else", team: "a" } }, "cm-sbx-1");
     expect(options.Labels).toMatchObject({ "cm.user-id": "user-1", team: "a" });
@@ -119,7 +150,13 @@ describe("sandbox options", () => {
       Labels: { "cm.sandbox": "true", "cm.node-id": "node-1" },
       NetworkingConfig: { EndpointsConfig: { "cm-sbx-1": {} } },
     });
-    expect(options.HostConfig).toMatchObject({ NetworkMode: "cm-sbx-1", CapDrop: ["ALL"], ReadonlyRootfs: true, SecurityOpt: ["no-new-privileges"], PidsLimit: 4 });
+    expect(options.HostConfig).toMatchObject({
+      NetworkMode: "cm-sbx-1",
+      CapDrop: ["ALL"],
+      ReadonlyRootfs: true,
+      SecurityOpt: ["no-new-privileges"],
+      PidsLimit: 4,
+    });
     expect(options.HostConfig).not.toHaveProperty("CapAdd");
     // Never counted as a tenant's container.
     expect(options.Labels).not.toHaveProperty("cm.managed");
