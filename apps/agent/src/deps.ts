@@ -21,7 +21,7 @@ export function createDeps(config: DepsConfig, logger: Logger = createLogger({ l
   const runtime = new DockerRuntime({ socketPath: dockerSocketPath(config.dockerSocket), logger, ...(config.sandboxPool === undefined ? {} : { sandboxPool: config.sandboxPool }) });
   const hostProbe = new SystemHostProbe({ dockerEngine: () => runtime.engineInfo() });
   const egress = new EgressGuard({
-    firewall: new IptablesFirewall(egressPolicyOf(config.egressAllow ?? [], hostResolvers()), spawnCommand),
+    firewall: new IptablesFirewall(() => egressPolicyOf(config.egressAllow ?? [], hostResolvers()), spawnCommand),
     enabled: config.egressPolicy !== "off",
     clock: systemClock,
     logger,

@@ -33,7 +33,8 @@ const TOOLS: FamilyTools[] = [
 
 export class IptablesFirewall implements Firewall {
   constructor(
-    private readonly policy: EgressPolicy,
+    /** read again at every check: the host's resolvers may change under DHCP, and the rules follow */
+    private readonly policyNow: EgressPolicy | (() => EgressPolicy),
     private readonly run: CommandRunner,
   ) {}
 
@@ -73,7 +74,7 @@ export class IptablesFirewall implements Firewall {
         if (tools.family === 4 && listed.code !== 127) throw new Error(`iptables -S INPUT failed: ${oneLine(listed.stderr)}`);
         continue;
       }
-      const plan = egressPlan(this.policy, tools.family);
+      const plan = egressPlan(this.policy(), tools.family);
       for (const chain of plan.chains) {
         const froms = chain.from === "INPUT" ? ["INPUT"] : ["DOCKER-USER", "FORWARD"];
         for (const from of froms) {
@@ -92,6 +93,10 @@ export class IptablesFirewall implements Firewall {
    * keeps no IPv6 DOCKER-USER unless its ip6tables option is on, so there the
    * chain is jumped to from FORWARD.
    */
+  private policy(): EgressPolicy {
+    return typeof this.policyNow === "function" ? this.policyNow() : this.policyNow;
+  }
+
   private async families(): Promise<FamilyTools[]> {
     const ipv6 = TOOLS[1]!;
     const hasIpv6 = (await this.iptables(ipv6, ["-S", "INPUT"])).code === 0;
@@ -104,10 +109,10 @@ export class IptablesFirewall implements Firewall {
       if (dockerUser.code === 127) throw new Error("iptables is not installed");
       if (dockerUser.code !== 0)
         throw new Error(`iptables has no DOCKER-USER chain (${oneLine(dockerUser.stderr)}): is Docker running, with its iptables option on?`);
-      return egressPlan(this.policy, 4, "DOCKER-USER");
+      return egressPlan(this.policy(), 4, "DOCKER-USER");
     }
     const dockerUser = await this.iptables(tools, ["-S", "DOCKER-USER"]);
-    return egressPlan(this.policy, 6, dockerUser.code === 0 ? "DOCKER-USER" : "FORWARD");
+    return egressPlan(this.policy(), 6, dockerUser.code === 0 ? "DOCKER-USER" : "FORWARD");
   }
 
   private async problems(tools: FamilyTools, plan: FamilyPlan): Promise<string[]> {

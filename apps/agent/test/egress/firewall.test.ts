@@ -66,9 +66,9 @@ function testHost(name: string, hostAddress: string, nsAddress: string, prefixLe
  * "unreachable". Through nc: the static busybox's wget dies of SIGSEGV in these images.
  */
 function probe(containerId: string, address: string, port: number): Promise<string> {
-  const request = `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${address} ${port}`;
+  const request = `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 5 ${address} ${port}`;
   return new Promise((resolve) => {
-    execFile("docker", ["exec", containerId, "sh", "-c", request], { encoding: "utf8", timeout: 10_000 }, (error, stdout) => {
+    execFile("docker", ["exec", containerId, "sh", "-c", request], { encoding: "utf8", timeout: 15_000 }, (error, stdout) => {
       const body = stdout
         .split(/\r?\n\r?\n/)
         .slice(1)
