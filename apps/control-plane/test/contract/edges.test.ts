@@ -87,6 +87,21 @@ describe("edges of the contract the fuzzer does not reach", () => {
     }
   });
 
+  it("says in the document what it does with query text the schema does not decide (an unknown key, a boolean as 1)", async () => {
+    const problems: string[] = [];
+    const unknown = await h.call("GET", "/nodes?unknownKey=1");
+    const said400 = `${doc.info.description ?? ""} ${doc.paths["/nodes"]!.get!.responses["400"]?.description ?? ""}`;
+    if (unknown.status === 400 && !/unknown|unrecogni[sz]ed|not (named|listed|documented)/i.test(said400)) {
+      problems.push(`GET /nodes?unknownKey=1 -> 400 ${unknown.json?.error?.code}, and the document never says an unknown query parameter is refused`);
+    }
+    const one = await h.call("GET", "/nodes?hasGpu=1");
+    const hasGpu = doc.paths["/nodes"]!.get!.parameters!.find((p) => p.name === "hasGpu")!;
+    const saidBoolean = `${hasGpu.description ?? ""} ${hasGpu.schema.description ?? ""}`;
+    if (one.status === 200 && !/\b1\b/.test(saidBoolean))
+      problems.push(`GET /nodes?hasGpu=1 -> 200, and the document's hasGpu is a boolean that never mentions 1 or 0`);
+    expect(problems).toEqual([]);
+  });
+
   it("answers a URL past 16 KiB with a JSON error in the one shape, not a reset or an empty body", async () => {
     const long: Array<[string, string]> = [
       ["/nodes", `/nodes?region=${"a".repeat(17_000)}`],
