@@ -1,0 +1,104 @@
+import type { DeploymentStatus } from "@cm/sdk";
+import { intFlag, list, type Run, str, UsageError } from "../args";
+import type { Context } from "../context";
+import { cents, credits, endpoints, statusLine } from "./format";
+
+const STATUSES: DeploymentStatus[] = ["pending", "pulling", "starting", "running", "stopping", "stopped", "exited", "failed"];
+
+export const deploy: Run = async (ctx, { flags }) => {
+  const template = str(flags, "template");
+  const image = str(flags, "image");
+  const nodeId = str(flags, "node");
+  if ((template === undefined) === (image === undefined)) throw new UsageError("give one of --template and --image");
+  if (!nodeId) throw new UsageError("--node is required (see cm nodes)");
+  const env: Record<string, string> = {};
+  for (const pair of list(flags, "env")) {
+    const at = pair.indexOf("=");
+    if (at < 1) throw new UsageError(`--env takes NAME=VALUE, not ${JSON.stringify(pair)}`);
+    env[pair.slice(0, at)] = pair.slice(at + 1);
+  }
+  const ports = list(flags, "port").map((p) => {
+    if (!/^\d+$/.test(p)) throw new UsageError(`--port takes a port number, not ${JSON.stringify(p)}`);
+    return Number(p);
+  });
+  const timeoutS = intFlag(flags, "timeout") ?? 600;
+
+  const created = await ctx.client.deployments.create({
+    nodeId,
+    ...(template ? { templateId: template } : { customImage: image }),
+    ...(str(flags, "name") ? { name: str(flags, "name") } : {}),
+    ...(Object.keys(env).length ? { env } : {}),
+    ...(ports.length ? { ports } : {}),
+  });
+  const d = created.deployment;
+  if (!flags.wait) {
+    if (ctx.json) return ctx.out.json(created);
+    ctx.out.line(d.id);
+    ctx.out.note(`Created ${d.id} on ${d.nodeId} (${d.status}), ${cents(created.estimatedHourlyCost)}. Follow it with: cm show ${d.id}`);
+    return;
+  }
+  ctx.out.note(`Created ${d.id} on ${d.nodeId}, ${cents(created.estimatedHourlyCost)}.`);
+  const running = await ctx.client.deployments.waitFor(d.id, "running", {
+    timeoutMs: timeoutS * 1000,
+    signal: ctx.signal,
+    onChange: (change) => ctx.out.note(`  ${new Date().toISOString().slice(11, 19)}  ${statusLine(change)}`),
+  });
+  if (ctx.json) return ctx.out.json({ deployment: running });
+  ctx.out.line(running.id);
+  for (const e of endpoints(running)) ctx.out.note(`  ${e}`);
+};
+
+export const ls: Run = async (ctx, { flags }) => {
+  const status = str(flags, "status");
+  if (status !== undefined && !STATUSES.includes(status as DeploymentStatus)) throw new UsageError(`--status is one of ${STATUSES.join(", ")}`);
+  const answer = await ctx.client.deployments.list({
+    status: status as DeploymentStatus | undefined,
+    page: intFlag(flags, "page"),
+    limit: intFlag(flags, "limit"),
+  });
+  if (ctx.json) return ctx.out.json(answer);
+  ctx.out.table(
+    ["ID", "NAME", "STATUS", "IMAGE", "NODE", "COST", "CREATED"],
+    answer.deployments.map((d) => [d.id, d.name ?? "-", d.status, d.image, d.nodeId, credits(d.totalCost), d.createdAt]),
+  );
+  const p = answer.pagination;
+  ctx.out.note(answer.deployments.length === 0 ? "No deployments." : `page ${p.page} of ${p.totalPages} (${p.total} deployments)`);
+};
+
+export const show: Run = async (ctx, { args }) => {
+  const answer = await ctx.client.deployments.get(args[0]!);
+  if (ctx.json) return ctx.out.json(answer);
+  const d = answer.deployment;
+  ctx.out.fields([
+    ["id", d.id],
+    ["name", d.name],
+    ["status", statusLine(d)],
+    ["image", d.image],
+    ["template", d.templateId],
+    ["node", d.nodeId],
+    ["rate", cents(d.hourlyRateCents)],
+    ["cost", `${credits(d.totalCost)} credits`],
+    ["endpoints", endpoints(d).join(", ")],
+    ["ports", d.ports.join(", ")],
+    ["env", Object.keys(d.env).join(" ")],
+    ["created", d.createdAt],
+    ["started", d.startedAt],
+    ["stopped", d.stoppedAt],
+  ]);
+};
+
+const action =
+  (verb: "start" | "stop") =>
+  async (ctx: Context, { args }: { args: string[] }) => {
+    const answer = await ctx.client.deployments[verb](args[0]!);
+    if (ctx.json) return ctx.out.json(answer);
+    ctx.out.note(`${answer.deployment.id} is ${statusLine(answer.deployment)}.`);
+  };
+export const start: Run = action("start");
+export const stop: Run = action("stop");
+
+export const rm: Run = async (ctx, { args }) => {
+  const answer = await ctx.client.deployments.remove(args[0]!);
+  if (ctx.json) return ctx.out.json(answer);
+  ctx.out.note(`${answer.message}.`);
+};

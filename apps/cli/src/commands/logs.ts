@@ -1,0 +1,29 @@
+import type { LogEntry } from "@cm/sdk";
+import { intFlag, type Run, str, UsageError } from "../args";
+
+export const logs: Run = async (ctx, { args, flags }) => {
+  const id = args[0]!;
+  const tail = intFlag(flags, "tail");
+  const since = parseSince(str(flags, "since"));
+  const print = (line: LogEntry) => {
+    if (ctx.json) return ctx.out.line(JSON.stringify(line));
+    (line.stream === "stderr" ? process.stderr : process.stdout).write(`${line.message}\n`);
+  };
+  if (!flags.follow) {
+    const answer = await ctx.client.deployments.logs(id, { tail, since });
+    if (ctx.json) return ctx.out.json(answer);
+    for (const line of answer.logs) print(line);
+    return;
+  }
+  // --json with -f: one JSON log entry a line, as they come.
+  for await (const line of ctx.client.deployments.follow(id, { tail, since, signal: ctx.signal })) print(line);
+};
+
+/** ISO 8601, or a duration ago: 90s, 10m, 2h, 1d. */
+export function parseSince(value: string | undefined, now = Date.now()): string | undefined {
+  if (value === undefined) return undefined;
+  const ago = /^(\d+)(s|m|h|d)$/.exec(value);
+  if (ago) return new Date(now - Number(ago[1]) * { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 }[ago[2] as "s"]).toISOString();
+  if (/^\d{4}-\d{2}-\d{2}T/.test(value) && !Number.isNaN(Date.parse(value))) return new Date(Date.parse(value)).toISOString();
+  throw new UsageError(`--since takes an ISO 8601 time (2026-01-31T12:00:00Z) or a duration ago (10m, 2h), not ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,47 @@
+import { intFlag, type Run, str, UsageError } from "../args";
+import { cents, gpus } from "./format";
+
+export const add: Run = async (ctx, { flags }) => {
+  const missing = ["name", "region", "country", "rate", "max"].filter((f) => flags[f] === undefined);
+  if (missing.length) throw new UsageError(`missing ${missing.map((m) => `--${m}`).join(", ")}`);
+  const answer = await ctx.client.operator.registerNode({
+    name: str(flags, "name")!,
+    region: str(flags, "region") as "eu-west",
+    country: str(flags, "country")!.toUpperCase(),
+    hourlyRateCents: intFlag(flags, "rate")!,
+    maxDeployments: intFlag(flags, "max")!,
+  });
+  if (ctx.json) return ctx.out.json(answer);
+  ctx.out.line(answer.node.id);
+  ctx.out.note(`Enrolled ${answer.node.id}. The agent token is shown this once; start the node's agent with:`);
+  ctx.out.line(agentCommand(ctx.api, answer.agentToken));
+  ctx.out.note(`(or install it as a service: sudo scripts/install-agent.sh --control-plane ${ctx.api} --token ${answer.agentToken})`);
+};
+
+/** The one line that starts an agent for this node from a checkout. */
+export const agentCommand = (api: string, token: string) => `npm run agent -- --control-plane ${api} --token ${token}`;
+
+export const nodes: Run = async (ctx) => {
+  const answer = await ctx.client.operator.nodes();
+  if (ctx.json) return ctx.out.json(answer);
+  ctx.out.table(
+    ["ID", "NAME", "STATUS", "REGION", "GPUS", "RATE", "SLOTS", "LAST HEARTBEAT"],
+    answer.nodes.map((n) => [
+      n.id,
+      n.name,
+      n.status,
+      n.region,
+      gpus(n.gpus),
+      cents(n.hourlyRateCents),
+      `${n.activeDeployments}/${n.maxDeployments}`,
+      n.lastHeartbeat ?? "never",
+    ]),
+  );
+  if (answer.nodes.length === 0) ctx.out.note("You operate no nodes yet: cm operator add --help");
+};
+
+export const retire: Run = async (ctx, { args }) => {
+  const answer = await ctx.client.operator.retireNode(args[0]!);
+  if (ctx.json) return ctx.out.json(answer);
+  ctx.out.note(`${answer.message}.`);
+};

@@ -1,0 +1,97 @@
+#!/usr/bin/env -S npx tsx
+import { pathToFileURL } from "node:url";
+import { version } from "../package.json";
+import { commandHelp, findCommand, GLOBAL_OPTIONS, parseCommand, UsageError } from "./args";
+import { COMMANDS } from "./commands";
+import { createOutput } from "./output";
+
+/** Exit codes (as `gh help exit-codes` documents its own): */
+export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
+
+const BY_NAME = new Map(COMMANDS.map((c) => [c.name, c]));
+
+function usage(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length)) + 2;
+  return [
+    "cm: the compute marketplace from a terminal.",
+    "",
+    "Usage: cm [--api URL] [--keypair PATH] [--rpc URL] [--json] <command> [options]",
+    "",
+    "Commands:",
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}${c.summary}`),
+    "",
+    "Global options:",
+    ...Object.entries(GLOBAL_OPTIONS).map(([name, o]) => `  --${`${name}${o.value ? ` ${o.value}` : ""}`.padEnd(16)}${o.description}`),
+    "  --version         print the version",
+    "",
+    "Exit codes: 0 ok, 1 the API or the chain said no (error CODE: message), 2 a usage error, 130 interrupted.",
+    "Run `cm <command> --help` for a command's options and an example.",
+    "",
+  ].join("\n");
+}
+
+export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const out = createOutput(process.stdout, process.stderr);
+  const { words, rest } = findCommand(argv, new Set(BY_NAME.keys()));
+  if (words.length === 0) {
+    if (rest.includes("--version")) {
+      out.line(version);
+      return EXIT.ok;
+    }
+    if (rest.includes("--help") || rest.includes("-h")) {
+      process.stdout.write(usage());
+      return EXIT.ok;
+    }
+    process.stderr.write(`error: ${rest.length ? `unknown option ${rest[0]}` : "no command given"}\n\n${usage()}`);
+    return EXIT.usage;
+  }
+  const spec = BY_NAME.get(words.join(" "));
+  if (!spec) {
+    const near = COMMANDS.filter((c) => c.name.startsWith(`${words[0]} `)).map((c) => `cm ${c.name}`);
+    process.stderr.write(`error: unknown command ${words.join(" ")}${near.length ? ` (did you mean ${near.join(", ")}?)` : ""}\n\n${usage()}`);
+    return EXIT.usage;
+  }
+
+  const abort = new AbortController();
+  const onInterrupt = () => abort.abort(new Interrupted());
+  process.once("SIGINT", onInterrupt);
+  try {
+    const parsed = parseCommand(spec, rest);
+    if (parsed.flags.help) {
+      process.stdout.write(commandHelp(spec));
+      return EXIT.ok;
+    }
+    const run = await spec.load();
+    const { createContext } = await import("./context");
+    await run(createContext(parsed.flags, env, out, abort.signal), parsed);
+    return EXIT.ok;
+  } catch (err) {
+    return report(err instanceof UsageError && !err.command ? new UsageError(err.message, spec) : err);
+  } finally {
+    process.off("SIGINT", onInterrupt);
+  }
+}
+
+class Interrupted extends Error {}
+
+function report(err: unknown): number {
+  if (err instanceof UsageError) {
+    process.stderr.write(`error: ${err.message}\n\n${err.command ? commandHelp(err.command) : usage()}`);
+    return EXIT.usage;
+  }
+  if (err instanceof Interrupted || (err as { name?: string })?.name === "AbortError") return EXIT.interrupted;
+  const code = (err as { code?: unknown })?.code;
+  // Our errors (the SDK's and the keypair's) carry a code and a message meant for people: no stack.
+  if (err instanceof Error && typeof code === "string" && /^[A-Z][A-Z0-9_]*$/.test(code)) {
+    const requestId = (err as { requestId?: string }).requestId;
+    const hint = code === "NETWORK_ERROR" ? " (is the control plane running? --api or CM_API_URL says where)" : "";
+    process.stderr.write(`error ${code}: ${err.message}${hint}${requestId && process.env.CM_DEBUG ? ` (request ${requestId})` : ""}\n`);
+    return EXIT.failed;
+  }
+  process.stderr.write(`error INTERNAL: ${err instanceof Error ? (process.env.CM_DEBUG ? err.stack : err.message) : String(err)}\n`);
+  return EXIT.failed;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.exitCode = await main(process.argv.slice(2));
+}

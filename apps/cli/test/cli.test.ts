@@ -1,0 +1,257 @@
+import { statSync, writeFileSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
+import { join } from "node:path";
+import { sqliteDatabase } from "@cm/testkit";
+import bs58 from "bs58";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Harness, startHarness, TestClock } from "../../control-plane/test/support/harness";
+import { terminal } from "./support/cli";
+
+// The real `cm` as a subprocess against a real control plane (SQLite, port 0). Its clock
+// stands still at the real time: tokens are valid by the CLI's clock, and nodes with no
+// agent stay online.
+
+let h: Harness;
+let t: ReturnType<typeof terminal>;
+let api: Record<string, string>;
+beforeAll(async () => {
+  h = await startHarness(sqliteDatabase, { overrides: { clock: new TestClock(Date.now()) } });
+  t = terminal();
+  api = { CM_API_URL: h.url };
+});
+afterAll(async () => {
+  t?.close();
+  await h?.close();
+});
+
+describe("usage", () => {
+  it("prints the version, and help with an example on every command", async () => {
+    expect(await t.cm(["--version"])).toMatchObject({ code: 0, stdout: "0.1.0\n" });
+    const help = await t.cm(["deploy", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("Usage: cm deploy (--template ID_OR_SLUG | --image IMAGE) --node ID");
+    expect(help.stdout).toMatch(/Examples?:\n {2}\$ cm deploy/);
+  });
+
+  it.each([
+    [["frobnicate"], /error: unknown command frobnicate\n\n.*Usage: cm /s],
+    [["nodes", "--fast"], /error: Unknown option '--fast'.*\n\nBrowse the nodes for rent\.\n\nUsage: cm nodes/s],
+    [["show"], /error: missing ID\n\n.*Usage: cm show ID/s],
+    [["logs", "dep_1", "--since", "yesterday"], /error: --since takes an ISO 8601 time/],
+    [["deploy", "--node", "node_1"], /error: give one of --template and --image/],
+    [["operator"], /error: unknown command operator \(did you mean cm operator add, cm operator nodes, cm operator retire\?\)/],
+  ])("exits 2 with the usage for %j", async (args, message) => {
+    const r = await t.cm(args, api);
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toMatch(message);
+  });
+});
+
+describe("bad inputs", () => {
+  it("says the keypair is missing, with no stack trace", async () => {
+    const r = await t.cm(["login"], api);
+    expect(r).toMatchObject({ code: 1, stdout: "" });
+    expect(r.stderr).toMatch(/^error KEYPAIR_NOT_FOUND: cannot read the keypair .*\.config\/solana\/id\.json \(no such file\): pass --keypair PATH/);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it("says a malformed keypair is not one", async () => {
+    for (const content of ["not json", "[1,2,3]", JSON.stringify(Array(64).fill(300))]) {
+      const path = join(t.home, "bad.json");
+      writeFileSync(path, content);
+      const r = await t.cm(["login", "--keypair", path], api);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toBe(
+        `error KEYPAIR_INVALID: ${path} is not a Solana keypair: expected a JSON array of 64 numbers from 0 to 255, as \`solana-keygen new\` writes\n`,
+      );
+    }
+  });
+
+  it("says the API is unreachable", async () => {
+    const closed = await closedPort();
+    const r = await t.cm(["nodes", "--api", `http://127.0.0.1:${closed}`]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe(
+      `error NETWORK_ERROR: cannot reach http://127.0.0.1:${closed}/nodes: ECONNREFUSED (is the control plane running? --api or CM_API_URL says where)\n`,
+    );
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it("says to log in when there is no session", async () => {
+    const r = await t.cm(["whoami"], api);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error NOT_SIGNED_IN: /);
+  });
+});
+
+/** A port nothing listens on: one the system just gave and took back. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((done) => server.close(done));
+  return port;
+}
+
+describe("a tenant's session", () => {
+  it("logs in with the keypair, keeps the session 0600, and knows who it is", async () => {
+    const kp = t.keypair();
+    const login = await t.cm(["login"], api);
+    expect(login.code).toBe(0);
+    expect(login.stderr).toContain(`Signed in to ${h.url} as ${bs58.encode(kp.publicKey)}`);
+    const file = join(t.home, ".config/cm/sessions", `${h.url.replace("http://", "").replace(/[^A-Za-z0-9.-]+/g, "_")}.json`);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    expect(statSync(join(file, "..")).mode & 0o777).toBe(0o700);
+
+    const who = await t.cm(["whoami", "--json"], api);
+    expect(who.code).toBe(0);
+    const me = JSON.parse(who.stdout);
+    expect(me.user.walletAddress).toBe(bs58.encode(kp.publicKey));
+    const human = await t.cm(["whoami"], api);
+    expect(human.stdout).toMatch(new RegExp(`^wallet: +${me.user.walletAddress}\nuser: +${me.user.id}\noperator: +no\n`));
+  });
+});
+
+describe("the catalogue", () => {
+  let nodeId: string;
+  beforeAll(async () => {
+    const operator = await h.signIn();
+    nodeId = (await h.onlineNode(operator.token, { gpus: [{ name: "H100", vramMb: 81_920 }], hourlyRateCents: 120 })).id;
+    await h.onlineNode(operator.token, { region: "us-east" });
+  });
+
+  it("lists nodes: --json is the API's JSON, the table filters", async () => {
+    const json = await t.cm(["nodes", "--json"], api);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual((await h.call("GET", "/nodes")).json);
+    const gpu = await t.cm(["nodes", "--gpu", "--min-vram", "40000", "--region", "eu-west"], api);
+    expect(gpu.code).toBe(0);
+    const rows = gpu.stdout
+      .trim()
+      .split("\n")
+      .map((l) => l.split("\t"));
+    expect(rows).toEqual([[nodeId, "node", "online", "eu-west", "H100 80 GB", "32 cores", "125 GB", "120¢/h", "0/4"]]);
+    expect(gpu.stderr).toBe("page 1 of 1 (1 nodes)\n");
+    const show = await t.cm(["nodes", "show", nodeId], api);
+    expect(show.stdout).toMatch(/^id: +node_/);
+    expect(show.stdout).toContain("gpu 0:");
+    const missing = await t.cm(["nodes", "show", "node_nope"], api);
+    expect(missing).toMatchObject({ code: 1, stderr: "error NODE_NOT_FOUND: No node has this id.\n" });
+  });
+
+  it("lists templates and shows one by slug", async () => {
+    const list = await t.cm(["templates", "--json"], api);
+    const templates = JSON.parse(list.stdout).templates as Array<{ slug: string; category: string }>;
+    expect(templates.length).toBeGreaterThan(0);
+    const slug = templates[0]!.slug;
+    const show = await t.cm(["templates", "show", slug], api);
+    expect(show.code).toBe(0);
+    expect(show.stdout).toContain(`slug:`);
+    expect(show.stdout).toContain(slug);
+    const llm = await t.cm(["templates", "--category", "llm"], api);
+    expect(
+      llm.stdout
+        .trim()
+        .split("\n")
+        .every((l) => l.split("\t")[2] === "llm"),
+    ).toBe(true);
+  });
+});
+
+describe("credits and deployments", () => {
+  let nodeId: string;
+  let userId: string;
+  beforeAll(async () => {
+    const operator = await h.signIn();
+    nodeId = (await h.onlineNode(operator.token)).id;
+    userId = JSON.parse((await t.cm(["whoami", "--json"], api)).stdout).user.id;
+    await h.grantCredits(userId, 500);
+  });
+
+  it("shows the balance, the packages and the ledger", async () => {
+    const balance = await t.cm(["credits", "--json"], api);
+    expect(JSON.parse(balance.stdout)).toEqual({ balance: { available: 500, reserved: 0, totalUsed: 0 } });
+    expect((await t.cm(["credits"], api)).stdout).toMatch(/^available: +500 credits \(\$5\.00\)/);
+    const packages = await t.cm(["credits", "packages", "--json"], api);
+    expect(JSON.parse(packages.stdout).packages.length).toBeGreaterThan(0);
+    const history = await t.cm(["credits", "history", "--type", "deposit"], api);
+    expect(history.stdout).toMatch(/\tdeposit\t\+500\ttest grant\t/);
+  });
+
+  it("deploys, lists, shows, stops and removes", async () => {
+    const created = await t.cm(
+      ["deploy", "--image", "nginx:1.27", "--node", nodeId, "--name", "web", "--env", "MODE=prod", "--env", "EMPTY=", "--port", "80"],
+      api,
+    );
+    expect(created.code).toBe(0);
+    const id = created.stdout.trim();
+    expect(id).toMatch(/^dep_/);
+    const api_ = (await h.call("GET", `/deployments/${id}`, { token: await sessionToken() })).json.deployment;
+    expect(api_).toMatchObject({ name: "web", image: "nginx:1.27", env: { MODE: "prod", EMPTY: "" }, ports: [80], status: "pending" });
+
+    const ls = await t.cm(["ls"], api);
+    expect(ls.stdout).toContain(`${id}\tweb\tpending\tnginx:1.27\t${nodeId}\t0\t`);
+    const show = await t.cm(["show", id, "--json"], api);
+    expect(JSON.parse(show.stdout).deployment.id).toBe(id);
+
+    const stop = await t.cm(["stop", id], api);
+    expect(stop.code).toBe(0);
+    // No agent holds the node: stopped at once.
+    expect(stop.stderr).toBe(`${id} is stopped (stopped by the tenant).\n`);
+    const again = await t.cm(["stop", id], api);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/^error INVALID_STATE_TRANSITION: /);
+    const start = await t.cm(["start", id, "--json"], api);
+    expect(JSON.parse(start.stdout).deployment).toMatchObject({ id, status: "starting" });
+    const rm = await t.cm(["rm", id], api);
+    expect(rm).toMatchObject({ code: 0, stderr: `deployment ${id} deleted.\n` });
+    expect((await t.cm(["show", id], api)).stderr).toMatch(/^error DEPLOYMENT_NOT_FOUND/);
+  });
+
+  it("refuses a deployment it cannot pay for, with the API's code", async () => {
+    const other = terminal({ CM_API_URL: h.url });
+    other.keypair();
+    await other.cm(["login"]);
+    const r = await other.cm(["deploy", "--image", "nginx:1.27", "--node", nodeId]);
+    other.close();
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error INSUFFICIENT_CREDITS: /);
+  });
+
+  async function sessionToken(): Promise<string> {
+    const { readFileSync, readdirSync } = await import("node:fs");
+    const dir = join(t.home, ".config/cm/sessions");
+    return JSON.parse(readFileSync(join(dir, readdirSync(dir)[0]!), "utf8")).accessToken;
+  }
+});
+
+describe("operators", () => {
+  it("enrols a node, prints the agent command, lists and retires it", async () => {
+    const add = await t.cm(["operator", "add", "--name", "box-1", "--region", "eu-central", "--country", "de", "--rate", "75", "--max", "2"], api);
+    expect(add.code).toBe(0);
+    const [id, command] = add.stdout.trim().split("\n");
+    expect(id).toMatch(/^node_/);
+    expect(command).toMatch(new RegExp(`^npm run agent -- --control-plane ${h.url} --token \\S+$`));
+    const nodes = await t.cm(["operator", "nodes"], api);
+    expect(nodes.stdout).toContain(`${id}\tbox-1\toffline\teu-central\t-\t75¢/h\t0/2\tnever`);
+    expect((await t.cm(["whoami"], api)).stdout).toMatch(/operator: +yes/);
+    const retire = await t.cm(["operator", "retire", id!], api);
+    expect(retire).toMatchObject({ code: 0, stderr: `node ${id} retired.\n` });
+    expect((await t.cm(["operator", "nodes", "--json"], api)).stdout).not.toContain(id);
+  });
+
+  it("refuses an enrolment the API finds wrong, naming the field", async () => {
+    const r = await t.cm(["operator", "add", "--name", "x", "--region", "mars", "--country", "DE", "--rate", "1", "--max", "1"], api);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error VALIDATION_ERROR: .*region/);
+  });
+});
+
+describe("logout", () => {
+  it("forgets the session", async () => {
+    const out = await t.cm(["logout"], api);
+    expect(out).toMatchObject({ code: 0, stderr: `Signed out of ${h.url}.\n` });
+    expect((await t.cm(["whoami"], api)).stderr).toMatch(/^error NOT_SIGNED_IN/);
+  });
+});

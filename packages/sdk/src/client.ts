@@ -1,0 +1,97 @@
+import { type BuyOptions, buyCredits, type Payer } from "./chain";
+import { type FollowOptions, follow, type PollOptions, type WaitOptions, waitFor, watch } from "./follow";
+import { type Signer, signText, walletAddress } from "./signer";
+import { type ClientOptions, Transport } from "./transport";
+import type * as T from "./types";
+
+const seg = encodeURIComponent;
+
+/**
+ * One client for every route of the API. Protected calls use the session in
+ * `store` (sign in first), refreshing it before it expires and once more when
+ * the API says TOKEN_EXPIRED.
+ */
+export function createClient(options: ClientOptions) {
+  const t = new Transport(options);
+  const get = <R>(path: string, query?: T.NodeListQuery | T.TemplateListQuery | T.DeploymentListQuery | T.LogsQuery | T.TransactionListQuery) =>
+    t.json<R>("GET", path, { auth: true, query });
+  const post = <R>(path: string, body?: unknown) => t.json<R>("POST", path, { auth: true, body });
+  const del = <R>(path: string) => t.json<R>("DELETE", path, { auth: true });
+
+  const auth = {
+    nonce: (walletAddress: string) => t.json<T.NonceResponse>("POST", "/auth/nonce", { body: { walletAddress } }),
+    verify: (body: T.VerifyRequest) => t.json<T.VerifyResponse>("POST", "/auth/verify", { body }),
+    /** Signs the API's sign-in message with `signer` and keeps the session in the store. */
+    async signIn(signer: Signer): Promise<T.VerifyResponse> {
+      const address = walletAddress(signer.publicKey);
+      const { message } = await auth.nonce(address);
+      const answer = await auth.verify({ walletAddress: address, message, signature: await signText(signer, message) });
+      await t.store.save(answer);
+      return answer;
+    },
+    /** Rotates the token pair now (protected calls do this by themselves). */
+    refresh: () => t.refresh(),
+    me: () => get<T.MeResponse>("/auth/me"),
+    /** Forgets the session here. */
+    async signOut(): Promise<void> {
+      await t.store.clear();
+    },
+    session: () => t.store.load(),
+  };
+
+  const nodes = {
+    list: (query: T.NodeListQuery = {}) => t.json<T.NodeListResponse>("GET", "/nodes", { query }),
+    get: (id: string) => t.json<T.NodeResponse>("GET", `/nodes/${seg(id)}`),
+  };
+
+  const templates = {
+    list: (query: T.TemplateListQuery = {}) => t.json<T.TemplateListResponse>("GET", "/templates", { query }),
+    get: (idOrSlug: string) => t.json<T.TemplateResponse>("GET", `/templates/${seg(idOrSlug)}`),
+  };
+
+  const deployments = {
+    create: (body: T.CreateDeploymentRequest) => post<T.CreateDeploymentResponse>("/deployments", body),
+    list: (query: T.DeploymentListQuery = {}) => get<T.DeploymentListResponse>("/deployments", query),
+    get: (id: string) => get<T.DeploymentResponse>(`/deployments/${seg(id)}`),
+    start: (id: string) => post<T.DeploymentResponse>(`/deployments/${seg(id)}/start`),
+    stop: (id: string) => post<T.DeploymentResponse>(`/deployments/${seg(id)}/stop`),
+    remove: (id: string) => del<T.DeleteDeploymentResponse>(`/deployments/${seg(id)}`),
+    logs: (id: string, query: T.LogsQuery = {}) => get<T.LogsResponse>(`/deployments/${seg(id)}/logs`, query),
+    /** Resolves once the deployment has `status` (or one of them); WaitError if it ends otherwise or the time runs out. */
+    waitFor: (id: string, status: T.DeploymentStatus | T.DeploymentStatus[], options?: WaitOptions) => waitFor(t, id, status, options),
+    /** The deployment each time it changes, the current state first, until it has ended. */
+    watch: (id: string, options?: PollOptions) => watch(t, id, options),
+    /** Log lines, the last `tail` first, then as they come, until the deployment has ended; resumes across dropped connections. */
+    follow: (id: string, options?: FollowOptions) => follow(t, id, options),
+  };
+
+  const credits = {
+    balance: () => get<T.BalanceResponse>("/credits/balance"),
+    packages: () => get<T.PackagesResponse>("/credits/packages"),
+    initiateDeposit: (packageId: string, walletAddress: string) => post<T.InitiateDepositResponse>("/credits/deposit/initiate", { packageId, walletAddress }),
+    confirmDeposit: (depositId: string, txSignature: string) => post<T.ConfirmDepositResponse>("/credits/deposit/confirm", { depositId, txSignature }),
+    transactions: (query: T.TransactionListQuery = {}) => get<T.TransactionListResponse>("/credits/transactions", query),
+    /** Pays a package in USDC from `payer` through the Solana RPC and confirms it: the new balance. */
+    buy: (packageId: string, payer: Payer, options: BuyOptions) => buyCredits(t, packageId, payer, options),
+  };
+
+  const operator = {
+    registerNode: (body: T.CreateNodeRequest) => post<T.CreateNodeResponse>("/operator/nodes", body),
+    nodes: () => get<T.OperatorNodeListResponse>("/operator/nodes"),
+    retireNode: (id: string) => del<T.DeleteDeploymentResponse>(`/operator/nodes/${seg(id)}`),
+  };
+
+  return {
+    baseUrl: t.baseUrl,
+    auth,
+    nodes,
+    templates,
+    deployments,
+    credits,
+    operator,
+    health: () => t.json<{ status: "ok" }>("GET", "/health"),
+    ready: () => t.json<{ status: "ready" }>("GET", "/ready"),
+  };
+}
+
+export type Client = ReturnType<typeof createClient>;

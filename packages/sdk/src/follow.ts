@@ -1,0 +1,143 @@
+import type { TENANT_ACTIONS } from "@cm/protocol";
+import { ApiError, NetworkError, WaitError } from "./errors";
+import type { Transport } from "./transport";
+import type { Deployment, DeploymentResponse, DeploymentStatus, LogEntry, LogsResponse } from "./types";
+
+/** The statuses a deployment rests in once its run is over: what `start` accepts. */
+export const ENDED_STATUSES = ["stopped", "exited", "failed"] as const;
+// Tied to the protocol's list at compile time, without loading zod at run time for one array.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const _endedIsStartable: Same<(typeof ENDED_STATUSES)[number], (typeof TENANT_ACTIONS)["start"][number]> = true;
+void _endedIsStartable;
+export const hasEnded = (status: DeploymentStatus) => (ENDED_STATUSES as readonly string[]).includes(status);
+
+export interface PollOptions {
+  /** Between two reads (default 1 s). */
+  intervalMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface WaitOptions extends PollOptions {
+  /** Give up after this long with WaitError WAIT_TIMEOUT (default 5 minutes). */
+  timeoutMs?: number;
+  /** Called with the deployment each time its status changes, the first read included. */
+  onChange?: (deployment: Deployment) => void;
+}
+
+export interface FollowOptions extends PollOptions {
+  /** Start with the last n lines (default 100). */
+  tail?: number;
+  /** Only lines at or after this time (ISO 8601). */
+  since?: string;
+}
+
+/**
+ * The deployment each time it changes (status, reason, exit code, endpoints, cost),
+ * the current state first; ends after it reaches an ended status.
+ */
+export async function* watch(t: Transport, id: string, options: PollOptions = {}): AsyncGenerator<Deployment> {
+  let last = "";
+  for (;;) {
+    const { deployment } = await retrying(options, () =>
+      t.json<DeploymentResponse>("GET", `/deployments/${encodeURIComponent(id)}`, { auth: true, signal: options.signal }),
+    );
+    const seen = JSON.stringify(deployment);
+    if (seen !== last) {
+      last = seen;
+      yield deployment;
+    }
+    if (hasEnded(deployment.status)) return;
+    await sleep(options.intervalMs ?? 1_000, options.signal);
+  }
+}
+
+/** Resolves the deployment once it has one of `status`; WaitError when it ends otherwise or time runs out. */
+export async function waitFor(t: Transport, id: string, status: DeploymentStatus | DeploymentStatus[], options: WaitOptions = {}): Promise<Deployment> {
+  const wanted: DeploymentStatus[] = Array.isArray(status) ? status : [status];
+  const timeout = AbortSignal.timeout(options.timeoutMs ?? 300_000);
+  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+  let last: Deployment | undefined;
+  let lastStatus: string | undefined;
+  try {
+    for await (const d of watch(t, id, { intervalMs: options.intervalMs, signal })) {
+      last = d;
+      if (d.status !== lastStatus) options.onChange?.(d);
+      lastStatus = d.status;
+      if (wanted.includes(d.status)) return d;
+      if (hasEnded(d.status)) {
+        const why = [d.statusReason, d.exitCode === null ? undefined : `exit code ${d.exitCode}`].filter(Boolean).join(", ");
+        throw new WaitError("DEPLOYMENT_ENDED", `deployment ${id} is ${d.status}${why ? `: ${why}` : ""}`, d);
+      }
+    }
+  } catch (err) {
+    if (!timeout.aborted || options.signal?.aborted) throw err;
+  }
+  throw new WaitError(
+    "WAIT_TIMEOUT",
+    `deployment ${id} did not reach ${wanted.join(" or ")} in ${options.timeoutMs ?? 300_000} ms (it is ${last?.status ?? "unknown"})`,
+    last,
+  );
+}
+
+/**
+ * Log lines as they come: the last `tail` first, then each new one once, until the
+ * deployment has ended and its last lines are out. Polls the logs route with
+ * `since`; a dropped connection or a restarting control plane is waited out and
+ * the lines resume where they stopped, none lost or repeated.
+ */
+export async function* follow(t: Transport, id: string, options: FollowOptions = {}): AsyncGenerator<LogEntry> {
+  const path = `/deployments/${encodeURIComponent(id)}`;
+  const tail = options.tail ?? 100;
+  const read = (query: { tail: number; since?: string }) =>
+    retrying(options, () => t.json<LogsResponse>("GET", `${path}/logs`, { auth: true, query, signal: options.signal }));
+  // The route answers the lines at or after `since` (to the millisecond), and lines carry
+  // no id: the cursor is the newest line's instant and how many lines at that instant are out.
+  let since = options.since;
+  let outAtSince = 0;
+  for (let first = true; ; first = false) {
+    const ended = await retrying(options, async () =>
+      hasEnded((await t.json<DeploymentResponse>("GET", path, { auth: true, signal: options.signal })).deployment.status),
+    );
+    const { logs } = await read(first ? { tail, since } : { tail: 10_000, since });
+    for (const line of first ? logs : logs.slice(outAtSince)) yield line;
+    const newest = logs.at(-1);
+    if (newest) {
+      const ms = Date.parse(newest.timestamp);
+      since = newest.timestamp;
+      outAtSince = logs.filter((l) => Date.parse(l.timestamp) === ms).length;
+      // The tail may have cut lines of that same instant off: count them all.
+      if (first && logs.length === tail && Date.parse(logs[0]!.timestamp) === ms) outAtSince = (await read({ tail: 10_000, since })).logs.length;
+    }
+    // The status was read before the lines: an ended deployment's last lines are in them.
+    if (ended) return;
+    await sleep(options.intervalMs ?? 1_000, options.signal);
+  }
+}
+
+/** Retries what a restart or a dropped connection causes, with backoff up to 5 s; anything else is thrown. */
+async function retrying<T>(options: PollOptions, call: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await call();
+    } catch (err) {
+      const transient = err instanceof NetworkError || (err instanceof ApiError && (err.status === 502 || err.status === 503 || err.status === 504));
+      if (!transient || options.signal?.aborted) throw err;
+      await sleep(Math.min(5_000, 250 * 2 ** attempt) * (0.5 + Math.random() / 2), options.signal);
+    }
+  }
+}
+
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
