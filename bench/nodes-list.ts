@@ -37,7 +37,7 @@ const pick = (i: number) => queries[i % queries.length]!;
 console.log(`GET /nodes over 10,000 nodes; ${concurrency} clients for ${durationMs} ms each; ${os.cpus().length} cores, ${os.cpus()[0]?.model}`);
 const results: Record<string, Awaited<ReturnType<typeof load>>> = {};
 for (const kind of ["bare-hono", "sqlite", "postgres"]) {
-  let s;
+  let s: Awaited<ReturnType<typeof startServer>>;
   try {
     s = await startServer(kind);
   } catch (err) {

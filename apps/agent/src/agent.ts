@@ -74,7 +74,9 @@ export class Agent {
         onReady: (welcome) => this.onReady(welcome),
         onFrame: (frame) => this.onFrame(frame),
         onDown: () => this.onDown(),
-        onFailed: (failure) => this.failureListeners.forEach((listener) => listener(failure)),
+        onFailed: (failure) => {
+          for (const listener of this.failureListeners) listener(failure);
+        },
         runningDeployments: () => this.reconciler.running(),
       },
     );

@@ -16,7 +16,7 @@ import { EXIT_CONFIG } from "../install/systemd-unit";
 import { DockerRuntime } from "../runtime/docker-runtime";
 import { readStatusFile } from "../state-file";
 import { AGENT_VERSION } from "../version";
-import { USAGE, UsageError, parseArgs } from "./args";
+import { USAGE, UsageError, parseArgs, type ParsedArgs } from "./args";
 import { runAgentUntilSignal } from "./run-agent";
 import type { SignalSource } from "./run-agent";
 
@@ -28,7 +28,7 @@ export interface CliIo {
 }
 
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
-  let args;
+  let args: ParsedArgs;
   try {
     args = parseArgs(argv);
   } catch (error) {

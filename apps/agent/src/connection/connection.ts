@@ -117,7 +117,9 @@ export class Connection {
     socket.on("open", () => current() && this.onOpen(socket));
     socket.on("message", (data, isBinary) => current() && this.onMessage(socket, data, isBinary));
     socket.on("pong", () => current() && this.liveness?.alive());
-    socket.on("error", (error) => current() && (this.lastError = error.message));
+    socket.on("error", (error) => {
+      if (current()) this.lastError = error.message;
+    });
     socket.on("close", (code, reason) => current() && this.onClose(code, reason.toString()));
   }
 
@@ -154,13 +156,19 @@ export class Connection {
     if (frame.type === "error") {
       this.options.logger.warn("The control plane reported an error", { code: frame.code, message: frame.message });
     }
-    if (frame.type === "welcome") return this.onWelcome(socket, frame);
+    if (frame.type === "welcome") {
+      this.onWelcome(socket, frame);
+      return;
+    }
     if (this.current === "ready") this.handlers.onFrame(frame);
     else if (frame.type !== "error") this.options.logger.warn("Ignoring a frame that came before welcome", { type: frame.type });
   }
 
   private onWelcome(socket: AgentSocket, welcome: Welcome): void {
-    if (this.current !== "authenticating") return this.options.logger.warn("Ignoring a second welcome");
+    if (this.current !== "authenticating") {
+      this.options.logger.warn("Ignoring a second welcome");
+      return;
+    }
     if (!(PROTOCOL_VERSIONS as readonly number[]).includes(welcome.protocolVersion)) {
       this.options.logger.error("The control plane chose a protocol version this agent does not speak", { chosen: welcome.protocolVersion, ours: PROTOCOL_VERSIONS });
       socket.close(CLOSE_CODES.UNSUPPORTED_PROTOCOL, "unsupported protocol version");
@@ -192,7 +200,10 @@ export class Connection {
     this.socket = undefined;
     this.clearTimers();
     if (wasReady) this.handlers.onDown();
-    if (this.stopping) return this.setState("disconnected");
+    if (this.stopping) {
+      this.setState("disconnected");
+      return;
+    }
     if (!RETRYABLE_CLOSE(code)) {
       const explanation = explainFatalClose(code, reason);
       this.options.logger.error(`Not reconnecting: ${explanation}`, { closeCode: code });

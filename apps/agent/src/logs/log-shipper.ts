@@ -164,7 +164,10 @@ export class LogShipper {
     if (refused.length > 0) this.log.debug("The control plane refused log batches; sending them again", { batches: refused.length });
     for (const batch of refused) if (!this.transmit(batch)) return;
     this.armResend();
-    if (this.finishing && this.drained) return this.settleIfDone();
+    if (this.finishing && this.drained) {
+      this.settleIfDone();
+      return;
+    }
     if (this.paused && this.sent.seq - this.ackedSeq <= this.options.maxInflightLines / 2) {
       this.paused = false;
       this.schedule(0);

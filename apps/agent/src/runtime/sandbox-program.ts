@@ -65,7 +65,7 @@ export function pauseProgram(arch: SandboxArch): Buffer {
 
 function words(values: number[]): Buffer {
   const buffer = Buffer.alloc(values.length * 4);
-  values.forEach((value, index) => buffer.writeUInt32LE(value, index * 4));
+  for (const [index, value] of values.entries()) buffer.writeUInt32LE(value, index * 4);
   return buffer;
 }
 

@@ -31,7 +31,12 @@ function cpuTicks(pid: number): number {
 async function blocksUntilSignalled(command: string, args: string[]): Promise<NodeJS.Signals | number | null> {
   const child = spawn(command, args, { stdio: "ignore" });
   let ended: NodeJS.Signals | number | null | undefined;
-  const exit = new Promise<void>((resolve) => child.once("exit", (code, signal) => ((ended = signal ?? code), resolve())));
+  const exit = new Promise<void>((resolve) =>
+    child.once("exit", (code, signal) => {
+      ended = signal ?? code;
+      resolve();
+    }),
+  );
   await new Promise((resolve) => setTimeout(resolve, 300)); // qemu's own start-up takes CPU
   const before = cpuTicks(child.pid!);
   await new Promise((resolve) => setTimeout(resolve, 500));

@@ -199,7 +199,10 @@ export class FakeControlPlane {
     }
     const frame = parsed.frame;
     this.frames.push(frame);
-    if (frame.type === "hello") return this.onHello(ws, frame);
+    if (frame.type === "hello") {
+      this.onHello(ws, frame);
+      return;
+    }
     if (frame.type === "logs" && !this.hungUp.has(ws)) this.onLogs(ws, frame);
   }
 

@@ -36,6 +36,7 @@ export const MAX_HEAD_BYTES = 16 * 1024;
 const CRLFCRLF = Buffer.from("\r\n\r\n");
 // A field line: a token, a colon, a value with no control character but HTAB
 // (so no obs-fold, no bare CR or LF, no NUL a container's parser may cut at).
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what this refuses
 const FIELD = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*$/;
 
 /** The offset just past the head's blank line, or -1 while it is incomplete. */

@@ -25,7 +25,10 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
   const agentFor = (t: EndpointTarget) => {
     const key = `${t.deploymentId}:${t.port}`;
     let a = agents.get(key);
-    if (!a) agents.set(key, (a = new TunnelAgent(o.dialer, t)));
+    if (!a) {
+      a = new TunnelAgent(o.dialer, t);
+      agents.set(key, a);
+    }
     return a;
   };
 

@@ -73,7 +73,7 @@ export class Relay extends RelayCore {
         break;
       }
       if (this.body) {
-        let step;
+        let step: { bytes: number; done: boolean };
         try {
           step = this.body.take(this.buf);
         } catch {

@@ -93,11 +93,12 @@ export function createDepositService(repos: Repos, chain: ChainClient, clock: Cl
       switch (outcome.kind) {
         case "credited":
           return { transaction: outcome.transaction, replay: false };
-        case "signature_used":
+        case "signature_used": {
           // A concurrent confirm of this very deposit may have won: that is a replay, not a reuse.
           const won = await this.refuseUsedSignature(deposit.id, signature);
           if (!won) throw new ApiError("SIGNATURE_ALREADY_USED", "this transaction already credited a deposit");
           return { transaction: won, replay: true };
+        }
         case "already_confirmed":
           if (outcome.deposit.txSignature !== signature) throw new ApiError("DEPOSIT_ALREADY_CONFIRMED", `deposit ${depositId} was confirmed with another transaction`);
           return { transaction: outcome.transaction ?? (await repos.deposits.transactionBySignature(signature))!, replay: true };

@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newWallet, startHarness, type Harness } from "../support/harness";
 import { describeEachDatabase, sqliteDatabase } from "@cm/testkit";
-
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Harness, newWallet, startHarness } from "../support/harness";
 
 describeEachDatabase("auth on $name", (db) => {
   let h: Harness;
@@ -124,12 +123,22 @@ describeEachDatabase("auth on $name", (db) => {
 
   it("answers 401 in the error shape for a missing, malformed or unknown token on every protected route", async () => {
     const routes: Array<[string, string]> = [
-      ["GET", "/auth/me"], ["GET", "/deployments"], ["POST", "/deployments"], ["GET", "/deployments/dep_x"],
-      ["POST", "/deployments/dep_x/start"], ["POST", "/deployments/dep_x/stop"], ["DELETE", "/deployments/dep_x"],
-      ["GET", "/deployments/dep_x/logs"], ["GET", "/operator/nodes"], ["POST", "/operator/nodes"], ["DELETE", "/operator/nodes/node_x"],
+      ["GET", "/auth/me"],
+      ["GET", "/deployments"],
+      ["POST", "/deployments"],
+      ["GET", "/deployments/dep_x"],
+      ["POST", "/deployments/dep_x/start"],
+      ["POST", "/deployments/dep_x/stop"],
+      ["DELETE", "/deployments/dep_x"],
+      ["GET", "/deployments/dep_x/logs"],
+      ["GET", "/operator/nodes"],
+      ["POST", "/operator/nodes"],
+      ["DELETE", "/operator/nodes/node_x"],
     ];
     for (const [method, path] of routes) {
-      for (const headers of [{}, { authorization: "Basic abc" }, { authorization: "Bearer" }, { authorization: "Bearer cma_unknown" }] as Array<Record<string, string>>) {
+      for (const headers of [{}, { authorization: "Basic abc" }, { authorization: "Bearer" }, { authorization: "Bearer cma_unknown" }] as Array<
+        Record<string, string>
+      >) {
         const r = await h.call(method, path, { headers });
         expect(r.status, `${method} ${path} ${JSON.stringify(headers)}`).toBe(401);
         expect(r.json.error.code).toBe("UNAUTHORIZED");
@@ -145,7 +154,7 @@ describe("auth rate limit", () => {
     try {
       const w = newWallet();
       const codes: number[] = [];
-      let last;
+      let last: Awaited<ReturnType<typeof h.call>> | undefined;
       for (let i = 0; i < 7; i++) {
         last = await h.call("POST", "/auth/nonce", { body: { walletAddress: w.address } });
         codes.push(last.status);
@@ -176,11 +185,16 @@ describe("auth rate limit", () => {
   });
 
   it("tells clients apart behind a trusted proxy by X-Forwarded-For, and believes nobody else's", async () => {
-    const nonce = (h: Harness, forwardedFor: string) => h.call("POST", "/auth/nonce", { body: { walletAddress: newWallet().address }, headers: { "x-forwarded-for": forwardedFor } });
+    const nonce = (h: Harness, forwardedFor: string) =>
+      h.call("POST", "/auth/nonce", { body: { walletAddress: newWallet().address }, headers: { "x-forwarded-for": forwardedFor } });
     const behindProxy = await startHarness(sqliteDatabase, { config: { AUTH_RATE_LIMIT_PER_MIN: 2, TRUSTED_PROXIES: "127.0.0.1, ::1" } });
     try {
       // The test's requests come from 127.0.0.1, here the proxy: each forwarded client has its own window.
-      expect([(await nonce(behindProxy, "203.0.113.5")).status, (await nonce(behindProxy, "203.0.113.5")).status, (await nonce(behindProxy, "203.0.113.5")).status]).toEqual([200, 200, 429]);
+      expect([
+        (await nonce(behindProxy, "203.0.113.5")).status,
+        (await nonce(behindProxy, "203.0.113.5")).status,
+        (await nonce(behindProxy, "203.0.113.5")).status,
+      ]).toEqual([200, 200, 429]);
       expect((await nonce(behindProxy, "203.0.113.6")).status).toBe(200);
       // A client cannot escape its window by sending its own X-Forwarded-For: the proxy appends the real address last.
       expect((await nonce(behindProxy, "198.51.100.1, 203.0.113.5")).status).toBe(429);
@@ -190,7 +204,9 @@ describe("auth rate limit", () => {
     const direct = await startHarness(sqliteDatabase, { config: { AUTH_RATE_LIMIT_PER_MIN: 2 } });
     try {
       // No trusted proxy: the header is the client's own say-so and changes nothing.
-      expect([(await nonce(direct, "203.0.113.7")).status, (await nonce(direct, "203.0.113.8")).status, (await nonce(direct, "203.0.113.9")).status]).toEqual([200, 200, 429]);
+      expect([(await nonce(direct, "203.0.113.7")).status, (await nonce(direct, "203.0.113.8")).status, (await nonce(direct, "203.0.113.9")).status]).toEqual([
+        200, 200, 429,
+      ]);
     } finally {
       await direct.close();
     }

@@ -81,7 +81,10 @@ needs("docker", "busybox", "nginx", "openssl").describe("the example nginx confi
       const arrivals: number[] = [];
       const req = https.request({ host: "127.0.0.1", port: nginxPort, path: p, method, servername: host, headers: { host }, ca }, (res) => {
         let text = "";
-        res.on("data", (c) => ((text += c), arrivals.push(Date.now())));
+        res.on("data", (c) => {
+          text += c;
+          arrivals.push(Date.now());
+        });
         res.on("end", () => resolve({ status: res.statusCode!, body: text, arrivals }));
       });
       req.on("error", reject);

@@ -16,8 +16,7 @@ export function watchDockerRuns(nodeId: string) {
   let buf = "";
   proc.stdout.on("data", (chunk: Buffer) => {
     buf += chunk.toString("utf8");
-    let nl: number;
-    while ((nl = buf.indexOf("\n")) >= 0) {
+    for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
       const line = buf.slice(0, nl);
       buf = buf.slice(nl + 1);
       const e = JSON.parse(line) as { status?: string; Action?: string; timeNano: number; Actor: { Attributes: Record<string, string> } };
