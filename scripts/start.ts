@@ -94,5 +94,9 @@ if (!docker) {
   say(`Docker ${docker} found: starting the agent for node ${local.nodeId}`);
   // The state directory keeps the agent's install id: enrolled again (a new database), it removes what the old node left.
   const stateDir = path.join(path.dirname(localNodeFile), "agent");
-  run("agent", ["apps/agent/src/index.ts"], { ...process.env, CONTROL_PLANE_URL: url, AGENT_TOKEN: local.token, AGENT_STATE_DIR: stateDir });
+  // The egress policy needs root (iptables); without it the agent would refuse every deployment. A development
+  // machine's own node goes without, and says so, unless AGENT_EGRESS_POLICY is set.
+  const egress = process.env.AGENT_EGRESS_POLICY ?? (process.getuid?.() === 0 ? "on" : "off");
+  if (egress === "off") say("not root: the local node runs without the egress policy (its containers can reach this machine and its network)");
+  run("agent", ["apps/agent/src/index.ts"], { ...process.env, CONTROL_PLANE_URL: url, AGENT_TOKEN: local.token, AGENT_STATE_DIR: stateDir, AGENT_EGRESS_POLICY: egress });
 }
