@@ -44,7 +44,9 @@ needs("docker", "busybox", "openssl").describe("endpoints through an agent conne
     nodeId = node.json.node.id;
     agent = spawn(process.execPath, ["--import", "tsx", "apps/agent/src/index.ts", "--control-plane", h.url, "--token", node.json.agentToken, "--state-dir", `${dir}/agent`], {
       cwd: root,
-      env: { ...process.env, NODE_TLS_REJECT_UNAUTHORIZED: "", NODE_EXTRA_CA_CERTS: `${dir}/cert.pem`, LOG_LEVEL: "warn" },
+      // AGENT_EGRESS_POLICY=off: an agent run as root would put its egress policy on this machine's firewall and,
+      // as agents do when they stop, leave it there; the policy has its own tests (apps/agent/test/egress).
+      env: { ...process.env, NODE_TLS_REJECT_UNAUTHORIZED: "", NODE_EXTRA_CA_CERTS: `${dir}/cert.pem`, LOG_LEVEL: "warn", AGENT_EGRESS_POLICY: "off" },
       stdio: ["ignore", "ignore", "inherit"],
     });
     await until("node online", async () => (await h.call("GET", `/nodes/${nodeId}`)).json.node.status === "online", 30_000);

@@ -102,7 +102,15 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
   });
 
   async function startAgent() {
-    const started = startProgram("agent", "apps/agent/src/index.ts", ["run"], { CONTROL_PLANE_URL: url, AGENT_TOKEN: agentToken, AGENT_SANDBOX_POOL: "0", LOG_LEVEL: "info" });
+    // AGENT_EGRESS_POLICY=off: as root the agent would put its egress policy on this machine's firewall and leave
+    // it when stopped, as agents do; the policy has its own tests (apps/agent/test/egress).
+    const started = startProgram("agent", "apps/agent/src/index.ts", ["run"], {
+      CONTROL_PLANE_URL: url,
+      AGENT_TOKEN: agentToken,
+      AGENT_SANDBOX_POOL: "0",
+      LOG_LEVEL: "info",
+      AGENT_EGRESS_POLICY: "off",
+    });
     agent = started;
     undo.push(() => started.stop());
     // Online with its inventory reported: the agent's first host probe can hold its
