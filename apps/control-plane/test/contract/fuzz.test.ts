@@ -443,6 +443,10 @@ async function exercise(
     if (validate(doc.components.schemas.Error!, json).length > 0) fail(`${status} is not in the error shape`);
     else if (documented && documentedCodes(documented).length > 0 && !documentedCodes(documented).includes(code as string))
       fail(`${status} ${String(code)} is not a code documented for ${status}`);
+    // The client must learn which field to fix (unless the body is not an object at all).
+    const wholeBodyWrong =
+      req.body !== undefined && "json" in req.body && (typeof req.body.json !== "object" || req.body.json === null || Array.isArray(req.body.json));
+    if (code === "VALIDATION_ERROR" && !wholeBodyWrong && !namesAField(json)) fail(`400 VALIDATION_ERROR names no field${fieldsNamed(json)}`);
   }
 
   const authorized = !isProtected(doc, op) || req.auth === "valid";
@@ -458,6 +462,11 @@ async function exercise(
     if (status >= 500) fail(`a request the document calls invalid got ${status} ${String(code)}, not a 4xx`);
   }
   return { found: out, request, answer: typeof code === "string" ? `${status} ${code}` : String(status) };
+}
+
+function namesAField(json: unknown): boolean {
+  const details = (json as { error?: { details?: unknown } }).error?.details;
+  return Array.isArray(details) && details.some((d: { field?: unknown }) => typeof d.field === "string" && d.field.length > 0);
 }
 
 /** The fields a validation error names, so each distinct refusal is reported once. */
