@@ -1,7 +1,7 @@
+import { randomUUID } from "node:crypto";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { bodyLimit } from "hono/body-limit";
 import { requestId } from "hono/request-id";
-import { randomUUID } from "node:crypto";
 import type { Deps } from "./deps";
 import { ApiError, errorResponse, onError } from "./errors";
 import { parseTrustedProxies } from "./http/client-address";
@@ -40,7 +40,12 @@ export function createApp(deps: Deps) {
     }),
   );
   // What an attacker would hammer: sign-in and refresh, per client address. Reading /auth/me is not limited.
-  const signInLimit = rateLimit({ limit: deps.config.AUTH_RATE_LIMIT_PER_MIN, windowMs: 60_000, clock: deps.clock, trustedProxies: parseTrustedProxies(deps.config.TRUSTED_PROXIES) });
+  const signInLimit = rateLimit({
+    limit: deps.config.AUTH_RATE_LIMIT_PER_MIN,
+    windowMs: 60_000,
+    clock: deps.clock,
+    trustedProxies: parseTrustedProxies(deps.config.TRUSTED_PROXIES),
+  });
   for (const path of ["/auth/nonce", "/auth/verify", "/auth/refresh"]) app.use(path, signInLimit);
 
   const route = createRouteFactory({ database: databaseGate({ health: deps.dbHealth }), user: requireUser(deps.auth) });

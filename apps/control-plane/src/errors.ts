@@ -1,6 +1,6 @@
-import { HTTPException } from "hono/http-exception";
-import type { Context } from "hono";
 import { ERROR_CODES, type ErrorCode } from "@cm/protocol";
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
 import type { AppEnv } from "./http/env";
 
 /** The one way a route fails: a stable code, a human message, optional details. */
@@ -19,12 +19,19 @@ export class ApiError extends Error {
 
 export function errorResponse(c: Context<AppEnv>, err: ApiError) {
   for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
-  const body = { error: { code: err.code, message: err.message, requestId: c.get("requestId") ?? "unknown", ...(err.details !== undefined ? { details: err.details } : {}) } };
+  const body = {
+    error: { code: err.code, message: err.message, requestId: c.get("requestId") ?? "unknown", ...(err.details !== undefined ? { details: err.details } : {}) },
+  };
   return c.json(body, err.status as 400);
 }
 
 // What Hono's own middleware throws (the body limit, the validators' media-type check) in our codes.
-const HTTP_EXCEPTION_CODES: Partial<Record<number, ErrorCode>> = { 401: "UNAUTHORIZED", 404: "NOT_FOUND", 413: "PAYLOAD_TOO_LARGE", 415: "UNSUPPORTED_MEDIA_TYPE" };
+const HTTP_EXCEPTION_CODES: Partial<Record<number, ErrorCode>> = {
+  401: "UNAUTHORIZED",
+  404: "NOT_FOUND",
+  413: "PAYLOAD_TOO_LARGE",
+  415: "UNSUPPORTED_MEDIA_TYPE",
+};
 
 /**
  * app.onError: every throw becomes the one error shape; unknown throws are

@@ -23,11 +23,14 @@ function plain(address: string): string {
 export function parseTrustedProxies(list: string): TrustedProxies {
   const blocks = new BlockList();
   let count = 0;
-  for (const entry of list.split(",").map((e) => e.trim()).filter(Boolean)) {
+  for (const entry of list
+    .split(",")
+    .map((e) => e.trim())
+    .filter(Boolean)) {
     const [address = "", prefix] = entry.split("/");
     const family = isIP(address);
     const bits = prefix === undefined ? undefined : Number(prefix);
-    if (family === 0 || (bits !== undefined && !(Number.isInteger(bits) && bits >= 0 && bits <= (family === 4 ? 32 : 128)) )) {
+    if (family === 0 || (bits !== undefined && !(Number.isInteger(bits) && bits >= 0 && bits <= (family === 4 ? 32 : 128)))) {
       throw new Error(`"${entry}" is not an IP address or a CIDR range`);
     }
     const type = family === 4 ? "ipv4" : "ipv6";
@@ -55,7 +58,10 @@ export function clientAddress(peer: string | undefined, forwardedFor: string | u
   const socketPeer = plain(peer ?? "");
   if (!socketPeer) return "unknown";
   if (trusted.empty || !trusted.has(socketPeer) || !forwardedFor) return socketPeer;
-  const hops = forwardedFor.split(",").map(plain).filter((hop) => isIP(hop) !== 0);
+  const hops = forwardedFor
+    .split(",")
+    .map(plain)
+    .filter((hop) => isIP(hop) !== 0);
   for (let i = hops.length - 1; i >= 0; i--) if (!trusted.has(hops[i]!)) return hops[i]!;
   return hops[0] ?? socketPeer;
 }

@@ -46,7 +46,12 @@ function replyTo(err: ClientError, limitBytes: number): string | undefined {
       ? errorReply("URI_TOO_LONG", `the URL is longer than ${limitBytes} bytes`)
       : errorReply("HEADERS_TOO_LARGE", `the URL and headers together are larger than ${limitBytes} bytes`);
   }
-  const [status, reason] = err.code === "ERR_HTTP_REQUEST_TIMEOUT" ? [408, "Request Timeout"] : err.code === "HPE_CHUNK_EXTENSIONS_OVERFLOW" ? [413, "Payload Too Large"] : [400, "Bad Request"];
+  const [status, reason] =
+    err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+      ? [408, "Request Timeout"]
+      : err.code === "HPE_CHUNK_EXTENSIONS_OVERFLOW"
+        ? [413, "Payload Too Large"]
+        : [400, "Bad Request"];
   return `HTTP/1.1 ${status} ${reason}\r\nConnection: close\r\n\r\n`;
 }
 

@@ -1,4 +1,13 @@
-import { microToCredits, uptimePercent, type BalanceMicro, type CreditTransactionRow, type DeploymentRow, type NodeRow, type TemplateRow, type UserRow } from "@cm/db";
+import {
+  type BalanceMicro,
+  type CreditTransactionRow,
+  type DeploymentRow,
+  microToCredits,
+  type NodeRow,
+  type TemplateRow,
+  type UserRow,
+  uptimePercent,
+} from "@cm/db";
 import type { Balance, Deployment, NodeDetail, NodeSummary, TemplateDetail, User } from "@cm/protocol";
 
 /** Rows to API shapes: the only place that knows both. Pure, so the tests can call them. */
@@ -29,14 +38,27 @@ export function presentNodeDetail(n: NodeRow, nowMs: number): NodeDetail {
     ...presentNodeSummary(n, nowMs),
     operatorId: n.operatorId,
     specs: n.specs,
-    gpus: n.gpus.map((g) => ({ name: g.name, vramMb: g.vramMb, computeVersion: g.computeVersion, brand: g.brand, computeCores: g.computeCores, tensorCores: g.tensorCores, driverVersion: g.driverVersion })),
+    gpus: n.gpus.map((g) => ({
+      name: g.name,
+      vramMb: g.vramMb,
+      computeVersion: g.computeVersion,
+      brand: g.brand,
+      computeCores: g.computeCores,
+      tensorCores: g.tensorCores,
+      driverVersion: g.driverVersion,
+    })),
     lastHeartbeat: n.lastHeartbeat === null ? null : iso(n.lastHeartbeat),
   };
 }
 
 export const presentTemplateSummary = (t: TemplateRow) => ({
-  id: t.id, slug: t.slug, name: t.name, description: t.description,
-  category: t.category as TemplateDetail["category"], requiresGpu: t.requiresGpu, minGpuVram: t.minGpuVramMb,
+  id: t.id,
+  slug: t.slug,
+  name: t.name,
+  description: t.description,
+  category: t.category as TemplateDetail["category"],
+  requiresGpu: t.requiresGpu,
+  minGpuVram: t.minGpuVramMb,
 });
 
 export const presentTemplateDetail = (t: TemplateRow): TemplateDetail => ({

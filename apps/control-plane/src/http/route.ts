@@ -1,7 +1,7 @@
-import { OpenAPIHono, createRoute, type RouteConfig } from "@hono/zod-openapi";
+import { ERROR_CODES, ErrorBody, type ErrorCode, text } from "@cm/protocol";
+import { createRoute, OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
-import { ERROR_CODES, ErrorBody, text, type ErrorCode } from "@cm/protocol";
 import type { AppEnv } from "./env";
 import { readJsonBody, validationHook } from "./validation";
 
@@ -13,7 +13,11 @@ export const REQUEST_ID_HEADER_COMPONENT = {
 };
 
 /** A JSON response from a zod schema. */
-export const json = <S extends z.ZodType>(schema: S, description: string) => ({ description, headers: REQUEST_ID_HEADER, content: { "application/json": { schema } } });
+export const json = <S extends z.ZodType>(schema: S, description: string) => ({
+  description,
+  headers: REQUEST_ID_HEADER,
+  content: { "application/json": { schema } },
+});
 
 /** A required JSON request body from a zod schema. */
 export const jsonBody = <S extends z.ZodType>(schema: S) => ({ required: true, content: { "application/json": { schema } } });

@@ -10,7 +10,7 @@ type Where = "body" | "query" | "path";
 export function validationError(where: Where, issues: z.core.$ZodIssue[]) {
   return new ApiError(
     "VALIDATION_ERROR",
-    `invalid ${where}: ` + issues.map((i) => `${i.path.join(".") || where} ${i.message}`).join("; "),
+    `invalid ${where}: ${issues.map((i) => `${i.path.join(".") || where} ${i.message}`).join("; ")}`,
     issues.map((i) => ({ field: i.path.join("."), message: i.message })),
   );
 }

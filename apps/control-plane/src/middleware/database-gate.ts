@@ -5,7 +5,9 @@ import { DATABASE_RETRY_AFTER_S, type DatabaseHealth } from "../services/databas
 
 /** The answer while the database is down: 503, the one error shape, and when to try again. */
 export function databaseUnavailable(): ApiError {
-  return new ApiError("SERVICE_UNAVAILABLE", `the database is not answering; retry in ${DATABASE_RETRY_AFTER_S} s`, undefined, { "Retry-After": String(DATABASE_RETRY_AFTER_S) });
+  return new ApiError("SERVICE_UNAVAILABLE", `the database is not answering; retry in ${DATABASE_RETRY_AFTER_S} s`, undefined, {
+    "Retry-After": String(DATABASE_RETRY_AFTER_S),
+  });
 }
 
 /**

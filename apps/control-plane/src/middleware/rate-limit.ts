@@ -1,5 +1,5 @@
-import type { MiddlewareHandler } from "hono";
 import { getConnInfo } from "@hono/node-server/conninfo";
+import type { MiddlewareHandler } from "hono";
 import { ApiError } from "../errors";
 import { clientAddress, type TrustedProxies } from "../http/client-address";
 import type { AppEnv } from "../http/env";
@@ -31,7 +31,12 @@ export function fixedWindows(opts: { limit: number; windowMs: number; clock: Clo
       w.count += 1;
       if (w.count > opts.limit) {
         const retryAfterS = Math.max(1, Math.ceil((w.start + opts.windowMs - now) / 1000));
-        throw new ApiError("RATE_LIMITED", `too many requests; retry in ${retryAfterS} s`, { retryAfterSeconds: retryAfterS }, { "Retry-After": String(retryAfterS) });
+        throw new ApiError(
+          "RATE_LIMITED",
+          `too many requests; retry in ${retryAfterS} s`,
+          { retryAfterSeconds: retryAfterS },
+          { "Retry-After": String(retryAfterS) },
+        );
       }
     },
   };
@@ -42,7 +47,13 @@ export function fixedWindows(opts: { limit: number; windowMs: number; clock: Clo
  * sign-in on one replica; a shared limiter is the proxy's job. The address is
  * the one `trustedProxies` vouch for (see client-address.ts).
  */
-export function rateLimit(opts: { limit: number; windowMs: number; clock: Clock; trustedProxies: TrustedProxies; maxClients?: number }): MiddlewareHandler<AppEnv> {
+export function rateLimit(opts: {
+  limit: number;
+  windowMs: number;
+  clock: Clock;
+  trustedProxies: TrustedProxies;
+  maxClients?: number;
+}): MiddlewareHandler<AppEnv> {
   const windows = fixedWindows({ limit: opts.limit, windowMs: opts.windowMs, clock: opts.clock, ...(opts.maxClients ? { maxKeys: opts.maxClients } : {}) });
   return async function rateLimitMiddleware(c, next) {
     let peer: string | undefined;

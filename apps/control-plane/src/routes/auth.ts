@@ -10,8 +10,13 @@ export function authRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "post", path: "/nonce", operationId: "requestNonce", tags, summary: "Get a message for the wallet to sign",
-          description: "Step 1 of sign-in. The message names the wallet, a one-time nonce and the time; sign it with the wallet's key and send it to /auth/verify before expiresAt. Limited per client address.",
+          method: "post",
+          path: "/nonce",
+          operationId: "requestNonce",
+          tags,
+          summary: "Get a message for the wallet to sign",
+          description:
+            "Step 1 of sign-in. The message names the wallet, a one-time nonce and the time; sign it with the wallet's key and send it to /auth/verify before expiresAt. Limited per client address.",
           request: { body: jsonBody(NonceRequest) },
           responses: { 200: json(NonceResponse, "The message to sign and when it expires") },
         },
@@ -22,7 +27,11 @@ export function authRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "post", path: "/verify", operationId: "verifySignature", tags, summary: "Exchange a signed message for tokens",
+          method: "post",
+          path: "/verify",
+          operationId: "verifySignature",
+          tags,
+          summary: "Exchange a signed message for tokens",
           description: "A first-time wallet creates its user.",
           request: { body: jsonBody(VerifyRequest) },
           responses: { 200: json(VerifyResponse, "The user and a token pair") },
@@ -38,7 +47,11 @@ export function authRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "post", path: "/refresh", operationId: "refreshTokens", tags, summary: "Rotate the refresh token for a new pair",
+          method: "post",
+          path: "/refresh",
+          operationId: "refreshTokens",
+          tags,
+          summary: "Rotate the refresh token for a new pair",
           description: "A refresh token works once: the pair answered replaces it, and sending it again is INVALID_REFRESH_TOKEN. Limited per client address.",
           request: { body: jsonBody(RefreshRequest) },
           responses: { 200: json(TokenPair, "A new token pair; the old refresh token no longer works") },
@@ -49,7 +62,15 @@ export function authRoutes(deps: Deps, route: RouteFactory) {
     )
     .openapi(
       route(
-        { method: "get", path: "/me", operationId: "getMe", tags, summary: "The signed-in user", description: "Who the bearer token belongs to.", responses: { 200: json(MeResponse, "The user of the bearer token") } },
+        {
+          method: "get",
+          path: "/me",
+          operationId: "getMe",
+          tags,
+          summary: "The signed-in user",
+          description: "Who the bearer token belongs to.",
+          responses: { 200: json(MeResponse, "The user of the bearer token") },
+        },
         { auth: true },
       ),
       (c) => c.json({ user: presentUser(c.get("user")) }, 200),

@@ -1,6 +1,13 @@
 import {
-  BalanceResponse, ConfirmDepositRequest, ConfirmDepositResponse, InitiateDepositRequest, InitiateDepositResponse,
-  PackagesResponse, TransactionListQuery, TransactionListResponse, paginate,
+  BalanceResponse,
+  ConfirmDepositRequest,
+  ConfirmDepositResponse,
+  InitiateDepositRequest,
+  InitiateDepositResponse,
+  PackagesResponse,
+  paginate,
+  TransactionListQuery,
+  TransactionListResponse,
 } from "@cm/protocol";
 import type { Deps } from "../deps";
 import { presentBalance, presentTransaction } from "../http/presenters";
@@ -16,7 +23,11 @@ export function creditRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "get", path: "/balance", operationId: "getBalance", tags, summary: "Your credit balance",
+          method: "get",
+          path: "/balance",
+          operationId: "getBalance",
+          tags,
+          summary: "Your credit balance",
           description: "1 credit = 1 US cent. available = what you can spend; reserved = held for live deployments (one hour each).",
           responses: { 200: json(BalanceResponse, "Your balance") },
         },
@@ -26,7 +37,15 @@ export function creditRoutes(deps: Deps, route: RouteFactory) {
     )
     .openapi(
       route(
-        { method: "get", path: "/packages", operationId: "listCreditPackages", tags, summary: "Credit packages for sale", description: "What POST /credits/deposit/initiate takes as packageId, with its price and the credits it grants.", responses: { 200: json(PackagesResponse, "The packages") } },
+        {
+          method: "get",
+          path: "/packages",
+          operationId: "listCreditPackages",
+          tags,
+          summary: "Credit packages for sale",
+          description: "What POST /credits/deposit/initiate takes as packageId, with its price and the credits it grants.",
+          responses: { 200: json(PackagesResponse, "The packages") },
+        },
         { auth: true },
       ),
       async (c) => c.json({ packages: (await repos.deposits.packages()).map(presentPackage) }, 200),
@@ -34,8 +53,13 @@ export function creditRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "post", path: "/deposit/initiate", operationId: "initiateDeposit", tags, summary: "Start a USDC deposit",
-          description: "Send amountStable of stableMint from walletAddress (your signed-in wallet) to treasuryWallet before expiresAt (30 minutes), then call confirm with the transaction signature.",
+          method: "post",
+          path: "/deposit/initiate",
+          operationId: "initiateDeposit",
+          tags,
+          summary: "Start a USDC deposit",
+          description:
+            "Send amountStable of stableMint from walletAddress (your signed-in wallet) to treasuryWallet before expiresAt (30 minutes), then call confirm with the transaction signature.",
           request: { body: jsonBody(InitiateDepositRequest) },
           responses: { 200: json(InitiateDepositResponse, "What to pay, to whom, and by when") },
         },
@@ -50,14 +74,32 @@ export function creditRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "post", path: "/deposit/confirm", operationId: "confirmDeposit", tags, summary: "Confirm a USDC deposit with its transaction signature",
-          description: "Idempotent: confirming again with the same signature answers the same transaction without crediting twice. TX_NOT_FOUND and CHAIN_UNAVAILABLE leave the deposit pending: retry after Retry-After seconds.",
+          method: "post",
+          path: "/deposit/confirm",
+          operationId: "confirmDeposit",
+          tags,
+          summary: "Confirm a USDC deposit with its transaction signature",
+          description:
+            "Idempotent: confirming again with the same signature answers the same transaction without crediting twice. TX_NOT_FOUND and CHAIN_UNAVAILABLE leave the deposit pending: retry after Retry-After seconds.",
           request: { body: jsonBody(ConfirmDepositRequest) },
           responses: { 200: json(ConfirmDepositResponse, "The deposit transaction and your new balance") },
         },
         {
           auth: true,
-          errors: ["DEPOSIT_NOT_FOUND", "DEPOSIT_EXPIRED", "DEPOSIT_ALREADY_CONFIRMED", "TX_NOT_FOUND", "TX_FAILED", "MINT_MISMATCH", "RECIPIENT_MISMATCH", "AMOUNT_TOO_LOW", "PAYER_MISMATCH", "PAYMENT_AFTER_EXPIRY", "SIGNATURE_ALREADY_USED", "CHAIN_UNAVAILABLE"],
+          errors: [
+            "DEPOSIT_NOT_FOUND",
+            "DEPOSIT_EXPIRED",
+            "DEPOSIT_ALREADY_CONFIRMED",
+            "TX_NOT_FOUND",
+            "TX_FAILED",
+            "MINT_MISMATCH",
+            "RECIPIENT_MISMATCH",
+            "AMOUNT_TOO_LOW",
+            "PAYER_MISMATCH",
+            "PAYMENT_AFTER_EXPIRY",
+            "SIGNATURE_ALREADY_USED",
+            "CHAIN_UNAVAILABLE",
+          ],
         },
       ),
       async (c) => {
@@ -70,7 +112,11 @@ export function creditRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "get", path: "/transactions", operationId: "listTransactions", tags, summary: "Your ledger, newest first",
+          method: "get",
+          path: "/transactions",
+          operationId: "listTransactions",
+          tags,
+          summary: "Your ledger, newest first",
           description: "Deposits, usage (charged every minute a deployment runs) and refunds; type filters by one kind.",
           request: { query: TransactionListQuery },
           responses: { 200: json(TransactionListResponse, "A page of your transactions") },

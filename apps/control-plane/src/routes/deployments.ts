@@ -1,10 +1,18 @@
 import {
-  CreateDeploymentRequest, CreateDeploymentResponse, DeleteDeploymentResponse, DeploymentActionResponse, DeploymentListQuery,
-  DeploymentListResponse, DeploymentResponse, LogsQuery, LogsResponse, paginate,
+  CreateDeploymentRequest,
+  CreateDeploymentResponse,
+  DeleteDeploymentResponse,
+  DeploymentActionResponse,
+  DeploymentListQuery,
+  DeploymentListResponse,
+  DeploymentResponse,
+  LogsQuery,
+  LogsResponse,
+  paginate,
 } from "@cm/protocol";
 import type { Deps } from "../deps";
 import { presentDeployment } from "../http/presenters";
-import { IdParams, createRouter, json, jsonBody, type RouteFactory } from "../http/route";
+import { createRouter, IdParams, json, jsonBody, type RouteFactory } from "../http/route";
 
 /** Your deployments; mounted at /deployments. Every route needs a bearer token. */
 export function deploymentRoutes(deps: Deps, route: RouteFactory) {
@@ -16,14 +24,30 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "post", path: "/", operationId: "createDeployment", tags, summary: "Create a deployment",
+          method: "post",
+          path: "/",
+          operationId: "createDeployment",
+          tags,
+          summary: "Create a deployment",
           description: "Exactly one of templateId and customImage. Holds one hour of the node's rate from your available credits while it is live.",
           request: { body: jsonBody(CreateDeploymentRequest) },
           responses: { 201: json(CreateDeploymentResponse, "The deployment, pending, and what it costs an hour") },
         },
         {
           auth: true,
-          errors: ["TEMPLATE_OR_IMAGE_REQUIRED", "TEMPLATE_AND_IMAGE_CONFLICT", "TEMPLATE_NOT_FOUND", "NODE_NOT_FOUND", "NODE_OFFLINE", "NODE_AT_CAPACITY", "NODE_NO_GPU", "NODE_INSUFFICIENT_GPU_VRAM", "NODE_INSUFFICIENT_CPU", "NODE_INSUFFICIENT_RAM", "INSUFFICIENT_CREDITS"],
+          errors: [
+            "TEMPLATE_OR_IMAGE_REQUIRED",
+            "TEMPLATE_AND_IMAGE_CONFLICT",
+            "TEMPLATE_NOT_FOUND",
+            "NODE_NOT_FOUND",
+            "NODE_OFFLINE",
+            "NODE_AT_CAPACITY",
+            "NODE_NO_GPU",
+            "NODE_INSUFFICIENT_GPU_VRAM",
+            "NODE_INSUFFICIENT_CPU",
+            "NODE_INSUFFICIENT_RAM",
+            "INSUFFICIENT_CREDITS",
+          ],
         },
       ),
       async (c) => {
@@ -34,7 +58,11 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "get", path: "/", operationId: "listDeployments", tags, summary: "Your deployments, newest first",
+          method: "get",
+          path: "/",
+          operationId: "listDeployments",
+          tags,
+          summary: "Your deployments, newest first",
           description: "Deleted deployments are left out; status filters by one status.",
           request: { query: DeploymentListQuery },
           responses: { 200: json(DeploymentListResponse, "A page of your deployments") },
@@ -50,7 +78,11 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "get", path: "/{id}", operationId: "getDeployment", tags, summary: "One deployment",
+          method: "get",
+          path: "/{id}",
+          operationId: "getDeployment",
+          tags,
+          summary: "One deployment",
           description: "Only your own: another account's deployment id answers DEPLOYMENT_NOT_FOUND.",
           request: { params: IdParams },
           responses: { 200: json(DeploymentResponse, "The deployment") },
@@ -62,8 +94,13 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "post", path: "/{id}/start", operationId: "startDeployment", tags, summary: "Start a stopped, exited or failed deployment",
-          description: "Holds an hour of the node's rate again, as at creation, and starts a new run. From any other status: INVALID_STATE_TRANSITION, details.currentStatus saying which.",
+          method: "post",
+          path: "/{id}/start",
+          operationId: "startDeployment",
+          tags,
+          summary: "Start a stopped, exited or failed deployment",
+          description:
+            "Holds an hour of the node's rate again, as at creation, and starts a new run. From any other status: INVALID_STATE_TRANSITION, details.currentStatus saying which.",
           request: { params: IdParams },
           responses: { 200: json(DeploymentActionResponse, "The deployment, starting") },
         },
@@ -74,8 +111,13 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "post", path: "/{id}/stop", operationId: "stopDeployment", tags, summary: "Stop a live deployment",
-          description: "From pending, pulling, starting or running: stopping while the node's agent stops the container, or stopped at once when the node is not connected.",
+          method: "post",
+          path: "/{id}/stop",
+          operationId: "stopDeployment",
+          tags,
+          summary: "Stop a live deployment",
+          description:
+            "From pending, pulling, starting or running: stopping while the node's agent stops the container, or stopped at once when the node is not connected.",
           request: { params: IdParams },
           responses: { 200: json(DeploymentActionResponse, "The deployment, stopping") },
         },
@@ -86,7 +128,11 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "delete", path: "/{id}", operationId: "deleteDeployment", tags, summary: "Delete a deployment (stopping it first)",
+          method: "delete",
+          path: "/{id}",
+          operationId: "deleteDeployment",
+          tags,
+          summary: "Delete a deployment (stopping it first)",
           description: "From any status. Charges stop at once; the node's agent removes the container, and the deployment no longer appears in your list.",
           request: { params: IdParams },
           responses: { 200: json(DeleteDeploymentResponse, "The deployment is deleted") },
@@ -101,8 +147,13 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "get", path: "/{id}/logs", operationId: "getDeploymentLogs", tags, summary: "A deployment's log lines, oldest first",
-          description: "tail: the last n lines (default 100, max 10,000). since: only lines at or after this time. The last 10,000 lines of each deployment are kept.",
+          method: "get",
+          path: "/{id}/logs",
+          operationId: "getDeploymentLogs",
+          tags,
+          summary: "A deployment's log lines, oldest first",
+          description:
+            "tail: the last n lines (default 100, max 10,000). since: only lines at or after this time. The last 10,000 lines of each deployment are kept.",
           request: { params: IdParams, query: LogsQuery },
           responses: { 200: json(LogsResponse, "The log lines") },
         },

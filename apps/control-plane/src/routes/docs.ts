@@ -1,8 +1,8 @@
 import fs from "node:fs";
-import path from "node:path";
 import { createRequire } from "node:module";
-import { Hono } from "hono";
+import path from "node:path";
 import type { OpenAPIHono } from "@hono/zod-openapi";
+import { Hono } from "hono";
 import type { AppEnv } from "../http/env";
 import { REQUEST_ID_HEADER_COMPONENT } from "../http/route";
 
@@ -23,7 +23,11 @@ const TAGS = [
 
 /** The document of every route mounted on `api`, as the library generates it, with what no route says. */
 export function openApiDocument(api: Api): Document {
-  api.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer", description: "accessToken from POST /auth/verify or /auth/refresh" });
+  api.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
+    type: "http",
+    scheme: "bearer",
+    description: "accessToken from POST /auth/verify or /auth/refresh",
+  });
   api.openAPIRegistry.registerComponent("headers", "RequestId", REQUEST_ID_HEADER_COMPONENT);
   const doc = api.getOpenAPI31Document({
     openapi: "3.1.0",
@@ -32,7 +36,8 @@ export function openApiDocument(api: Api): Document {
       version: "1.0.0",
       description:
         "Rent GPU nodes and run containers on them. Credits: 1 credit = 1 US cent. Errors share one shape: { error: { code, message, requestId, details? } }; " +
-        "every response carries the request id in X-Request-Id. A URL over 16 KiB is answered 414, a body over the configured limit 413.",
+        "every response carries the request id in X-Request-Id. An unknown query parameter or body field (one not named in this document) is refused: 400 VALIDATION_ERROR naming it. " +
+        "A URL over 16 KiB is answered 414, a body over the configured limit 413.",
     },
     servers: [{ url: "/", description: "the control plane serving this document" }],
     tags: TAGS,
@@ -57,7 +62,10 @@ export function docsRoutes(api: Api) {
   };
   let doc: Document | undefined;
   return new Hono<AppEnv>()
-    .get("/openapi.json", (c) => c.json((doc ??= openApiDocument(api))))
+    .get("/openapi.json", (c) => {
+      doc ??= openApiDocument(api);
+      return c.json(doc);
+    })
     .get("/docs", (c) =>
       c.html(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Compute marketplace API</title>

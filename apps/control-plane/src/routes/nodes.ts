@@ -2,7 +2,7 @@ import { NodeListQuery, NodeListResponse, NodeResponse, paginate } from "@cm/pro
 import type { Deps } from "../deps";
 import { ApiError } from "../errors";
 import { presentNodeDetail, presentNodeSummary } from "../http/presenters";
-import { IdParams, createRouter, json, type RouteFactory } from "../http/route";
+import { createRouter, IdParams, json, type RouteFactory } from "../http/route";
 
 /** The public node catalogue; mounted at /nodes. */
 export function nodeRoutes(deps: Deps, route: RouteFactory) {
@@ -11,7 +11,11 @@ export function nodeRoutes(deps: Deps, route: RouteFactory) {
   return createRouter()
     .openapi(
       route({
-        method: "get", path: "/", operationId: "listNodes", tags, summary: "Browse nodes",
+        method: "get",
+        path: "/",
+        operationId: "listNodes",
+        tags,
+        summary: "Browse nodes",
         description: "Public. Newest first. Answers may be up to 1 s old (a cache this replica clears whenever it changes a node).",
         request: { query: NodeListQuery },
         responses: { 200: json(NodeListResponse, "A page of nodes") },
@@ -34,9 +38,15 @@ export function nodeRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "get", path: "/{id}", operationId: "getNode", tags, summary: "A node's details",
-          description: "Public. Adds to the catalogue's fields the operator, the full specs and GPUs, and lastHeartbeat (null until the node's agent first connects).",
-          request: { params: IdParams }, responses: { 200: json(NodeResponse, "The node") },
+          method: "get",
+          path: "/{id}",
+          operationId: "getNode",
+          tags,
+          summary: "A node's details",
+          description:
+            "Public. Adds to the catalogue's fields the operator, the full specs and GPUs, and lastHeartbeat (null until the node's agent first connects).",
+          request: { params: IdParams },
+          responses: { 200: json(NodeResponse, "The node") },
         },
         { errors: ["NODE_NOT_FOUND"] },
       ),

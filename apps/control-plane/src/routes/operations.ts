@@ -10,7 +10,11 @@ export function operationsRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "get", path: "/health", operationId: "getHealth", tags, summary: "Liveness",
+          method: "get",
+          path: "/health",
+          operationId: "getHealth",
+          tags,
+          summary: "Liveness",
           description: "200 while the process serves, whatever the database does: restart the process only when this fails.",
           responses: { 200: json(z.object({ status: z.literal("ok") }), "The process serves") },
         },
@@ -21,7 +25,11 @@ export function operationsRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "get", path: "/ready", operationId: "getReadiness", tags, summary: "Readiness",
+          method: "get",
+          path: "/ready",
+          operationId: "getReadiness",
+          tags,
+          summary: "Readiness",
           description: "200 when the database answers, 503 (with Retry-After) when it does not: what a load balancer should route on.",
           responses: { 200: json(z.object({ status: z.literal("ready") }), "The database answers") },
         },

@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { Deps } from "../deps";
 import { ApiError } from "../errors";
 import { presentNodeDetail } from "../http/presenters";
-import { IdParams, createRouter, json, jsonBody, type RouteFactory } from "../http/route";
+import { createRouter, IdParams, json, jsonBody, type RouteFactory } from "../http/route";
 import { fixedWindows } from "../middleware/rate-limit";
 import { hashSecret, newSecret } from "../services/ids";
 
@@ -17,8 +17,13 @@ export function operatorRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "post", path: "/", operationId: "registerNode", tags, summary: "Register a node you operate",
-          description: "Answers the agent token once; it is stored hashed. Marks you an operator. An account operates at most MAX_NODES_PER_ACCOUNT nodes at once (1000 by default; retired ones do not count) and registers at most NODE_REGISTRATIONS_PER_HOUR (60) an hour.",
+          method: "post",
+          path: "/",
+          operationId: "registerNode",
+          tags,
+          summary: "Register a node you operate",
+          description:
+            "Answers the agent token once; it is stored hashed. Marks you an operator. An account operates at most MAX_NODES_PER_ACCOUNT nodes at once (1000 by default; retired ones do not count) and registers at most NODE_REGISTRATIONS_PER_HOUR (60) an hour.",
           request: { body: jsonBody(CreateNodeRequest) },
           responses: { 201: json(CreateNodeResponse, "The node, and the token its agent signs in with") },
         },
@@ -28,8 +33,15 @@ export function operatorRoutes(deps: Deps, route: RouteFactory) {
         const user = c.get("user");
         registrations.hit(user.id);
         const agentToken = newSecret("cmn");
-        const node = await repos.nodes.createWithinQuota({ id: deps.ids("node"), operatorId: user.id, ...c.req.valid("json"), agentTokenHash: hashSecret(agentToken), createdAt: clock.now() }, deps.config.MAX_NODES_PER_ACCOUNT);
-        if (!node) throw new ApiError("NODE_QUOTA_EXCEEDED", `this account already operates ${deps.config.MAX_NODES_PER_ACCOUNT} nodes, as many as one account may; retire one (DELETE /operator/nodes/:id) first`);
+        const node = await repos.nodes.createWithinQuota(
+          { id: deps.ids("node"), operatorId: user.id, ...c.req.valid("json"), agentTokenHash: hashSecret(agentToken), createdAt: clock.now() },
+          deps.config.MAX_NODES_PER_ACCOUNT,
+        );
+        if (!node)
+          throw new ApiError(
+            "NODE_QUOTA_EXCEEDED",
+            `this account already operates ${deps.config.MAX_NODES_PER_ACCOUNT} nodes, as many as one account may; retire one (DELETE /operator/nodes/:id) first`,
+          );
         if (!user.isOperator) await repos.auth.setOperator(user.id);
         deps.events.emit("node-changed", node.id);
         return c.json({ node: presentNodeDetail(node, clock.now()), agentToken }, 201);
@@ -37,7 +49,15 @@ export function operatorRoutes(deps: Deps, route: RouteFactory) {
     )
     .openapi(
       route(
-        { method: "get", path: "/", operationId: "listOperatorNodes", tags, summary: "Nodes you operate", description: "With their details, whatever their status; retired nodes are left out.", responses: { 200: json(OperatorNodeListResponse, "Your nodes, retired ones left out") } },
+        {
+          method: "get",
+          path: "/",
+          operationId: "listOperatorNodes",
+          tags,
+          summary: "Nodes you operate",
+          description: "With their details, whatever their status; retired nodes are left out.",
+          responses: { 200: json(OperatorNodeListResponse, "Your nodes, retired ones left out") },
+        },
         { auth: true },
       ),
       async (c) => {
@@ -48,7 +68,11 @@ export function operatorRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "delete", path: "/{id}", operationId: "retireNode", tags, summary: "Retire a node",
+          method: "delete",
+          path: "/{id}",
+          operationId: "retireNode",
+          tags,
+          summary: "Retire a node",
           description: "The node disappears from the catalogue and its agent token stops working.",
           request: { params: IdParams },
           responses: { 200: json(z.object({ success: z.boolean(), message: z.string() }), "The node is retired") },

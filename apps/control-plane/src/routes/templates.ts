@@ -3,7 +3,7 @@ import { z } from "zod";
 import type { Deps } from "../deps";
 import { ApiError } from "../errors";
 import { presentTemplateDetail, presentTemplateSummary } from "../http/presenters";
-import { PathParam, createRouter, json, type RouteFactory } from "../http/route";
+import { createRouter, json, PathParam, type RouteFactory } from "../http/route";
 
 const TemplateParams = z.object({ idOrSlug: PathParam.meta({ description: "a template id or slug" }) });
 
@@ -13,7 +13,11 @@ export function templateRoutes(deps: Deps, route: RouteFactory) {
   return createRouter()
     .openapi(
       route({
-        method: "get", path: "/", operationId: "listTemplates", tags, summary: "Browse templates",
+        method: "get",
+        path: "/",
+        operationId: "listTemplates",
+        tags,
+        summary: "Browse templates",
         description: "Public. search matches name and description, case-insensitive.",
         request: { query: TemplateListQuery },
         responses: { 200: json(TemplateListResponse, "The matching templates") },
@@ -23,7 +27,11 @@ export function templateRoutes(deps: Deps, route: RouteFactory) {
     .openapi(
       route(
         {
-          method: "get", path: "/{idOrSlug}", operationId: "getTemplate", tags, summary: "A template's details",
+          method: "get",
+          path: "/{idOrSlug}",
+          operationId: "getTemplate",
+          tags,
+          summary: "A template's details",
           description: "Public. By the template's id or its slug; the detail adds the image, default environment, ports and minimums.",
           request: { params: TemplateParams },
           responses: { 200: json(TemplateResponse, "The template") },

@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { startHarness, type Harness } from "../support/harness";
 import { describeEachDatabase } from "@cm/testkit";
-
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type Harness, startHarness } from "../support/harness";
 
 describeEachDatabase("deployment records on $name", (db) => {
   let h: Harness;
@@ -27,7 +26,16 @@ describeEachDatabase("deployment records on $name", (db) => {
     expect(r.status).toBe(201);
     expect(r.json.estimatedHourlyCost).toBe(60);
     const d = r.json.deployment;
-    expect(d).toMatchObject({ userId: tenant.user.id, nodeId: gpuNode, templateId: "tpl_ollama", name: "my llm", status: "pending", endpoints: [], totalCost: 0, image: "ollama/ollama:0.5.7" });
+    expect(d).toMatchObject({
+      userId: tenant.user.id,
+      nodeId: gpuNode,
+      templateId: "tpl_ollama",
+      name: "my llm",
+      status: "pending",
+      endpoints: [],
+      totalCost: 0,
+      image: "ollama/ollama:0.5.7",
+    });
     expect(d.env).toEqual({ OLLAMA_HOST: "0.0.0.0:11434", OLLAMA_KEEP_ALIVE: "1h", EXTRA: "x" });
     expect(d.id).toMatch(/^dep_/);
     expect(d.startedAt).toBeUndefined();
@@ -77,7 +85,10 @@ describeEachDatabase("deployment records on $name", (db) => {
     expect((await create({ nodeId: smallCpu, templateId: "python-web" })).status).toBe(201);
     const tiny = (await h.onlineNode(op.token, { cpuCores: 1, ramMb: 64_000, gpus: [{ name: "NVIDIA H100 80GB HBM3", vramMb: 81559 }] })).id;
     expect((await create({ nodeId: tiny, templateId: "vllm-openai" })).json.error.code).toBe("NODE_INSUFFICIENT_CPU");
-    const offline = await h.call("POST", "/operator/nodes", { token: op.token, body: { name: "off", region: "us-west", country: "US", hourlyRateCents: 1, maxDeployments: 1 } });
+    const offline = await h.call("POST", "/operator/nodes", {
+      token: op.token,
+      body: { name: "off", region: "us-west", country: "US", hourlyRateCents: 1, maxDeployments: 1 },
+    });
     const r = await create({ nodeId: offline.json.node.id, customImage: "busybox" });
     expect(r.status).toBe(409);
     expect(r.json.error.code).toBe("NODE_OFFLINE");
@@ -127,7 +138,13 @@ describeEachDatabase("deployment records on $name", (db) => {
     expect(pending.json.deployments.every((d: { status: string }) => d.status === "pending")).toBe(true);
     expect((await h.call("GET", "/deployments?limit=1000", { token: tenant.token })).json.pagination.limit).toBe(100);
     // Another tenant's deployment does not exist for this one.
-    for (const [m, p] of [["GET", ""], ["POST", "/start"], ["POST", "/stop"], ["DELETE", ""], ["GET", "/logs"]] as const) {
+    for (const [m, p] of [
+      ["GET", ""],
+      ["POST", "/start"],
+      ["POST", "/stop"],
+      ["DELETE", ""],
+      ["GET", "/logs"],
+    ] as const) {
       const r = await h.call(m, `/deployments/${theirs.json.deployment.id}${p}`, { token: tenant.token });
       expect(r.status).toBe(404);
       expect(r.json.error.code).toBe("DEPLOYMENT_NOT_FOUND");
@@ -169,7 +186,10 @@ describeEachDatabase("deployment records on $name", (db) => {
     const a = (await create({ nodeId: node, customImage: "busybox" }, poor.token)).json.deployment;
     expect((await h.call("POST", `/deployments/${a.id}/stop`, { token: poor.token })).status).toBe(200);
     await create({ nodeId: node, customImage: "busybox" }, poor.token); // holds the hour a start of a needs
-    const books = async () => ({ reserved: (await h.deps.repos.ledger.balance(poor.user.id)).reservedMicro, slots: (await h.call("GET", `/nodes/${node}`)).json.node.activeDeployments });
+    const books = async () => ({
+      reserved: (await h.deps.repos.ledger.balance(poor.user.id)).reservedMicro,
+      slots: (await h.call("GET", `/nodes/${node}`)).json.node.activeDeployments,
+    });
     const before = await books();
 
     const broke = await h.call("POST", `/deployments/${a.id}/start`, { token: poor.token });

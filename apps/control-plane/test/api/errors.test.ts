@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { newWallet, startHarness, type Harness } from "../support/harness";
 import { describeEachDatabase } from "@cm/testkit";
-
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type Harness, newWallet, startHarness } from "../support/harness";
 
 describeEachDatabase("bad input on $name", (db) => {
   let h: Harness;
@@ -29,7 +28,10 @@ describeEachDatabase("bad input on $name", (db) => {
   });
 
   it("answers wrong types and unknown fields with VALIDATION_ERROR and per-field details", async () => {
-    const r = await h.call("POST", "/operator/nodes", { token, body: { name: 5, region: "mars", country: "Germany", hourlyRateCents: -1, maxDeployments: 1.5, extra: true } });
+    const r = await h.call("POST", "/operator/nodes", {
+      token,
+      body: { name: 5, region: "mars", country: "Germany", hourlyRateCents: -1, maxDeployments: 1.5, extra: true },
+    });
     expect(r.status).toBe(400);
     expect(r.json.error.code).toBe("VALIDATION_ERROR");
     const fields = r.json.error.details.map((d: { field: string }) => d.field);
@@ -52,13 +54,20 @@ describeEachDatabase("bad input on $name", (db) => {
       shape(r);
     }
     // A well-formed pair (an emoji) is text like any other.
-    const emoji = await h.call("POST", "/operator/nodes", { token, body: { name: "rig \uD83D\uDE80", region: "eu-west", country: "DE", hourlyRateCents: 10, maxDeployments: 1 } });
+    const emoji = await h.call("POST", "/operator/nodes", {
+      token,
+      body: { name: "rig \uD83D\uDE80", region: "eu-west", country: "DE", hourlyRateCents: 10, maxDeployments: 1 },
+    });
     expect(emoji.status).toBe(201);
     expect(emoji.json.node.name).toBe("rig 🚀");
     expect((await h.call("GET", "/operator/nodes", { token })).json.nodes.length).toBe(before + 1);
 
     const nodeId = emoji.json.node.id;
-    for (const body of [{ nodeId, customImage: "busybox", name: "a\u0000b" }, { nodeId, customImage: "busybox", env: { SECRET: "x\u0000y" } }, { nodeId, customImage: "busybox", env: { SECRET: "\uDFFF" } }]) {
+    for (const body of [
+      { nodeId, customImage: "busybox", name: "a\u0000b" },
+      { nodeId, customImage: "busybox", env: { SECRET: "x\u0000y" } },
+      { nodeId, customImage: "busybox", env: { SECRET: "\uDFFF" } },
+    ]) {
       const r = await h.call("POST", "/deployments", { token, body });
       expect(r.status).toBe(400);
       expect(r.json.error.code).toBe("VALIDATION_ERROR");
@@ -80,7 +89,10 @@ describeEachDatabase("bad input on $name", (db) => {
     const search = await h.call("GET", "/templates?search=%00");
     expect(search.status).toBe(400);
     expect(search.json.error.details[0].field).toBe("search");
-    for (const body of [{ nodeId: "\u0000", customImage: "busybox" }, { nodeId: "node_1", templateId: "t\u0000" }]) {
+    for (const body of [
+      { nodeId: "\u0000", customImage: "busybox" },
+      { nodeId: "node_1", templateId: "t\u0000" },
+    ]) {
       expect((await h.call("POST", "/deployments", { token, body })).status).toBe(400);
     }
     // Filters past the integer columns they are compared with: refused, not a 500 on PostgreSQL.
@@ -93,7 +105,10 @@ describeEachDatabase("bad input on $name", (db) => {
   });
 
   it("reads a fractional maxHourlyRate as whole credits, the same on both databases", async () => {
-    const cheap = await h.call("POST", "/operator/nodes", { token, body: { name: "one-credit", region: "eu-west", country: "DE", hourlyRateCents: 1, maxDeployments: 1 } });
+    const cheap = await h.call("POST", "/operator/nodes", {
+      token,
+      body: { name: "one-credit", region: "eu-west", country: "DE", hourlyRateCents: 1, maxDeployments: 1 },
+    });
     await h.call("POST", "/operator/nodes", { token, body: { name: "two-credits", region: "eu-west", country: "DE", hourlyRateCents: 2, maxDeployments: 1 } });
     const r = await h.call("GET", "/nodes?maxHourlyRate=1.5&limit=100");
     expect(r.status).toBe(200);
@@ -145,7 +160,9 @@ describeEachDatabase("bad input on $name", (db) => {
 
   it("keeps serving after a burst of garbage", async () => {
     const w = newWallet();
-    await Promise.all(Array.from({ length: 50 }, (_, i) => h.call("POST", "/auth/verify", { raw: "x".repeat(i), headers: { "content-type": "application/json" } })));
+    await Promise.all(
+      Array.from({ length: 50 }, (_, i) => h.call("POST", "/auth/verify", { raw: "x".repeat(i), headers: { "content-type": "application/json" } })),
+    );
     expect((await h.call("POST", "/auth/nonce", { body: { walletAddress: w.address } })).status).toBe(200);
   });
 });

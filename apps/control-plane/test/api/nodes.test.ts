@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { startHarness, type Harness } from "../support/harness";
 import { describeEachDatabase } from "@cm/testkit";
-
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type Harness, startHarness } from "../support/harness";
 
 describeEachDatabase("nodes on $name", (db) => {
   let h: Harness;
@@ -13,21 +12,48 @@ describeEachDatabase("nodes on $name", (db) => {
     op = await h.signIn();
     ids.h100 = (await h.onlineNode(op.token, { gpus: [{ name: "NVIDIA H100 80GB HBM3", vramMb: 81559 }], hourlyRateCents: 250, region: "us-east" })).id;
     h.clock.advance(1000);
-    ids.rtx = (await h.onlineNode(op.token, { gpus: [{ name: "NVIDIA GeForce RTX 4090", vramMb: 24564 }, { name: "NVIDIA GeForce RTX 4090", vramMb: 24564 }], hourlyRateCents: 70, cpuCores: 16, ramMb: 64_000 })).id;
+    ids.rtx = (
+      await h.onlineNode(op.token, {
+        gpus: [
+          { name: "NVIDIA GeForce RTX 4090", vramMb: 24564 },
+          { name: "NVIDIA GeForce RTX 4090", vramMb: 24564 },
+        ],
+        hourlyRateCents: 70,
+        cpuCores: 16,
+        ramMb: 64_000,
+      })
+    ).id;
     h.clock.advance(1000);
     ids.cpu = (await h.onlineNode(op.token, { cpuCores: 8, ramMb: 16_000, hourlyRateCents: 5, region: "asia-east" })).id;
     h.clock.advance(1000);
-    const off = await h.call("POST", "/operator/nodes", { token: op.token, body: { name: "cold", region: "eu-central", country: "PL", hourlyRateCents: 10, maxDeployments: 1 } });
+    const off = await h.call("POST", "/operator/nodes", {
+      token: op.token,
+      body: { name: "cold", region: "eu-central", country: "PL", hourlyRateCents: 10, maxDeployments: 1 },
+    });
     ids.off = off.json.node.id;
   });
   afterAll(() => h.close());
 
   it("registers a node: 201, the agent token once, offline, and the caller becomes an operator", async () => {
     const fresh = await h.signIn();
-    const r = await h.call("POST", "/operator/nodes", { token: fresh.token, body: { name: "rig-1", region: "eu-west", country: "FR", hourlyRateCents: 40, maxDeployments: 2 } });
+    const r = await h.call("POST", "/operator/nodes", {
+      token: fresh.token,
+      body: { name: "rig-1", region: "eu-west", country: "FR", hourlyRateCents: 40, maxDeployments: 2 },
+    });
     expect(r.status).toBe(201);
     expect(r.json.agentToken).toMatch(/^cmn_/);
-    expect(r.json.node).toMatchObject({ name: "rig-1", status: "offline", region: "eu-west", country: "FR", hourlyRateCents: 40, maxDeployments: 2, activeDeployments: 0, operatorId: fresh.user.id, lastHeartbeat: null, gpus: [] });
+    expect(r.json.node).toMatchObject({
+      name: "rig-1",
+      status: "offline",
+      region: "eu-west",
+      country: "FR",
+      hourlyRateCents: 40,
+      maxDeployments: 2,
+      activeDeployments: 0,
+      operatorId: fresh.user.id,
+      lastHeartbeat: null,
+      gpus: [],
+    });
     expect((await h.call("GET", "/auth/me", { token: fresh.token })).json.user.isOperator).toBe(true);
     // Stored hashed: the token is nowhere in the database row.
     const row = await h.deps.repos.nodes.get(r.json.node.id);
@@ -43,8 +69,12 @@ describeEachDatabase("nodes on $name", (db) => {
     expect(r.json.pagination.limit).toBe(3);
     expect(r.json.pagination.total).toBeGreaterThanOrEqual(4);
     expect(r.json.nodes).toHaveLength(3);
-    const n = r.json.nodes.find((x: { id: string }) => x.id === ids.h100) ?? (await h.call("GET", "/nodes?limit=100")).json.nodes.find((x: { id: string }) => x.id === ids.h100);
-    expect(Object.keys(n).sort()).toEqual(["activeDeployments", "country", "gpus", "hourlyRateCents", "id", "maxDeployments", "name", "region", "specs", "status", "uptimePercent"].sort());
+    const n =
+      r.json.nodes.find((x: { id: string }) => x.id === ids.h100) ??
+      (await h.call("GET", "/nodes?limit=100")).json.nodes.find((x: { id: string }) => x.id === ids.h100);
+    expect(Object.keys(n).sort()).toEqual(
+      ["activeDeployments", "country", "gpus", "hourlyRateCents", "id", "maxDeployments", "name", "region", "specs", "status", "uptimePercent"].sort(),
+    );
     expect(n.gpus[0]).toEqual({ name: "NVIDIA H100 80GB HBM3", vramMb: 81559, computeVersion: "9.0" });
     expect(Object.keys(n.specs).sort()).toEqual(["cpuCores", "cpuModel", "cpuThreads", "diskGb", "diskType", "ramMb"]);
   });
@@ -112,7 +142,8 @@ describeEachDatabase("node quotas on $name", (db) => {
   });
   afterAll(() => h.close());
 
-  const register = (token: string, name = "rig") => h.call("POST", "/operator/nodes", { token, body: { name, region: "eu-west", country: "DE", hourlyRateCents: 10, maxDeployments: 1 } });
+  const register = (token: string, name = "rig") =>
+    h.call("POST", "/operator/nodes", { token, body: { name, region: "eu-west", country: "DE", hourlyRateCents: 10, maxDeployments: 1 } });
 
   it("holds an account to MAX_NODES_PER_ACCOUNT, even when its registrations race, and counts no retired node", async () => {
     const op = await h.signIn();

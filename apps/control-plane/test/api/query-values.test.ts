@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sqliteDatabase as sqlite } from "@cm/testkit";
-import { startHarness, type Harness } from "../support/harness";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Harness, startHarness } from "../support/harness";
 
 // Query parsing is the same whatever the database: SQLite only.
 describe("query values", () => {
@@ -23,8 +23,14 @@ describe("query values", () => {
 
   it("reads whole numbers from plain decimal digits only: 400 VALIDATION_ERROR naming the parameter otherwise", async () => {
     const cases: Array<[path: string, name: string, authed?: boolean]> = [
-      ["/nodes", "page"], ["/nodes", "limit"], ["/nodes", "minGpuVram"], ["/nodes", "minCpuCores"], ["/nodes", "minRamMb"],
-      ["/deployments", "page", true], ["/credits/transactions", "limit", true], [`/deployments/${deploymentId}/logs`, "tail", true],
+      ["/nodes", "page"],
+      ["/nodes", "limit"],
+      ["/nodes", "minGpuVram"],
+      ["/nodes", "minCpuCores"],
+      ["/nodes", "minRamMb"],
+      ["/deployments", "page", true],
+      ["/credits/transactions", "limit", true],
+      [`/deployments/${deploymentId}/logs`, "tail", true],
     ];
     for (const [path, name, authed] of cases) {
       for (const value of notDecimal) {

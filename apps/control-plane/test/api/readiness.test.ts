@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sqliteDatabase as sqlite } from "@cm/testkit";
-import { startHarness, type Harness } from "../support/harness";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Harness, startHarness } from "../support/harness";
 
 // The fault suite (test/faults/db-outage.test.ts) stops a real PostgreSQL; here
 // the control plane is told the database is unreachable, as a failed query tells it.

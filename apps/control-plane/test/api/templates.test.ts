@@ -1,8 +1,7 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
 import { TEMPLATE_CATEGORIES } from "@cm/protocol";
-import { startHarness, type Harness } from "../support/harness";
 import { describeEachDatabase } from "@cm/testkit";
-
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type Harness, startHarness } from "../support/harness";
 
 describeEachDatabase("templates on $name", (db) => {
   let h: Harness;
@@ -14,7 +13,11 @@ describeEachDatabase("templates on $name", (db) => {
   it("has a real template in every category, without signing in", async () => {
     const r = await h.call("GET", "/templates");
     expect(r.status).toBe(200);
-    for (const c of TEMPLATE_CATEGORIES) expect(r.json.templates.some((t: { category: string }) => t.category === c), c).toBe(true);
+    for (const c of TEMPLATE_CATEGORIES)
+      expect(
+        r.json.templates.some((t: { category: string }) => t.category === c),
+        c,
+      ).toBe(true);
     for (const slug of ["vllm-openai", "ollama", "comfyui", "jupyter-pytorch", "cuda-base"]) {
       expect(r.json.templates.map((t: { slug: string }) => t.slug)).toContain(slug);
     }

@@ -1,8 +1,8 @@
 import { Hono } from "hono";
 import { describe, expect, it } from "vitest";
+import { ApiError } from "../../src/errors";
 import { clientAddress, parseTrustedProxies } from "../../src/http/client-address";
 import { rateLimit } from "../../src/middleware/rate-limit";
-import { ApiError } from "../../src/errors";
 
 describe("clientAddress", () => {
   const proxies = parseTrustedProxies("127.0.0.1, 10.0.0.0/8, ::1");
@@ -39,7 +39,8 @@ describe("rateLimit", () => {
     app.onError((error, c) => c.text(error.message, error instanceof ApiError ? (error.status as 429) : 500));
     app.use("*", rateLimit({ limit: 1, windowMs: 60_000, clock: { now: () => now }, trustedProxies: parseTrustedProxies("0.0.0.0/0"), maxClients: 3 }));
     app.get("/", (c) => c.text("ok"));
-    const from = (ip: string) => app.request("/", { headers: { "x-forwarded-for": ip } }, { incoming: { socket: { remoteAddress: "127.0.0.1", remotePort: 1, remoteFamily: "IPv4" } } });
+    const from = (ip: string) =>
+      app.request("/", { headers: { "x-forwarded-for": ip } }, { incoming: { socket: { remoteAddress: "127.0.0.1", remotePort: 1, remoteFamily: "IPv4" } } });
     expect((await from("203.0.113.1")).status).toBe(200);
     now = 1;
     expect((await from("203.0.113.2")).status).toBe(200);

@@ -1,7 +1,7 @@
 import net from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sqliteDatabase as sqlite } from "@cm/testkit";
-import { startHarness, type Harness } from "../support/harness";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Harness, startHarness } from "../support/harness";
 
 /** Sends raw bytes in small pieces (as a slow client would) and answers the response's status line and body. */
 function dribble(url: string, pieces: string[]): Promise<{ statusLine: string; body: string }> {
@@ -59,9 +59,9 @@ describe("URLs and headers past Node's 16 KiB limit", () => {
   });
   afterAll(() => h.close());
 
-  const shape = (r: { json: any; headers: Headers }, code: string) => {
-    expect(r.json).toEqual({ error: { code, message: expect.any(String), requestId: expect.stringMatching(/^req_/) } });
-    expect(r.json.error.requestId).toBe(r.headers.get("x-request-id"));
+  const shape = (r: { json: unknown; headers: Headers }, code: string) => {
+    expect(r.json).toEqual({ error: { code, message: expect.any(String), requestId: r.headers.get("x-request-id") } });
+    expect(r.headers.get("x-request-id")).toMatch(/^req_/);
   };
 
   it("answers a URL longer than 16 KiB with 414 URI_TOO_LONG in the one error shape, and keeps serving", async () => {

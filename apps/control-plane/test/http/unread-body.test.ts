@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sqliteDatabase as sqlite } from "@cm/testkit";
-import { startHarness, type Harness } from "../support/harness";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Harness, startHarness } from "../support/harness";
 
 describe("an answer given before the body was read", () => {
   let h: Harness;

@@ -1,9 +1,7 @@
 import { z } from "zod";
 import { Timestamp, text } from "./common";
 
-export const User = z
-  .object({ id: z.string(), walletAddress: z.string(), isOperator: z.boolean(), createdAt: Timestamp })
-  .meta({ id: "User" });
+export const User = z.object({ id: z.string(), walletAddress: z.string(), isOperator: z.boolean(), createdAt: Timestamp }).meta({ id: "User" });
 export type User = z.infer<typeof User>;
 
 const wallet = text().max(64).meta({ description: "Solana wallet address (base58 ed25519 public key)" });

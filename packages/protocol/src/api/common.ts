@@ -31,11 +31,16 @@ const decimal = (pattern: RegExp) => (value: unknown) => (typeof value === "stri
 export const pageQuery = (maxLimit: number) => ({
   page: queryInteger(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)).default(1),
   // Past the maximum we answer the maximum (as GitHub's per_page does) rather than fail a page.
-  limit: queryInteger(z.number().int().min(1)).default(20).transform((n) => Math.min(n, maxLimit)).meta({ description: `default 20, at most ${maxLimit} (a larger one is read as ${maxLimit})`, maximum: maxLimit }),
+  limit: queryInteger(z.number().int().min(1))
+    .default(20)
+    .transform((n) => Math.min(n, maxLimit))
+    .meta({ description: `default 20, at most ${maxLimit} (a larger one is read as ${maxLimit})`, maximum: maxLimit }),
 });
 
 /** "true" or "false" (or "1", "0") in a query string, a boolean in the document; z.coerce.boolean would take "false" as true. */
-export const queryBoolean = z.preprocess((v) => (v === "true" || v === "1" ? true : v === "false" || v === "0" ? false : v), z.boolean());
+export const queryBoolean = z
+  .preprocess((v) => (v === "true" || v === "1" ? true : v === "false" || v === "0" ? false : v), z.boolean())
+  .meta({ description: "true or false; 1 and 0 are read the same" });
 
 // The same rule for the document, as a JSON Schema pattern: any character but NUL and a surrogate, or a surrogate pair.
 const STORABLE = "(?:[^\\u0000\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])*";
@@ -46,12 +51,21 @@ const STORABLE = "(?:[^\\u0000\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF
  * UTF-8, so no database can hold it faithfully). Refused with a 400 naming the
  * field, the same on SQLite and PostgreSQL.
  */
-export const text = () => z.string().refine((value) => !UNSTORABLE.test(value), "must not contain NUL characters or unpaired surrogates").meta({ pattern: `^${STORABLE}$` });
-// NUL, a high surrogate not followed by a low one, or a low one not preceded by a high one.
-const UNSTORABLE = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+export const text = () =>
+  z
+    .string()
+    .refine((value) => !value.includes("\0") && !LONE_SURROGATE.test(value), "must not contain NUL characters or unpaired surrogates")
+    .meta({ pattern: `^${STORABLE}$` });
+// A high surrogate not followed by a low one, or a low one not preceded by a high one.
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /** A name: text, trimmed, that must keep a character (so the document's pattern asks for one that is not white space). */
-export const nameText = (max: number) => text().trim().min(1).max(max).meta({ pattern: `^(?=[\\s\\S]*\\S)${STORABLE}$` });
+export const nameText = (max: number) =>
+  text()
+    .trim()
+    .min(1)
+    .max(max)
+    .meta({ pattern: `^(?=[\\s\\S]*\\S)${STORABLE}$` });
 
 /** The largest value of the integer columns query filters are compared with (PostgreSQL's integer). */
 export const INT32_MAX = 2_147_483_647;
@@ -61,7 +75,11 @@ export const Timestamp = z.string().meta({ format: "date-time", description: "IS
 /** Environment variables: bounded so a body cannot smuggle megabytes into a container. */
 export const EnvMap = z
   .record(
-    z.string().min(1).max(256).regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a valid environment variable name"),
+    z
+      .string()
+      .min(1)
+      .max(256)
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a valid environment variable name"),
     text().max(32_768),
   )
   .refine((env) => Object.keys(env).length <= 100, "at most 100 variables")

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { Pagination, Timestamp, pageQuery, text } from "./common";
+import { Pagination, pageQuery, Timestamp, text } from "./common";
 
 export const Balance = z
   .object({

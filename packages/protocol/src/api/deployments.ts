@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { EnvMap, Pagination, Timestamp, nameText, pageQuery, queryInteger, text } from "./common";
+import { EnvMap, nameText, Pagination, pageQuery, queryInteger, Timestamp, text } from "./common";
 
 /**
  * Every status a deployment can have. The spec names pending, starting, running,
@@ -69,9 +69,7 @@ export const DeploymentResponse = z.object({ deployment: Deployment });
 export const DeploymentActionResponse = z.object({ deployment: Deployment });
 export const DeleteDeploymentResponse = z.object({ success: z.boolean(), message: z.string() });
 
-export const LogEntry = z
-  .object({ timestamp: Timestamp, stream: z.enum(["stdout", "stderr"]), message: z.string() })
-  .meta({ id: "LogEntry" });
+export const LogEntry = z.object({ timestamp: Timestamp, stream: z.enum(["stdout", "stderr"]), message: z.string() }).meta({ id: "LogEntry" });
 export const LogsQuery = z.strictObject({
   tail: queryInteger(z.number().int().min(1).max(10_000)).default(100),
   since: z.iso.datetime({ offset: true }).optional(),

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { INT32_MAX, Pagination, Timestamp, nameText, pageQuery, queryBoolean, queryInteger, queryNumber, text } from "./common";
+import { INT32_MAX, nameText, Pagination, pageQuery, queryBoolean, queryInteger, queryNumber, Timestamp, text } from "./common";
 
 export const REGIONS = ["us-east", "us-west", "eu-west", "eu-central", "asia-east", "asia-south"] as const;
 export const Region = z.enum(REGIONS);
@@ -78,7 +78,9 @@ export const NodeListQuery = z.strictObject({
   minCpuCores: queryInteger(z.number().int().min(0).max(INT32_MAX)).optional(),
   minRamMb: queryInteger(z.number().int().min(0).max(INT32_MAX)).optional(),
   region: Region.optional(),
-  maxHourlyRate: queryNumber(z.number().min(0).max(INT32_MAX)).optional().meta({ description: "credits per hour; a fraction is allowed (1.5 finds nodes at 1 or less)" }),
+  maxHourlyRate: queryNumber(z.number().min(0).max(INT32_MAX))
+    .optional()
+    .meta({ description: "credits per hour; a fraction is allowed (1.5 finds nodes at 1 or less)" }),
   ...pageQuery(100),
 });
 export type NodeListQuery = z.infer<typeof NodeListQuery>;
