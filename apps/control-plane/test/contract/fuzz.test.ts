@@ -316,6 +316,9 @@ function boundaryExamples(doc: OpenApiDocument, { op }: DocumentedOperation, fix
       }
       for (const edge of edges) out.push({ ...base, body: { json: { ...body, [name]: edge } } });
     }
+    // A megabyte of text in the first string field: once just over the body limit, once just under it.
+    const text = Object.entries(props).find(([, sc]) => typesOf(deref(doc, sc)).includes("string"))?.[0];
+    if (text) for (const n of [1024 * 1024, 1024 * 1024 - 512]) out.push({ ...base, body: { json: { ...body, [text]: "a".repeat(n) } } });
   }
   return out;
 }
