@@ -12,7 +12,9 @@ function scriptedFirewall() {
   const fw = {
     failing: undefined as string | undefined,
     ensures: 0,
-    tamper: () => void (installed = false),
+    tamper: () => {
+      installed = false;
+    },
     async ensure() {
       fw.ensures += 1;
       if (fw.failing) throw new Error(fw.failing);

@@ -106,10 +106,19 @@ describe("uninstall", () => {
       let removed = false;
       const lines: string[] = [];
       const code = await runUninstall(
-        { unitDir: dir, envFile: join(dir, "agent.env"), removeEgressPolicy: async () => void (removed = true) },
+        {
+          unitDir: dir,
+          envFile: join(dir, "agent.env"),
+          removeEgressPolicy: async () => {
+            removed = true;
+          },
+        },
         {
           print: (line) => lines.push(line),
-          run: async (command, args) => (ran.push([command, ...args].join(" ")), { code: 0, output: "" }),
+          run: async (command, args) => {
+            ran.push([command, ...args].join(" "));
+            return { code: 0, output: "" };
+          },
           commandExists: () => true,
         },
       );
