@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { needs } from "@cm/testkit";
 import { afterAll, beforeAll, expect } from "vitest";
+import { hostResolvers } from "../../src/deps";
 import { spawnCommand } from "../../src/egress/command";
 import { IptablesFirewall } from "../../src/egress/iptables";
 import type { EgressPolicy } from "../../src/egress/policy";
@@ -23,7 +24,13 @@ import { dockerTestRun } from "../support/docker-test-run";
 const run = dockerTestRun();
 const id = randomBytes(2).toString("hex");
 const bridgePrefix = `cx${id}`;
-const policy: EgressPolicy = { interfacePrefix: bridgePrefix, egressChain: `CMT-${id}-EGRESS`, inputChain: `CMT-${id}-INPUT`, allow: [], resolvers: [] };
+const policy: EgressPolicy = {
+  interfacePrefix: bridgePrefix,
+  egressChain: `CMT-${id}-EGRESS`,
+  inputChain: `CMT-${id}-INPUT`,
+  allow: [],
+  resolvers: hostResolvers(),
+};
 const firewall = new IptablesFirewall(policy, spawnCommand);
 const runtime = new DockerRuntime({ docker: run.docker, sandboxPool: 0, bridgePrefix });
 
@@ -76,6 +83,15 @@ function probe(containerId: string, address: string, port: number): Promise<stri
         .trim();
       resolve(error || !body ? "unreachable" : body);
     });
+  });
+}
+
+/** Whether the deployment's container resolves `name` (through Docker's embedded DNS). */
+function resolves(containerId: string, name: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    execFile("docker", ["exec", containerId, "nslookup", name], { encoding: "utf8", timeout: 20_000 }, (error, stdout) =>
+      resolve(!error && /^Name:/m.test(stdout)),
+    );
   });
 }
 
@@ -208,6 +224,22 @@ firewallTests.describe("the egress policy on the real firewall", () => {
       expect(internet).toBe("reached-i");
       // Replies still flow: the host (the agent's tunnel) reaches a tenant's port.
       expect(await fetchFromHost(`http://${other.ip}:8080/`)).toBe("reached-other");
+    },
+    60_000,
+  );
+
+  firewallTests.it(
+    "lets the tenant's DNS through to the host's resolvers, and only through that rule",
+    async () => {
+      // Docker's embedded DNS (127.0.0.11 in the container) forwards from the container's own namespace.
+      if (policy.resolvers.length === 0) return; // a machine without a resolver has no DNS to let through
+      expect(await resolves(tenant.id, "registry.npmjs.org")).toBe(true);
+      // The same policy without its DNS rules: the resolver is a private address like any other.
+      expect(await new IptablesFirewall({ ...policy, resolvers: [] }, spawnCommand).ensure()).toEqual({ changed: true });
+      expect(await resolves(tenant.id, "registry.npmjs.org")).toBe(false);
+      // A changed policy is told from the installed one, and replaces it.
+      expect(await firewall.ensure()).toEqual({ changed: true });
+      expect(await resolves(tenant.id, "registry.npmjs.org")).toBe(true);
     },
     60_000,
   );
