@@ -6,13 +6,18 @@ import type { AppEnv } from "./env";
 
 type Where = "body" | "query" | "path";
 
-/** zod issues as the per-field details of a VALIDATION_ERROR. */
+/**
+ * zod issues as the per-field details of a VALIDATION_ERROR. zod reports
+ * unknown keys as one issue on the object that holds them: each becomes a
+ * detail naming its own field.
+ */
 export function validationError(where: Where, issues: z.core.$ZodIssue[]) {
-  return new ApiError(
-    "VALIDATION_ERROR",
-    `invalid ${where}: ${issues.map((i) => `${i.path.join(".") || where} ${i.message}`).join("; ")}`,
-    issues.map((i) => ({ field: i.path.join("."), message: i.message })),
+  const details = issues.flatMap((i) =>
+    i.code === "unrecognized_keys"
+      ? i.keys.map((key) => ({ field: [...i.path, key].join("."), message: where === "query" ? "is not a known parameter" : "is not a known field" }))
+      : [{ field: i.path.join("."), message: i.message }],
   );
+  return new ApiError("VALIDATION_ERROR", `invalid ${where}: ${details.map((d) => `${d.field || where} ${d.message}`).join("; ")}`, details);
 }
 
 const WHERE: Record<string, Where> = { json: "body", query: "query", param: "path" };

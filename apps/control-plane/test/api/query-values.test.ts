@@ -56,6 +56,18 @@ describe("query values", () => {
     expect((await h.call("GET", `/deployments/${deploymentId}/logs?tail=10001`, { token })).status).toBe(400);
   });
 
+  it("names each unknown parameter and body field in the details", async () => {
+    const q = await h.call("GET", "/nodes?bogus=1&other=2");
+    expect(q.status).toBe(400);
+    expect(q.json.error.details).toEqual([
+      { field: "bogus", message: "is not a known parameter" },
+      { field: "other", message: "is not a known parameter" },
+    ]);
+    const b = await h.call("POST", "/auth/nonce", { body: { walletAddress: "x", extra: 1, env: { A: "b" } } });
+    expect(b.status).toBe(400);
+    expect(b.json.error.details.map((d: { field: string }) => d.field).sort()).toEqual(["env", "extra"]);
+  });
+
   it("reads booleans from true, false, 1 and 0 only", async () => {
     for (const v of ["true", "false", "1", "0"]) {
       expect((await h.call("GET", `/nodes?hasGpu=${v}`)).status, v).toBe(200);
