@@ -8,6 +8,7 @@ import type { Metering } from "../services/metering";
 import type { AgentSession } from "./agent-session";
 import type { HeartbeatBatch } from "./heartbeat-batch";
 import type { TokenBucket } from "./log-limits";
+import type { TemplateNeeds } from "./desired-state";
 
 /** What a session needs from the hub that owns it. */
 export interface SessionHost {
@@ -19,7 +20,7 @@ export interface SessionHost {
   readonly heartbeats: HeartbeatBatch;
   /** What the node may still store of its logs: one budget per node, whatever its connections (see log-limits.ts). */
   logBudget(nodeId: string): TokenBucket;
-  templateGpuNeeds(): Promise<ReadonlyMap<string, boolean>>;
+  templateNeeds(): Promise<ReadonlyMap<string, TemplateNeeds>>;
 }
 
 export type AgentContext = {

@@ -9,6 +9,7 @@ import { AgentSession } from "./agent-session";
 import { HeartbeatBatch } from "./heartbeat-batch";
 import { TokenBucket } from "./log-limits";
 import { StallWatch } from "./stall-watch";
+import type { TemplateNeeds } from "./desired-state";
 
 export type AgentHubOptions = Omit<AgentContext, "hub"> & { heartbeatFlushMs: number };
 
@@ -50,7 +51,7 @@ export class AgentHub implements NodeLink, SessionHost {
   private readonly presence = new KeyedQueue();
   private readonly wss: WebSocketServer;
   private readonly ctx: AgentContext;
-  private templates: Promise<ReadonlyMap<string, boolean>> | undefined;
+  private templates: Promise<ReadonlyMap<string, TemplateNeeds>> | undefined;
   private timers: NodeJS.Timeout[] = [];
   /** Each node's last proof of life from a session that has closed: where a stop while it is away bills to. */
   private readonly lastSeenAway = new Map<string, number>();
@@ -154,8 +155,8 @@ export class AgentHub implements NodeLink, SessionHost {
     return this.presence.run(nodeId, fn);
   }
 
-  templateGpuNeeds(): Promise<ReadonlyMap<string, boolean>> {
-    this.templates ??= this.o.repos.templates.list({}).then((rows) => new Map(rows.map((t) => [t.id, t.requiresGpu])));
+  templateNeeds(): Promise<ReadonlyMap<string, TemplateNeeds>> {
+    this.templates ??= this.o.repos.templates.list({}).then((rows) => new Map(rows.map((t) => [t.id, { requiresGpu: t.requiresGpu, minDiskGb: t.minDiskGb }])));
     return this.templates.catch((err) => {
       this.templates = undefined;
       throw err;

@@ -4,7 +4,7 @@ import { AgentFrame, CLOSE_CODES, KeyedQueue, PROTOCOL_VERSIONS, parseFrame, typ
 import { hashSecret } from "../services/ids";
 import type { Logger } from "../services/logger";
 import type { AgentContext } from "./agent-context";
-import { commandAction, gpuCountFor, specKey, toSpec } from "./desired-state";
+import { commandAction, diskGbFor, gpuCountFor, specKey, toSpec } from "./desired-state";
 import { handleFrame } from "./frame-handlers";
 
 type HelloFrame = Extract<AgentFrame, { type: "hello" }>;
@@ -137,7 +137,8 @@ export class AgentSession {
       if (dep.removedFromNodeAt !== null || prev === specKey(dep)) return;
       this.known.set(dep.id, specKey(dep));
       const cursor = (await this.ctx.repos.logIngest.cursors([dep.id])).get(dep.id);
-      const spec = toSpec(dep, cursor, gpuCountFor(dep, this.gpuCount, await this.ctx.hub.templateGpuNeeds()));
+      const templates = await this.ctx.hub.templateNeeds();
+      const spec = toSpec(dep, cursor, gpuCountFor(dep, this.gpuCount, templates), diskGbFor(dep, templates));
       this.send({ type: "command", commandId: this.ctx.ids("cmd"), action: commandAction(dep, prev !== undefined), deployment: spec });
     });
   }
@@ -250,9 +251,9 @@ export class AgentSession {
     const { repos, hub } = this.ctx;
     const deps = await repos.deployments.desiredForNode(this.nodeId);
     const cursors = await repos.logIngest.cursors(deps.map((d) => d.id));
-    const needs = await hub.templateGpuNeeds();
+    const templates = await hub.templateNeeds();
     for (const d of deps) this.known.set(d.id, specKey(d));
-    this.send({ type: "sync", deployments: deps.map((d) => toSpec(d, cursors.get(d.id), gpuCountFor(d, this.gpuCount, needs))) });
+    this.send({ type: "sync", deployments: deps.map((d) => toSpec(d, cursors.get(d.id), gpuCountFor(d, this.gpuCount, templates), diskGbFor(d, templates))) });
   }
 
   private closed() {

@@ -4,16 +4,28 @@ import type { CommandAction, DeploymentSpec } from "@cm/protocol";
 /** What the agent needs to know about a deployment's wanted state; equal keys need no new command. */
 export const specKey = (d: Pick<DeploymentRow, "desiredState" | "runSeq">) => `${d.desiredState}:${d.runSeq}`;
 
+/** What the agent must know of a deployment's template. */
+export interface TemplateNeeds {
+  requiresGpu: boolean;
+  /** the deployment's disk allowance on the node */
+  minDiskGb: number;
+}
+
 /**
  * GPUs a deployment gets on its node: a template says whether it needs them; a
  * custom image on a GPU node is rented for its GPUs, so it gets them all.
  */
-export function gpuCountFor(d: Pick<DeploymentRow, "templateId">, nodeGpuCount: number, templateNeedsGpu: ReadonlyMap<string, boolean>): number {
+export function gpuCountFor(d: Pick<DeploymentRow, "templateId">, nodeGpuCount: number, templates: ReadonlyMap<string, TemplateNeeds>): number {
   if (d.templateId === null) return nodeGpuCount;
-  return templateNeedsGpu.get(d.templateId) ? nodeGpuCount : 0;
+  return templates.get(d.templateId)?.requiresGpu ? nodeGpuCount : 0;
 }
 
-export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, gpuCount: number): DeploymentSpec {
+/** The disk a deployment may write: its template's minDiskGb; none for a custom image, which gets the node's default. */
+export function diskGbFor(d: Pick<DeploymentRow, "templateId">, templates: ReadonlyMap<string, TemplateNeeds>): number | undefined {
+  return d.templateId === null ? undefined : templates.get(d.templateId)?.minDiskGb;
+}
+
+export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, gpuCount: number, diskGb?: number): DeploymentSpec {
   return {
     deploymentId: d.id,
     userId: d.userId,
@@ -23,6 +35,7 @@ export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, gp
     env: d.env,
     ports: d.ports,
     gpuCount,
+    ...(diskGb !== undefined ? { diskGb } : {}),
     // The cursor lets a restarted agent resume shipping logs with neither loss nor duplicates.
     logCursor: cursor ?? { seq: 0, dockerTs: null },
   };
