@@ -25,8 +25,9 @@ export function createApp(deps: Deps) {
 
   // X-Request-Id on every response: a caller's own id is kept when it is short and plain, otherwise ours.
   app.use(requestId({ limitLength: 64, generator: () => `req_${randomUUID()}` }));
-  app.use(async function logger(c, next) {
-    c.set("log", deps.log);
+  // Every line a request logs carries its id.
+  app.use(async function requestLogger(c, next) {
+    c.set("log", deps.log.child({ requestId: c.get("requestId") }));
     await next();
   });
   app.use(closeUnreadBody());

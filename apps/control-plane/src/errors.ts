@@ -46,6 +46,6 @@ export function onError(err: Error, c: Context<AppEnv>, unavailable?: (err: unkn
     const code = HTTP_EXCEPTION_CODES[err.status];
     return errorResponse(c, code ? new ApiError(code) : new ApiError("VALIDATION_ERROR", err.message || undefined));
   }
-  c.get("log")?.error("unhandled error", { requestId: c.get("requestId"), err: String(err?.stack ?? err) });
+  c.get("log")?.error("unhandled error", { err });
   return errorResponse(c, new ApiError("INTERNAL_ERROR"));
 }
