@@ -1,5 +1,7 @@
 import { sqliteDatabase as sqlite } from "@cm/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomId } from "../../src/services/ids";
+import type { Fields, Logger } from "../../src/services/logger";
 import { type Harness, startHarness } from "../support/harness";
 
 describe("X-Request-Id", () => {
@@ -29,6 +31,39 @@ describe("X-Request-Id", () => {
     for (const id of ["x".repeat(65), "a b", "a/b", "<script>", "a.b"]) {
       const r = await h.call("GET", "/health", { headers: { "x-request-id": id } });
       expect(r.headers.get("x-request-id"), id).toMatch(/^req_/);
+    }
+  });
+});
+
+/** A logger that keeps its lines, with the fields its children bound. */
+function recordingLogger(lines: Array<{ msg: string; fields: Fields }>, bound: Fields = {}): Logger {
+  const at = (msg: string, fields?: Fields) => void lines.push({ msg, fields: { ...bound, ...fields } });
+  return { debug: at, info: at, warn: at, error: at, child: (fields) => recordingLogger(lines, { ...bound, ...fields }) };
+}
+
+describe("a request's log lines", () => {
+  it("carry its request id, as does the 500 the client gets for a fault it cannot see", async () => {
+    const lines: Array<{ msg: string; fields: Fields }> = [];
+    const ids = (prefix: string) => {
+      if (prefix === "node") throw new Error("the id generator broke");
+      return randomId(prefix);
+    };
+    const h = await startHarness(sqlite, { overrides: { log: recordingLogger(lines), ids } });
+    try {
+      const { token } = await h.signIn();
+      const r = await h.call("POST", "/operator/nodes", {
+        token,
+        headers: { "x-request-id": "trace-500" },
+        body: { name: "rig", region: "eu-west", country: "DE", hourlyRateCents: 1, maxDeployments: 1 },
+      });
+      expect(r.status).toBe(500);
+      expect(r.json.error).toMatchObject({ code: "INTERNAL_ERROR", requestId: "trace-500" });
+      expect(JSON.stringify(r.json)).not.toContain("id generator");
+      const logged = lines.find((l) => l.msg === "unhandled error");
+      expect(logged?.fields.requestId).toBe("trace-500");
+      expect(String(logged?.fields.err)).toContain("the id generator broke");
+    } finally {
+      await h.close();
     }
   });
 });
