@@ -80,9 +80,13 @@ export function runtimeContract(engine: () => ContractEngine): void {
   it("stops with SIGTERM (exit 143), or kills a program that ignores it once the timeout passed (exit 137)", async () => {
     const { runtime, spec, during } = engine();
     const polite = await create(runtime, spec("term", {}));
-    const stubborn = await create(runtime, spec("kill", { onSigterm: "ignore" }));
+    // It says when its trap is set: a SIGTERM before that would end it (exit 143) on a busy machine.
+    const stubborn = await create(runtime, spec("kill", { onSigterm: "ignore", stdout: ["trapped"] }));
     await runtime.start(polite);
     await runtime.start(stubborn);
+    for (let i = 0; i < 200 && !(await collectLogs(runtime, stubborn, { follow: false })).some((l) => l.message === "trapped"); i++) {
+      await during(new Promise((resolve) => setTimeout(resolve, 50)));
+    }
     await during(Promise.all([runtime.stop(polite, 5), runtime.stop(stubborn, 1)]));
     expect(await runtime.inspect(polite)).toMatchObject({ running: false, exitCode: 143 });
     expect(await runtime.inspect(stubborn)).toMatchObject({ running: false, exitCode: 137 });
