@@ -1,4 +1,5 @@
-import { statSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { join } from "node:path";
 import { sqliteDatabase } from "@cm/testkit";
@@ -245,6 +246,30 @@ describe("operators", () => {
     const r = await t.cm(["operator", "add", "--name", "x", "--region", "mars", "--country", "DE", "--rate", "1", "--max", "1"], api);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^error VALIDATION_ERROR: .*region/);
+  });
+});
+
+describe("what a command loads", () => {
+  it("nodes and --version load neither the chain libraries nor zod", async () => {
+    for (const args of [["--version"], ["nodes", "--json"]]) {
+      const trace = join(t.home, `trace-${args[0]}.txt`);
+      const r = await new Promise<{ code: number | null }>((done) => {
+        const child = spawn(
+          process.execPath,
+          ["--import", join(import.meta.dirname, "support/trace-imports.mjs"), "--import", "tsx", "apps/cli/src/index.ts", ...args],
+          {
+            cwd: join(import.meta.dirname, "../../.."),
+            env: { PATH: process.env.PATH ?? "", HOME: t.home, CM_API_URL: h.url, CM_TRACE_FILE: trace },
+            stdio: "ignore",
+          },
+        );
+        child.on("exit", (code) => done({ code }));
+      });
+      expect(r.code).toBe(0);
+      const loaded = readFileSync(trace, "utf8");
+      expect(loaded).toContain("apps/cli/src/index.ts");
+      expect(loaded).not.toMatch(/@solana|\/zod\//);
+    }
   });
 });
 

@@ -38,11 +38,13 @@ export const deploy: Run = async (ctx, { flags }) => {
     return;
   }
   ctx.out.note(`Created ${d.id} on ${d.nodeId}, ${cents(created.estimatedHourlyCost)}.`);
-  const running = await ctx.client.deployments.waitFor(d.id, "running", {
-    timeoutMs: timeoutS * 1000,
-    signal: ctx.signal,
-    onChange: (change) => ctx.out.note(`  ${new Date().toISOString().slice(11, 19)}  ${statusLine(change)}`),
-  });
+  let shown = "";
+  const show = (change: typeof d) => {
+    if (change.status !== shown) ctx.out.note(`  ${new Date().toISOString().slice(11, 19)}  ${statusLine(change)}`);
+    shown = change.status;
+  };
+  show(d);
+  const running = await ctx.client.deployments.waitFor(d.id, "running", { timeoutMs: timeoutS * 1000, signal: ctx.signal, onChange: show });
   if (ctx.json) return ctx.out.json({ deployment: running });
   ctx.out.line(running.id);
   for (const e of endpoints(running)) ctx.out.note(`  ${e}`);

@@ -1,0 +1,80 @@
+import { needs, sqliteDatabase } from "@cm/testkit";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type System, startSystem, until } from "../../control-plane/test/e2e/support/system";
+import { ensureWebImage } from "../../control-plane/test/e2e/support/web-image";
+import { terminal } from "./support/cli";
+
+// `cm` end to end: a real control plane, a real agent driving Docker, and the CLI as a
+// tenant runs it: deploy --wait, logs, logs -f until the deployment ends, stop, rm.
+
+needs("docker", "busybox").describe("cm with a real agent and Docker", () => {
+  let s: System;
+  let t: ReturnType<typeof terminal>;
+  let image: string;
+  let id = "";
+
+  beforeAll(async () => {
+    image = ensureWebImage();
+    s = await startSystem(sqliteDatabase);
+    await s.agent().start();
+    t = terminal({ CM_API_URL: s.h.url });
+    t.keypair();
+    expect((await t.cm(["login"])).code).toBe(0);
+    await s.h.grantCredits(JSON.parse((await t.cm(["whoami", "--json"])).stdout).user.id, 1_000);
+    await until("node online", async () => (await s.h.call("GET", `/nodes/${s.nodeId}`)).json.node.status === "online");
+  }, 180_000);
+  afterAll(async () => {
+    t?.close();
+    await s?.close();
+  }, 60_000);
+
+  it("deploy --wait shows the status changes and ends at running with the endpoints", async () => {
+    const r = await t.cm(["deploy", "--image", image, "--port", "8080", "--node", s.nodeId, "--name", "web", "--wait"]);
+    expect(r.code, r.stderr).toBe(0);
+    id = r.stdout.trim();
+    expect(id).toMatch(/^dep_/);
+    const lines = r.stderr.split("\n");
+    expect(lines[0]).toMatch(new RegExp(`^Created ${id} on ${s.nodeId}, 36¢/h\\.$`));
+    expect(lines.some((l) => / {2}\d\d:\d\d:\d\d {2}pending$/.test(l))).toBe(true);
+    expect(lines.some((l) => / {2}\d\d:\d\d:\d\d {2}running$/.test(l))).toBe(true);
+    expect(r.stderr).toMatch(/ {2}https?:\/\/\S+ -> 8080/);
+    expect(JSON.parse((await t.cm(["show", id, "--json"])).stdout).deployment.status).toBe("running");
+  });
+
+  it("logs prints the container's lines; --json the API's answer", async () => {
+    await until("a tick logged", async () => (await t.cm(["logs", id, "--tail", "3"])).stdout.includes("tick"));
+    const json = JSON.parse((await t.cm(["logs", id, "--json", "--tail", "2"])).stdout);
+    expect(json.logs).toHaveLength(2);
+    expect(json.logs[0]).toMatchObject({ stream: "stdout", message: expect.stringMatching(/^tick \d+$/) });
+  });
+
+  it("logs -f follows new lines and ends by itself once the deployment is stopped", async () => {
+    const following = t.cm(["logs", id, "-f", "--tail", "1"]);
+    // Let it print a few new ticks (one every 200 ms), then stop the deployment.
+    await new Promise((r) => setTimeout(r, 4_000));
+    const stop = await t.cm(["stop", id]);
+    expect(stop.code, stop.stderr).toBe(0);
+    const followed = await following;
+    expect(followed.code, followed.stderr).toBe(0);
+    const ticks = followed.stdout
+      .trim()
+      .split("\n")
+      .filter((l) => l.startsWith("tick"))
+      .map((l) => Number(l.slice(5)));
+    expect(ticks.length).toBeGreaterThan(3);
+    // Each line once, in order: none lost or repeated between polls.
+    expect(ticks).toEqual(ticks.map((_, i) => ticks[0]! + i));
+    expect(JSON.parse((await t.cm(["show", id, "--json"])).stdout).deployment.status).toMatch(/^(stopped|exited)$/);
+  });
+
+  it("rm deletes it", async () => {
+    expect(await t.cm(["rm", id])).toMatchObject({ code: 0, stderr: `deployment ${id} deleted.\n` });
+    expect((await t.cm(["ls", "--json"])).stdout).not.toContain(id);
+  });
+
+  it("deploy --wait exits 1 with the reason when the deployment fails", async () => {
+    const r = await t.cm(["deploy", "--image", "cm-test-does-not-exist:1", "--node", s.nodeId, "--wait"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/\nerror DEPLOYMENT_ENDED: deployment dep_\S+ is failed: .+\n$/);
+  });
+});
