@@ -56,7 +56,10 @@ export class SpecsReporter {
   }
 
   private send(snapshot: HostSnapshot): void {
-    if (!snapshot.specs) return this.options.logger.warn("Not sending specs: this machine's specs could not be read");
+    if (!snapshot.specs) {
+      this.options.logger.warn("Not sending specs: this machine's specs could not be read");
+      return;
+    }
     this.options.send(specsFrame({ ...snapshot, specs: snapshot.specs }, this.options.egressPolicy?.()));
   }
 }
