@@ -1,5 +1,6 @@
 import type { TENANT_ACTIONS } from "@cm/protocol";
 import { ApiError, NetworkError, WaitError } from "./errors";
+import { readSse } from "./sse";
 import type { Transport } from "./transport";
 import type { Deployment, DeploymentResponse, DeploymentStatus, LogEntry, LogsResponse } from "./types";
 
@@ -81,11 +82,47 @@ export async function waitFor(t: Transport, id: string, status: DeploymentStatus
 
 /**
  * Log lines as they come: the last `tail` first, then each new one once, until the
- * deployment has ended and its last lines are out. Polls the logs route with
- * `since`; a dropped connection or a restarting control plane is waited out and
- * the lines resume where they stopped, none lost or repeated.
+ * deployment has ended and its last lines are out. Reads the logs stream (Server-Sent
+ * Events); a dropped connection or a restarting control plane is waited out and the
+ * stream resumes after the last line read (Last-Event-ID), none lost or repeated.
+ * A control plane without the stream route is polled instead.
  */
 export async function* follow(t: Transport, id: string, options: FollowOptions = {}): AsyncGenerator<LogEntry> {
+  const path = `/deployments/${encodeURIComponent(id)}/logs/stream`;
+  let lastId: string | undefined;
+  for (let attempt = 0; ; attempt++) {
+    let res: Response;
+    try {
+      const headers: Record<string, string> = { accept: "text/event-stream", ...(lastId ? { "last-event-id": lastId } : {}) };
+      res = await t.send("GET", path, { auth: true, query: { tail: options.tail, since: options.since }, headers, signal: options.signal });
+    } catch (err) {
+      if (err instanceof ApiError && err.code === "NOT_FOUND" && lastId === undefined) {
+        yield* followByPolling(t, id, options);
+        return;
+      }
+      if (!transient(err) || options.signal?.aborted) throw err;
+      await sleep(backoffMs(attempt), options.signal);
+      continue;
+    }
+    try {
+      for await (const e of readSse(res.body!)) {
+        lastId = e.id ?? lastId;
+        if (e.event === "end") return;
+        if (e.event === "message") {
+          attempt = 0;
+          yield JSON.parse(e.data) as LogEntry;
+        }
+      }
+    } catch (err) {
+      if (options.signal?.aborted) throw err;
+    }
+    // The stream closed without its end event: the connection dropped or the control plane restarted.
+    await sleep(backoffMs(attempt), options.signal);
+  }
+}
+
+/** The same by polling the logs route with `since` (a control plane without the stream route). */
+export async function* followByPolling(t: Transport, id: string, options: FollowOptions = {}): AsyncGenerator<LogEntry> {
   const path = `/deployments/${encodeURIComponent(id)}`;
   const tail = options.tail ?? 100;
   const read = (query: { tail: number; since?: string }) =>
@@ -120,12 +157,16 @@ async function retrying<T>(options: PollOptions, call: () => Promise<T>): Promis
     try {
       return await call();
     } catch (err) {
-      const transient = err instanceof NetworkError || (err instanceof ApiError && (err.status === 502 || err.status === 503 || err.status === 504));
-      if (!transient || options.signal?.aborted) throw err;
-      await sleep(Math.min(5_000, 250 * 2 ** attempt) * (0.5 + Math.random() / 2), options.signal);
+      if (!transient(err) || options.signal?.aborted) throw err;
+      await sleep(backoffMs(attempt), options.signal);
     }
   }
 }
+
+/** What a restart or a dropped connection causes: worth waiting out. */
+const transient = (err: unknown) =>
+  err instanceof NetworkError || (err instanceof ApiError && (err.status === 502 || err.status === 503 || err.status === 504));
+const backoffMs = (attempt: number) => Math.min(5_000, 250 * 2 ** attempt) * (0.5 + Math.random() / 2);
 
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
