@@ -13,8 +13,8 @@
  */
 import Docker from "dockerode";
 import { ensureWebImage } from "../apps/control-plane/test/e2e/support/web-image";
-import { startProcesses } from "./lib/system-procs";
 import { median } from "./lib/median";
+import { startProcesses } from "./lib/system-procs";
 
 const RUNS = Number(process.env.RUNS ?? 8);
 // How often the client asks for the status, as a client of the API would poll.
@@ -30,7 +30,11 @@ async function rawDocker(ownNetwork: boolean): Promise<number[]> {
     const network = `cm-bench-${i}`;
     const t0 = performance.now();
     if (ownNetwork) await docker.createNetwork({ Name: network, Driver: "bridge" });
-    const c = await docker.createContainer({ Image: image, Labels: { "cm.bench": "deploy" }, HostConfig: { Init: true, ...(ownNetwork ? { NetworkMode: network } : {}) } });
+    const c = await docker.createContainer({
+      Image: image,
+      Labels: { "cm.bench": "deploy" },
+      HostConfig: { Init: true, ...(ownNetwork ? { NetworkMode: network } : {}) },
+    });
     await c.start();
     times.push(performance.now() - t0);
     await c.remove({ force: true });

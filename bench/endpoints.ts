@@ -13,13 +13,13 @@
  */
 import { execFileSync } from "node:child_process";
 import http from "node:http";
-import { ensureWebImage } from "../apps/control-plane/test/e2e/support/web-image";
 import { until } from "../apps/control-plane/test/e2e/support/system";
+import { ensureWebImage } from "../apps/control-plane/test/e2e/support/web-image";
 import { cpuPer, fmtCpu } from "./lib/cpu";
-import { fmt, load, type LoadResult } from "./lib/load";
+import { fmt, type LoadResult, load } from "./lib/load";
+import { median } from "./lib/median";
 import { startRelay } from "./lib/relays";
 import { startProcesses } from "./lib/system-procs";
-import { median } from "./lib/median";
 
 const durationMs = Number(process.env.DURATION_MS ?? 4000);
 const concurrency = Number(process.env.CONCURRENCY ?? 16);
@@ -30,7 +30,6 @@ const largeMib = Number(process.env.LARGE_MIB ?? 64);
 // control plane in both phases and take CPU from everything on a 2-core machine.
 const QUIET = process.env.REQUEST_LOGS !== "1";
 
-
 const image = ensureWebImage();
 const s = await startProcesses();
 const created: string[] = [];
@@ -38,14 +37,22 @@ const relays: Array<{ proc: { kill(): void } }> = [];
 try {
   const r = await s.call("POST", "/deployments", { nodeId: s.nodeId, customImage: image, ports: [8080], env: QUIET ? { QUIET_REQUESTS: "1" } : {} });
   created.push(r.deployment.id);
-  const dep = await until("endpoint ready", async () => {
-    const d = (await s.call("GET", `/deployments/${r.deployment.id}`)).deployment;
-    return d.endpoints[0]?.ready && d;
-  }, 60_000);
+  const dep = await until(
+    "endpoint ready",
+    async () => {
+      const d = (await s.call("GET", `/deployments/${r.deployment.id}`)).deployment;
+      return d.endpoints[0]?.ready && d;
+    },
+    60_000,
+  );
   const endpointHost = new URL(dep.endpoints[0].url).host;
   const cid = execFileSync("docker", ["ps", "-q", "--filter", `label=cm.deployment-id=${dep.id}`], { encoding: "utf8" }).trim();
   // Every process of the container (an init process runs the server as its child), by host pid.
-  const containerPid = execFileSync("docker", ["top", cid, "-eo", "pid"], { encoding: "utf8" }).split("\n").slice(1).filter((l) => l.trim()).map(Number);
+  const containerPid = execFileSync("docker", ["top", cid, "-eo", "pid"], { encoding: "utf8" })
+    .split("\n")
+    .slice(1)
+    .filter((l) => l.trim())
+    .map(Number);
   // The container joined its sandbox's network namespace: the address is the sandbox's.
   const sandbox = execFileSync("docker", ["inspect", "-f", '{{index .Config.Labels "cm.sandbox-name"}}', cid], { encoding: "utf8" }).trim();
   const ip = execFileSync("docker", ["inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}", sandbox], { encoding: "utf8" }).trim();
@@ -60,8 +67,16 @@ try {
 
   const phases = {
     direct: { url: direct, headers: {}, pids: { "load generator": process.pid, container: containerPid } },
-    endpoint: { url: gateway, headers: { host: endpointHost }, pids: { "load generator": process.pid, container: containerPid, "control plane": s.pids.plane, agent: s.pids.agent } },
-    "two bare relays": { url: bare, headers: {}, pids: { "load generator": process.pid, container: containerPid, relay1: gatewaySide.proc.pid!, relay2: agentSide.proc.pid! } },
+    endpoint: {
+      url: gateway,
+      headers: { host: endpointHost },
+      pids: { "load generator": process.pid, container: containerPid, "control plane": s.pids.plane, agent: s.pids.agent },
+    },
+    "two bare relays": {
+      url: bare,
+      headers: {},
+      pids: { "load generator": process.pid, container: containerPid, relay1: gatewaySide.proc.pid!, relay2: agentSide.proc.pid! },
+    },
   };
   type Phase = keyof typeof phases;
   console.log(`small requests: GET / (24 bytes), ${concurrency} keep-alive clients, ${rounds} rounds of ${durationMs} ms per phase`);
@@ -83,12 +98,16 @@ try {
     const last = seen[name].at(-1)!.result;
     console.log(`${name.padEnd(16)} median ${rps(name).toFixed(0).padStart(6)} req/s (last round: ${fmt(last)}); ${fmtCpu(cpu(name))}`);
   }
-  console.log(`throughput ratio (endpoint/direct, medians): ${(rps("endpoint") / rps("direct")).toFixed(2)}; two bare relays/direct ${(rps("two bare relays") / rps("direct")).toFixed(2)}; endpoint/two bare relays ${(rps("endpoint") / rps("two bare relays")).toFixed(2)}`);
+  console.log(
+    `throughput ratio (endpoint/direct, medians): ${(rps("endpoint") / rps("direct")).toFixed(2)}; two bare relays/direct ${(rps("two bare relays") / rps("direct")).toFixed(2)}; endpoint/two bare relays ${(rps("endpoint") / rps("two bare relays")).toFixed(2)}`,
+  );
   // With a core for each process and the clients elsewhere, the busiest process of a path caps its rate.
   const cap = (us: Record<string, number>, names: string[]) => 1e6 / Math.max(...names.map((n) => us[n]!));
   const capDirect = cap(cpu("direct"), ["container"]);
   const capEndpoint = cap(cpu("endpoint"), ["container", "control plane", "agent"]);
-  console.log(`a core per process, clients elsewhere (from CPU per request): direct capped at ${capDirect.toFixed(0)} req/s, endpoint at ${capEndpoint.toFixed(0)} req/s, ratio ${(capEndpoint / capDirect).toFixed(2)}`);
+  console.log(
+    `a core per process, clients elsewhere (from CPU per request): direct capped at ${capDirect.toFixed(0)} req/s, endpoint at ${capEndpoint.toFixed(0)} req/s, ratio ${(capEndpoint / capDirect).toFixed(2)}`,
+  );
 
   // Alternated three times, medians: one 2 s sample once read +1.1 ms where the others read +0.25.
   const d1s: number[] = [];
@@ -105,10 +124,12 @@ try {
       const u = new URL(base);
       const t0 = performance.now();
       let n = 0;
-      http.get({ host: u.hostname, port: u.port, path: `/big?mib=${largeMib}`, headers }, (res) => {
-        res.on("data", (c: Buffer) => (n += c.length));
-        res.on("end", () => resolve(n / 1e6 / ((performance.now() - t0) / 1000)));
-      }).on("error", reject);
+      http
+        .get({ host: u.hostname, port: u.port, path: `/big?mib=${largeMib}`, headers }, (res) => {
+          res.on("data", (c: Buffer) => (n += c.length));
+          res.on("end", () => resolve(n / 1e6 / ((performance.now() - t0) / 1000)));
+        })
+        .on("error", reject);
     });
   // Five measured transfers per phase; `requests` counts megabytes, so CPU comes out per MB.
   const runs = async (base: string, headers: Record<string, string>) => {
@@ -123,7 +144,9 @@ try {
   const be = await cpuPer(phases.endpoint.pids, () => runs(gateway, { host: endpointHost }));
   const bb = await cpuPer(phases["two bare relays"].pids, () => runs(bare, {}));
   const perMb = (x: typeof bd) => fmtCpu(x.usPer, "MB");
-  console.log(`large transfer (${largeMib} MiB, median of 5): direct ${bd.result.mbps.toFixed(0)} MB/s, endpoint ${be.result.mbps.toFixed(0)} MB/s, ratio ${(be.result.mbps / bd.result.mbps).toFixed(2)}; two bare relays ${bb.result.mbps.toFixed(0)} MB/s, ratio ${(bb.result.mbps / bd.result.mbps).toFixed(2)}`);
+  console.log(
+    `large transfer (${largeMib} MiB, median of 5): direct ${bd.result.mbps.toFixed(0)} MB/s, endpoint ${be.result.mbps.toFixed(0)} MB/s, ratio ${(be.result.mbps / bd.result.mbps).toFixed(2)}; two bare relays ${bb.result.mbps.toFixed(0)} MB/s, ratio ${(bb.result.mbps / bd.result.mbps).toFixed(2)}`,
+  );
   console.log(`  CPU: direct: ${perMb(bd)}; endpoint: ${perMb(be)}; two bare relays: ${perMb(bb)}`);
 } finally {
   for (const r of relays) r.proc.kill();

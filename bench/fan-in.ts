@@ -10,7 +10,7 @@
  * VmRSS, and utime+stime over WINDOW_S seconds as a share of one core.
  * Goal: under 1 GiB resident and under 25% of one core with all connected.
  */
-import { execSync, spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, execSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import readline from "node:readline";
@@ -85,7 +85,11 @@ async function run(kind: string) {
   const stats: Stats[] = [];
   const per = Math.ceil(agents / agentProcs);
   const fakes = Array.from({ length: agentProcs }, (_, k) =>
-    child(script("./lib/fake-agents.ts"), [url, k * per, Math.min(per, agents - k * per), agents, Math.round(connectsPerS / agentProcs), intervalMs], (s) => (stats[k] = s)),
+    child(
+      script("./lib/fake-agents.ts"),
+      [url, k * per, Math.min(per, agents - k * per), agents, Math.round(connectsPerS / agentProcs), intervalMs],
+      (s) => (stats[k] = s),
+    ),
   );
   const sum = (key: "connected" | "closed" | "beats" | "errors") => stats.reduce((n, s) => n + (s?.[key] ?? 0), 0);
   const rampStart = performance.now();
@@ -114,7 +118,9 @@ async function run(kind: string) {
   );
 }
 
-console.log(`fan-in: ${agents} agents heartbeating every ${intervalMs / 1000} s; ${windowS} s windows; ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.cpus()[0]?.model}`);
+console.log(
+  `fan-in: ${agents} agents heartbeating every ${intervalMs / 1000} s; ${windowS} s windows; ${os.cpus().length} cores, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, ${os.cpus()[0]?.model}`,
+);
 for (const kind of kinds) {
   try {
     await run(kind);

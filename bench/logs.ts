@@ -36,7 +36,9 @@ try {
   const t0 = performance.now();
   const n = execFileSync("sh", ["-c", `docker logs ${cid} | wc -l`], { encoding: "utf8", maxBuffer: 1 << 30 }).trim();
   const dockerS = (performance.now() - t0) / 1000;
-  console.log(`throughput: ${LINES} lines into the API in ${ingestS.toFixed(2)} s = ${(LINES / ingestS).toFixed(0)} lines/s; docker logs read ${n} lines at ${(Number(n) / dockerS).toFixed(0)} lines/s (ratio ${(LINES / ingestS / (Number(n) / dockerS)).toFixed(2)})`);
+  console.log(
+    `throughput: ${LINES} lines into the API in ${ingestS.toFixed(2)} s = ${(LINES / ingestS).toFixed(0)} lines/s; docker logs read ${n} lines at ${(Number(n) / dockerS).toFixed(0)} lines/s (ratio ${(LINES / ingestS / (Number(n) / dockerS)).toFixed(2)})`,
+  );
 
   // Delay: one line every 20 ms; poll the API and note when each first shows.
   const id2 = await deploy(`sleep 1; i=0; while [ $i -lt 250 ]; do echo "t $i"; i=$((i+1)); sleep 0.02; done; sleep 3600`);

@@ -8,8 +8,8 @@
  * Goal: at least 30% of the bare-Hono rate on SQLite, p99 under 25 ms.
  */
 import { fork } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import os from "node:os";
+import { fileURLToPath } from "node:url";
 import { fmt, load } from "./lib/load";
 
 const durationMs = Number(process.env.DURATION_MS ?? 8000);
@@ -52,5 +52,8 @@ for (const kind of ["bare-hono", "sqlite", "postgres"]) {
 const base = results["bare-hono"]!.rps;
 for (const kind of ["sqlite", "postgres"]) {
   const r = results[kind];
-  if (r) console.log(`${kind.padEnd(10)} ${((r.rps / base) * 100).toFixed(1)}% of bare Hono; p99 ${r.p99Ms.toFixed(2)} ms ${r.p99Ms < 25 ? "(under 25 ms)" : "(OVER 25 ms)"}`);
+  if (r)
+    console.log(
+      `${kind.padEnd(10)} ${((r.rps / base) * 100).toFixed(1)}% of bare Hono; p99 ${r.p99Ms.toFixed(2)} ms ${r.p99Ms < 25 ? "(under 25 ms)" : "(OVER 25 ms)"}`,
+    );
 }

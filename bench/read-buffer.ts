@@ -44,14 +44,20 @@ const sourcePort = (source.address() as net.AddressInfo).port;
 let tlsArgs: string[] = [];
 if (useTls) {
   const dir = mkdtempSync(path.join(tmpdir(), "cm-read-buffer-"));
-  execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=relay", "-keyout", `${dir}/key.pem`, "-out", `${dir}/cert.pem`], { stdio: "ignore" });
+  execFileSync(
+    "openssl",
+    ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=relay", "-keyout", `${dir}/key.pem`, "-out", `${dir}/cert.pem`],
+    { stdio: "ignore" },
+  );
   tlsArgs = [`${dir}/key.pem`, `${dir}/cert.pem`];
 }
 
 const modes = ["pipe", "reused"] as const;
 const relays = await Promise.all(
   modes.map(async (mode) => {
-    const proc = fork(fileURLToPath(new URL("./lib/read-relay.ts", import.meta.url)), [mode, String(sourcePort), ...tlsArgs], { execArgv: ["--import", "tsx"] });
+    const proc = fork(fileURLToPath(new URL("./lib/read-relay.ts", import.meta.url)), [mode, String(sourcePort), ...tlsArgs], {
+      execArgv: ["--import", "tsx"],
+    });
     const port = await new Promise<number>((r) => proc.once("message", (m) => r(m as number)));
     return { mode, proc, port };
   }),
@@ -91,7 +97,9 @@ try {
   console.log(`${mib} MiB through one relay process${useTls ? " writing into TLS" : ""}, medians of ${rounds}:`);
   console.log(`  piped (baseline): ${m("pipe", "mbps").toFixed(0)} MB/s, relay ${m("pipe", "usPerMb").toFixed(0)} us CPU per MB`);
   console.log(`  reused buffer:    ${m("reused", "mbps").toFixed(0)} MB/s, relay ${m("reused", "usPerMb").toFixed(0)} us CPU per MB`);
-  console.log(`  ratio reused/piped: throughput ${(m("reused", "mbps") / m("pipe", "mbps")).toFixed(2)}, CPU per MB ${(m("reused", "usPerMb") / m("pipe", "usPerMb")).toFixed(2)}`);
+  console.log(
+    `  ratio reused/piped: throughput ${(m("reused", "mbps") / m("pipe", "mbps")).toFixed(2)}, CPU per MB ${(m("reused", "usPerMb") / m("pipe", "usPerMb")).toFixed(2)}`,
+  );
 } finally {
   for (const r of relays) r.proc.kill();
   source.close();

@@ -24,7 +24,9 @@ async function relay(script: RelayScript, host: string, port: number): Promise<n
   return started.port;
 }
 
-const container = execFileSync("docker", ["run", "-d", "--label", "cm.bench=relay-floor", "-e", "QUIET_REQUESTS=1", ensureWebImage()], { encoding: "utf8" }).trim();
+const container = execFileSync("docker", ["run", "-d", "--label", "cm.bench=relay-floor", "-e", "QUIET_REQUESTS=1", ensureWebImage()], {
+  encoding: "utf8",
+}).trim();
 try {
   const ip = execFileSync("docker", ["inspect", "-f", "{{.NetworkSettings.IPAddress}}", container], { encoding: "utf8" }).trim();
   const direct = `http://${ip}:8080`;
@@ -43,7 +45,9 @@ try {
     const d = await load(direct, () => "/", { concurrency, durationMs });
     const b = await load(bare, () => "/", { concurrency, durationMs });
     const h = await load(head, () => "/", { concurrency, durationMs });
-    console.log(`direct ${d.rps.toFixed(0)} req/s   bare+bare ${b.rps.toFixed(0)} (${(b.rps / d.rps).toFixed(2)})   head+bare ${h.rps.toFixed(0)} (${(h.rps / d.rps).toFixed(2)})`);
+    console.log(
+      `direct ${d.rps.toFixed(0)} req/s   bare+bare ${b.rps.toFixed(0)} (${(b.rps / d.rps).toFixed(2)})   head+bare ${h.rps.toFixed(0)} (${(h.rps / d.rps).toFixed(2)})`,
+    );
   }
 } finally {
   for (const proc of procs) proc.kill();

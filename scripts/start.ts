@@ -4,14 +4,14 @@
  * machine as a node (once, remembered in ./data/local-node.json) and runs its
  * agent, so a newcomer can deploy a container a minute after cloning.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { Keypair } from "@solana/web3.js";
 import { openRepos } from "@cm/db";
+import { Keypair } from "@solana/web3.js";
+import { DockerRuntime } from "../apps/agent/src/runtime/docker-runtime";
 import { loadConfigOrExit } from "../apps/control-plane/src/config";
 import { hashSecret, newSecret, randomId } from "../apps/control-plane/src/services/ids";
-import { DockerRuntime } from "../apps/agent/src/runtime/docker-runtime";
 
 const config = loadConfigOrExit("npm start");
 const localNodeFile = path.resolve("data", "local-node.json");
@@ -39,8 +39,15 @@ async function ensureLocalNode(): Promise<{ nodeId: string; token: string }> {
     await repos.auth.setOperator(operator.id);
     const token = newSecret("cmn");
     const node = await repos.nodes.create({
-      id: randomId("node"), operatorId: operator.id, name: "this machine", region: "us-east", country: "US",
-      hourlyRateCents: 10, maxDeployments: 8, agentTokenHash: hashSecret(token), createdAt: now,
+      id: randomId("node"),
+      operatorId: operator.id,
+      name: "this machine",
+      region: "us-east",
+      country: "US",
+      hourlyRateCents: 10,
+      maxDeployments: 8,
+      agentTokenHash: hashSecret(token),
+      createdAt: now,
     });
     fs.mkdirSync(path.dirname(localNodeFile), { recursive: true });
     fs.writeFileSync(localNodeFile, JSON.stringify({ nodeId: node.id, token }, null, 2), { mode: 0o600 });
@@ -98,5 +105,11 @@ if (!docker) {
   // machine's own node goes without, and says so, unless AGENT_EGRESS_POLICY is set.
   const egress = process.env.AGENT_EGRESS_POLICY ?? (process.getuid?.() === 0 ? "on" : "off");
   if (egress === "off") say("not root: the local node runs without the egress policy (its containers can reach this machine and its network)");
-  run("agent", ["apps/agent/src/index.ts"], { ...process.env, CONTROL_PLANE_URL: url, AGENT_TOKEN: local.token, AGENT_STATE_DIR: stateDir, AGENT_EGRESS_POLICY: egress });
+  run("agent", ["apps/agent/src/index.ts"], {
+    ...process.env,
+    CONTROL_PLANE_URL: url,
+    AGENT_TOKEN: local.token,
+    AGENT_STATE_DIR: stateDir,
+    AGENT_EGRESS_POLICY: egress,
+  });
 }

@@ -21,11 +21,17 @@ export function cpuMicros(pid: number): number {
 const sum = (pids: number | number[]) => [pids].flat().reduce((n, pid) => n + cpuMicros(pid), 0);
 
 /** Runs `work` and answers each named process's (or group's) CPU microseconds per unit of work it reports. */
-export async function cpuPer<T extends { requests: number }>(pids: Record<string, number | number[]>, work: () => Promise<T>): Promise<{ result: T; usPer: Record<string, number> }> {
+export async function cpuPer<T extends { requests: number }>(
+  pids: Record<string, number | number[]>,
+  work: () => Promise<T>,
+): Promise<{ result: T; usPer: Record<string, number> }> {
   const before = Object.fromEntries(Object.entries(pids).map(([k, p]) => [k, sum(p)]));
   const result = await work();
   const usPer = Object.fromEntries(Object.entries(pids).map(([k, p]) => [k, (sum(p) - before[k]!) / Math.max(1, result.requests)]));
   return { result, usPer };
 }
 
-export const fmtCpu = (usPer: Record<string, number>, unit = "request") => Object.entries(usPer).map(([k, v]) => `${k} ${v.toFixed(0)}`).join(", ") + ` us CPU per ${unit}`;
+export const fmtCpu = (usPer: Record<string, number>, unit = "request") =>
+  Object.entries(usPer)
+    .map(([k, v]) => `${k} ${v.toFixed(0)}`)
+    .join(", ") + ` us CPU per ${unit}`;

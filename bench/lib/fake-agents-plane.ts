@@ -20,8 +20,15 @@ const deps = await createDeps(testConfig({ DATABASE_URL: pg?.url ?? `file:${file
 const owner = await deps.repos.auth.upsertUser("usr_fanin", "FanInOperator11111111111111111111111111111111", deps.clock.now());
 for (let i = 0; i < nodes; i++) {
   await deps.repos.nodes.create({
-    id: `node_fanin${i}`, operatorId: owner.id, name: `fan-in-${i}`, region: "eu-west", country: "DE",
-    hourlyRateCents: 50, maxDeployments: 4, agentTokenHash: hashSecret(`bench-agent-${i}`), createdAt: deps.clock.now(),
+    id: `node_fanin${i}`,
+    operatorId: owner.id,
+    name: `fan-in-${i}`,
+    region: "eu-west",
+    country: "DE",
+    hourlyRateCents: 50,
+    maxDeployments: 4,
+    agentTokenHash: hashSecret(`bench-agent-${i}`),
+    createdAt: deps.clock.now(),
   });
 }
 const server = await startServer(deps, { port: 0, host: "127.0.0.1" });

@@ -16,8 +16,30 @@ const wsUrl = baseUrl!.replace(/^http/, "ws") + "/agent/ws";
 
 const specs = JSON.stringify({
   type: "specs",
-  specs: { cpuModel: "AMD EPYC 7763", cpuCores: 32, cpuThreads: 64, ramMb: 128_000, diskGb: 2000, diskType: "NVMe", networkSpeedMbps: 10_000, os: "Ubuntu 22.04", containerVersion: "27.0.3" },
-  gpus: [{ name: "NVIDIA GeForce RTX 4090", vramMb: 24564, computeVersion: "8.9", brand: "NVIDIA", computeCores: 16384, tensorCores: 512, driverVersion: "550.54.15", index: 0, uuid: "GPU-0" }],
+  specs: {
+    cpuModel: "AMD EPYC 7763",
+    cpuCores: 32,
+    cpuThreads: 64,
+    ramMb: 128_000,
+    diskGb: 2000,
+    diskType: "NVMe",
+    networkSpeedMbps: 10_000,
+    os: "Ubuntu 22.04",
+    containerVersion: "27.0.3",
+  },
+  gpus: [
+    {
+      name: "NVIDIA GeForce RTX 4090",
+      vramMb: 24564,
+      computeVersion: "8.9",
+      brand: "NVIDIA",
+      computeCores: 16384,
+      tensorCores: 512,
+      driverVersion: "550.54.15",
+      index: 0,
+      uuid: "GPU-0",
+    },
+  ],
 });
 const stats = { connected: 0, closed: 0, beats: 0, errors: 0, closeCodes: {} as Record<string, number> };
 
@@ -36,10 +58,13 @@ function agent(i: number) {
       stats.beats++;
     };
     // Agent i beats at i/fleet of the way through each interval.
-    timer = setTimeout(() => {
-      beat();
-      timer = setInterval(beat, intervalMs);
-    }, Math.round((i / fleet) * intervalMs));
+    timer = setTimeout(
+      () => {
+        beat();
+        timer = setInterval(beat, intervalMs);
+      },
+      Math.round((i / fleet) * intervalMs),
+    );
   });
   ws.on("close", (code) => {
     clearTimeout(timer);

@@ -6,7 +6,11 @@ export type LoadResult = { requests: number; errors: number; rps: number; p50Ms:
  * A closed-loop load generator: `concurrency` clients on keep-alive sockets, each
  * sending its next request when the last one answers, for `durationMs`.
  */
-export async function load(base: string, nextPath: (i: number) => string, o: { concurrency: number; durationMs: number; headers?: Record<string, string> }): Promise<LoadResult> {
+export async function load(
+  base: string,
+  nextPath: (i: number) => string,
+  o: { concurrency: number; durationMs: number; headers?: Record<string, string> },
+): Promise<LoadResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency });
   const url = new URL(base);
   const latencies: number[] = [];
@@ -31,9 +35,11 @@ export async function load(base: string, nextPath: (i: number) => string, o: { c
       req.end();
     });
   const started = performance.now();
-  await Promise.all(Array.from({ length: o.concurrency }, async () => {
-    while (performance.now() < end) await one();
-  }));
+  await Promise.all(
+    Array.from({ length: o.concurrency }, async () => {
+      while (performance.now() < end) await one();
+    }),
+  );
   const elapsedS = (performance.now() - started) / 1000;
   agent.destroy();
   latencies.sort((a, b) => a - b);
@@ -41,4 +47,5 @@ export async function load(base: string, nextPath: (i: number) => string, o: { c
   return { requests: latencies.length, errors, rps: latencies.length / elapsedS, p50Ms: q(0.5), p99Ms: q(0.99) };
 }
 
-export const fmt = (r: LoadResult) => `${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  (${r.requests} requests, ${r.errors} errors)`;
+export const fmt = (r: LoadResult) =>
+  `${r.rps.toFixed(0).padStart(6)} req/s  p50 ${r.p50Ms.toFixed(2)} ms  p99 ${r.p99Ms.toFixed(2)} ms  (${r.requests} requests, ${r.errors} errors)`;

@@ -1,9 +1,10 @@
 // Child process for bench/nodes-list.ts: one server kind per process, so the
 // load generator and the server do not share an event loop.
-import { serve } from "@hono/node-server";
-import { Hono } from "hono";
+
 import type { AddressInfo } from "node:net";
 import { createPgDatabase } from "@cm/db/testing";
+import { serve } from "@hono/node-server";
+import { Hono } from "hono";
 import { testConfig } from "../../apps/control-plane/src/config";
 import { createDeps } from "../../apps/control-plane/src/deps";
 import { startServer } from "../../apps/control-plane/src/server";

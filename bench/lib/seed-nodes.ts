@@ -15,16 +15,40 @@ export async function seedNodes(deps: Deps, n: number) {
   for (let i = 0; i < n; i++) {
     const id = `node_bench${i}`;
     await deps.repos.nodes.create({
-      id, operatorId: owner.id, name: `bench-${i}`, region: REGIONS[i % REGIONS.length]!, country: "US",
-      hourlyRateCents: 5 + ((i * 37) % 400), maxDeployments: 4, agentTokenHash: `hash${i}`, createdAt: 1_700_000_000_000 + i,
+      id,
+      operatorId: owner.id,
+      name: `bench-${i}`,
+      region: REGIONS[i % REGIONS.length]!,
+      country: "US",
+      hourlyRateCents: 5 + ((i * 37) % 400),
+      maxDeployments: 4,
+      agentTokenHash: `hash${i}`,
+      createdAt: 1_700_000_000_000 + i,
     });
     const gpuCount = i % 3 === 0 ? 0 : 1 + (i % 8);
     const gpu = GPUS[i % GPUS.length]!;
     const cores = [4, 8, 16, 32, 64][i % 5]!;
     await deps.repos.nodes.updateInventory(
       id,
-      { cpuModel: "AMD EPYC", cpuCores: cores, cpuThreads: cores * 2, ramMb: cores * 4096, diskGb: 1000, diskType: "NVMe", networkSpeedMbps: 1000, os: "Ubuntu 22.04", containerVersion: "27.0.3" },
-      Array.from({ length: gpuCount }, () => ({ ...gpu, computeVersion: "8.9", brand: "NVIDIA", computeCores: 16384, tensorCores: 512, driverVersion: "550.54.15" })),
+      {
+        cpuModel: "AMD EPYC",
+        cpuCores: cores,
+        cpuThreads: cores * 2,
+        ramMb: cores * 4096,
+        diskGb: 1000,
+        diskType: "NVMe",
+        networkSpeedMbps: 1000,
+        os: "Ubuntu 22.04",
+        containerVersion: "27.0.3",
+      },
+      Array.from({ length: gpuCount }, () => ({
+        ...gpu,
+        computeVersion: "8.9",
+        brand: "NVIDIA",
+        computeCores: 16384,
+        tensorCores: 512,
+        driverVersion: "550.54.15",
+      })),
     );
     if (i % 4 !== 0) await deps.repos.nodes.markOnline(id, 1_700_000_100_000);
   }

@@ -1,4 +1,4 @@
-import { fork, spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, fork, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import Docker from "dockerode";
 
@@ -12,17 +12,37 @@ export type Plane = { url: string; agentToken: string; nodeId: string; tenantTok
  * in this process does not share their event loops.
  */
 export async function startProcesses(options: { agentEnv?: Record<string, string> } = {}) {
-  const plane = fork(fileURLToPath(new URL("./endpoint-plane.ts", import.meta.url)), [], { execArgv: ["--import", "tsx", ...(process.env.PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PROF_DIR}`] : [])], stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const plane = fork(fileURLToPath(new URL("./endpoint-plane.ts", import.meta.url)), [], {
+    execArgv: ["--import", "tsx", ...(process.env.PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PROF_DIR}`] : [])],
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   const info = await new Promise<Plane>((resolve, reject) => {
     plane.once("message", (m) => resolve(m as Plane));
     plane.once("exit", (c) => reject(new Error(`control plane exited ${c}`)));
   });
-  const agent: ChildProcess = spawn(process.execPath, ["--import", "tsx", ...(process.env.PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PROF_DIR}/agent`] : []), "apps/agent/src/index.ts", "--control-plane", info.url, "--token", info.agentToken], {
-    stdio: ["ignore", process.env.AGENT_LOG_LEVEL ? "inherit" : "ignore", "inherit"],
-    env: { ...process.env, LOG_LEVEL: process.env.AGENT_LOG_LEVEL ?? "warn", ...options.agentEnv },
-  });
+  const agent: ChildProcess = spawn(
+    process.execPath,
+    [
+      "--import",
+      "tsx",
+      ...(process.env.PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${process.env.PROF_DIR}/agent`] : []),
+      "apps/agent/src/index.ts",
+      "--control-plane",
+      info.url,
+      "--token",
+      info.agentToken,
+    ],
+    {
+      stdio: ["ignore", process.env.AGENT_LOG_LEVEL ? "inherit" : "ignore", "inherit"],
+      env: { ...process.env, LOG_LEVEL: process.env.AGENT_LOG_LEVEL ?? "warn", ...options.agentEnv },
+    },
+  );
   const call = async (method: string, path: string, body?: unknown) => {
-    const r = await fetch(info.url + path, { method, headers: { authorization: `Bearer ${info.tenantToken}`, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined });
+    const r = await fetch(info.url + path, {
+      method,
+      headers: { authorization: `Bearer ${info.tenantToken}`, "content-type": "application/json" },
+      body: body ? JSON.stringify(body) : undefined,
+    });
     return (await r.json()) as any;
   };
   for (let i = 0; i < 300; i++) {
@@ -41,8 +61,16 @@ export async function startProcesses(options: { agentEnv?: Record<string, string
       plane.kill("SIGTERM");
       await agentExit;
       const byNode = { label: [`cm.node-id=${info.nodeId}`] };
-      for (const c of await docker.listContainers({ all: true, filters: byNode })) await docker.getContainer(c.Id).remove({ force: true }).catch(() => {});
-      for (const n of await docker.listNetworks({ filters: byNode })) await docker.getNetwork(n.Id).remove().catch(() => {});
+      for (const c of await docker.listContainers({ all: true, filters: byNode }))
+        await docker
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch(() => {});
+      for (const n of await docker.listNetworks({ filters: byNode }))
+        await docker
+          .getNetwork(n.Id)
+          .remove()
+          .catch(() => {});
     },
   };
 }

@@ -6,21 +6,21 @@
 import type { ServerFrame } from "@cm/protocol";
 import type { Clock } from "./clock";
 import type { AgentConfig } from "./config";
-import { Connection } from "./connection/connection";
 import type { ConnectionFailure, ConnectionState, Welcome } from "./connection/connection";
+import { Connection } from "./connection/connection";
 import type { SocketFactory } from "./connection/socket";
-import type { HostProbe } from "./host/probe";
-import type { Logger } from "./logger";
 import { DiskWatcher } from "./disk/disk-watcher";
 import type { EgressGuard } from "./egress/egress-guard";
-import type { DiskClient } from "./runtime/docker-disk-client";
 import { EndpointReporter } from "./endpoints/endpoint-reporter";
-import { claimInstall } from "./install-identity";
+import type { HostProbe } from "./host/probe";
 import type { InstallClaim } from "./install-identity";
+import { claimInstall } from "./install-identity";
+import type { Logger } from "./logger";
 import { LogShipping } from "./logs/log-shipping";
 import { Reconciler } from "./reconcile/reconciler";
 import { StatusReporter } from "./reconcile/status-reporter";
 import type { ContainerRuntime } from "./runtime/container-runtime";
+import type { DiskClient } from "./runtime/docker-disk-client";
 import { HostFacts } from "./specs/host-facts";
 import { SpecsReporter } from "./specs/specs-reporter";
 import { TunnelOpener } from "./tunnel/tunnel-opener";
@@ -98,7 +98,10 @@ export class Agent {
       intervalMs: timing.specsIntervalMs,
       ...(egress ? { egressPolicy: () => egress.state.mode } : {}),
     });
-    const reporter = new StatusReporter({ reliable: (frame) => this.connection.sendReliable(frame), unreliable: (frame) => this.connection.send(frame) }, clock);
+    const reporter = new StatusReporter(
+      { reliable: (frame) => this.connection.sendReliable(frame), unreliable: (frame) => this.connection.send(frame) },
+      clock,
+    );
     this.tunnels = new TunnelOpener({ tunnelUrl: config.tunnelUrl, token: config.token, runtime, logger });
     this.endpoints = new EndpointReporter({
       probe: (deploymentId) => this.tunnels.probe(deploymentId),
@@ -219,7 +222,9 @@ export class Agent {
 
   private async openTunnel(request: Extract<ServerFrame, { type: "open_tunnel" }>): Promise<void> {
     const { tunnelId, deploymentId, port } = request;
-    const result = await this.tunnels.openTunnel({ tunnelId, deploymentId, port }).catch((error: unknown) => ({ ok: false as const, reason: (error as Error).message }));
+    const result = await this.tunnels
+      .openTunnel({ tunnelId, deploymentId, port })
+      .catch((error: unknown) => ({ ok: false as const, reason: (error as Error).message }));
     if (!result.ok) this.connection.send({ type: "tunnel_error", tunnelId, reason: result.reason.slice(0, 2000) });
   }
 }

@@ -4,8 +4,8 @@
 // else in the agent reads the environment.
 import { AGENT_RECONNECT_MAX_MS, AGENT_TUNNEL_PATH, AGENT_WS_PATH } from "@cm/protocol";
 import { z } from "zod";
-import { parseEgressAllow } from "./egress/policy";
 import type { EgressAllow } from "./egress/policy";
+import { parseEgressAllow } from "./egress/policy";
 import { DEFAULT_SANDBOX_POOL } from "./runtime/sandboxes";
 
 /** "silent" too, as the control plane's LOG_LEVEL allows it (`npm start` passes its environment on). */
@@ -42,7 +42,11 @@ const Timing = z.object({
   pingIntervalMs: z.number().int().min(1).default(15_000),
   /** no pong (or any frame) this long after a ping: the TCP connection is half-open */
   pongTimeoutMs: z.number().int().min(1).default(10_000),
-  specsIntervalMs: z.number().int().min(1).default(10 * 60_000),
+  specsIntervalMs: z
+    .number()
+    .int()
+    .min(1)
+    .default(10 * 60_000),
   /** SIGTERM, then SIGKILL after this, when a tenant's container is stopped */
   containerStopTimeoutS: z.number().int().min(0).default(10),
   logBatchLines: z.number().int().min(1).max(5000).default(1000),
@@ -86,7 +90,12 @@ export const AgentConfigInput = z.object({
   stateDir: z.string().min(1).optional(),
   logLevel: z.enum(LOG_LEVELS).default("info"),
   /** network sandboxes kept ready so deployments start at once (runtime/sandboxes.ts); 0 makes each on demand */
-  sandboxPool: z.coerce.number({ error: SANDBOX_POOL_ERROR }).int(SANDBOX_POOL_ERROR).min(0, SANDBOX_POOL_ERROR).max(32, SANDBOX_POOL_ERROR).default(DEFAULT_SANDBOX_POOL),
+  sandboxPool: z.coerce
+    .number({ error: SANDBOX_POOL_ERROR })
+    .int(SANDBOX_POOL_ERROR)
+    .min(0, SANDBOX_POOL_ERROR)
+    .max(32, SANDBOX_POOL_ERROR)
+    .default(DEFAULT_SANDBOX_POOL),
   /** extra labels stamped on every container, and the filter for adopting them (tests use a per-run label) */
   containerLabels: z.record(z.string(), z.string()).default({}),
   /** "off" lets tenants' containers reach the host and its networks (egress/policy.ts); the node tells tenants */

@@ -1,24 +1,28 @@
 // The one place that builds the agent's real dependencies from its config.
 import { readFileSync } from "node:fs";
+import type { AgentDeps } from "./agent";
 import { systemClock } from "./clock";
 import type { AgentConfig } from "./config";
 import { wsSocketFactory } from "./connection/socket";
 import { spawnCommand } from "./egress/command";
 import { EgressGuard } from "./egress/egress-guard";
 import { IptablesFirewall } from "./egress/iptables";
-import { EGRESS_CHAIN, INPUT_CHAIN, parseResolvConf } from "./egress/policy";
 import type { EgressAllow, EgressPolicy } from "./egress/policy";
+import { EGRESS_CHAIN, INPUT_CHAIN, parseResolvConf } from "./egress/policy";
 import { SystemHostProbe } from "./host/probe";
-import { createLogger } from "./logger";
 import type { Logger } from "./logger";
+import { createLogger } from "./logger";
 import { DEFAULT_BRIDGE_PREFIX } from "./runtime/create-options";
 import { DockerRuntime } from "./runtime/docker-runtime";
-import type { AgentDeps } from "./agent";
 
 type DepsConfig = Pick<AgentConfig, "dockerSocket" | "logLevel"> & Partial<Pick<AgentConfig, "sandboxPool" | "egressPolicy" | "egressAllow" | "timing">>;
 
 export function createDeps(config: DepsConfig, logger: Logger = createLogger({ level: config.logLevel })): AgentDeps {
-  const runtime = new DockerRuntime({ socketPath: dockerSocketPath(config.dockerSocket), logger, ...(config.sandboxPool === undefined ? {} : { sandboxPool: config.sandboxPool }) });
+  const runtime = new DockerRuntime({
+    socketPath: dockerSocketPath(config.dockerSocket),
+    logger,
+    ...(config.sandboxPool === undefined ? {} : { sandboxPool: config.sandboxPool }),
+  });
   const hostProbe = new SystemHostProbe({ dockerEngine: () => runtime.engineInfo() });
   const egress = new EgressGuard({
     firewall: new IptablesFirewall(() => egressPolicyOf(config.egressAllow ?? [], hostResolvers()), spawnCommand),

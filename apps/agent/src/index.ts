@@ -4,18 +4,18 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { runCli } from "./cli/main";
 
-export { Agent, createAgent } from "./agent";
 export type { AgentDeps } from "./agent";
-export { parseAgentConfig, loadAgentConfig, controlPlaneUrls, ConfigError } from "./config";
-export type { AgentConfig, AgentConfigInput, LogLevel } from "./config";
-export { createDeps } from "./deps";
-export { systemClock } from "./clock";
+export { Agent, createAgent } from "./agent";
 export type { Clock } from "./clock";
-export { createLogger, silentLogger } from "./logger";
-export type { Logger } from "./logger";
-export { wsSocketFactory } from "./connection/socket";
-export type { SocketFactory } from "./connection/socket";
+export { systemClock } from "./clock";
+export type { AgentConfig, AgentConfigInput, LogLevel } from "./config";
+export { ConfigError, controlPlaneUrls, loadAgentConfig, parseAgentConfig } from "./config";
 export type { ConnectionFailure, ConnectionState } from "./connection/connection";
+export type { SocketFactory } from "./connection/socket";
+export { wsSocketFactory } from "./connection/socket";
+export { createDeps } from "./deps";
+export type { Logger } from "./logger";
+export { createLogger, silentLogger } from "./logger";
 export { AGENT_VERSION } from "./version";
 
 function isEntryPoint(): boolean {

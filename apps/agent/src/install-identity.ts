@@ -36,7 +36,10 @@ export function claimInstall(stateDir: string, logger: Logger): InstallClaim {
   try {
     mkdirSync(stateDir, { recursive: true });
     if (!takeLock(lockPath, ours)) {
-      logger.warn("Another running agent uses this state directory: give each agent its own AGENT_STATE_DIR. Until then this one removes nothing an earlier enrolment left", { stateDir, holder: readOr(lockPath, "").trim() });
+      logger.warn(
+        "Another running agent uses this state directory: give each agent its own AGENT_STATE_DIR. Until then this one removes nothing an earlier enrolment left",
+        { stateDir, holder: readOr(lockPath, "").trim() },
+      );
       return unclaimed;
     }
   } catch (error) {
@@ -75,7 +78,10 @@ export function loadInstallId(stateDir: string, logger: Logger): string | undefi
       throw error;
     }
   } catch (error) {
-    logger.warn("Cannot keep an install id in the state directory; containers an earlier enrolment of this machine left will not be recognised", { path, error });
+    logger.warn("Cannot keep an install id in the state directory; containers an earlier enrolment of this machine left will not be recognised", {
+      path,
+      error,
+    });
     return undefined;
   }
 }

@@ -30,7 +30,13 @@ describe("controlPlaneUrls", () => {
 describe("agent config", () => {
   it("applies defaults and derives the socket URL", () => {
     const config = parseAgentConfig({ controlPlaneUrl: "https://cp.example.com", token: "t" });
-    expect(config).toMatchObject({ wsUrl: "wss://cp.example.com/agent/ws", tunnelUrl: "https://cp.example.com/agent/tunnel", dockerSocket: "/var/run/docker.sock", logLevel: "info", containerLabels: {} });
+    expect(config).toMatchObject({
+      wsUrl: "wss://cp.example.com/agent/ws",
+      tunnelUrl: "https://cp.example.com/agent/tunnel",
+      dockerSocket: "/var/run/docker.sock",
+      logLevel: "info",
+      containerLabels: {},
+    });
     expect(parseAgentConfig({ controlPlaneUrl: "http://h:8080/base/", token: "t" }).tunnelUrl).toBe("http://h:8080/base/agent/tunnel");
     expect(config.stateDir).toBeUndefined();
     expect(config.timing).toMatchObject({ backoffInitialMs: 250, backoffMaxMs: 30_000, logBatchLines: 1000, specsIntervalMs: 600_000 });
@@ -75,7 +81,10 @@ describe("agent config", () => {
       controlPlaneUrl: "https://cp.example.com",
       token: 'tok en "quoted"',
     });
-    expect(loadAgentConfig({ flags: {}, env: { AGENT_CONFIG: "/etc/cm-agent/agent.json" }, readFile })).toMatchObject({ wsUrl: "ws://10.0.0.5:8080/agent/ws", token: "json-token" });
+    expect(loadAgentConfig({ flags: {}, env: { AGENT_CONFIG: "/etc/cm-agent/agent.json" }, readFile })).toMatchObject({
+      wsUrl: "ws://10.0.0.5:8080/agent/ws",
+      token: "json-token",
+    });
   });
 
   it("refuses unknown keys and unreadable files with the path", () => {

@@ -3,7 +3,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { INSTALL_ID_FILE, LOCK_FILE, claimInstall, loadInstallId } from "../src/install-identity";
+import { claimInstall, INSTALL_ID_FILE, LOCK_FILE, loadInstallId } from "../src/install-identity";
 import type { Logger } from "../src/logger";
 
 const dirs: string[] = [];
@@ -19,7 +19,14 @@ function stateDir(): string {
 
 function recordingLogger(): Logger & { warnings: string[] } {
   const warnings: string[] = [];
-  const logger: Logger & { warnings: string[] } = { debug: () => {}, info: () => {}, warn: (message) => warnings.push(message), error: () => {}, child: () => logger, warnings };
+  const logger: Logger & { warnings: string[] } = {
+    debug: () => {},
+    info: () => {},
+    warn: (message) => warnings.push(message),
+    error: () => {},
+    child: () => logger,
+    warnings,
+  };
   return logger;
 }
 

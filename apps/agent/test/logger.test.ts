@@ -1,7 +1,7 @@
 // The journal line the operator reads (apps/agent/README.md): `<ISO time> LEVEL message {context}`.
 import { describe, expect, it } from "vitest";
-import { createLogger } from "../src/logger";
 import type { LogLevel } from "../src/config";
+import { createLogger } from "../src/logger";
 
 const at = new Date("2026-11-25T03:00:00.000Z");
 

@@ -21,7 +21,8 @@ async function main(argv: string[]) {
     throw new Error(`${wallet} is not a Solana wallet address`);
   }
   const credits = Number(amount);
-  if (!Number.isInteger(credits) || credits <= 0 || credits > 100_000_000) throw new Error("credits must be a whole number between 1 and 100,000,000 (1 credit = 1 US cent)");
+  if (!Number.isInteger(credits) || credits <= 0 || credits > 100_000_000)
+    throw new Error("credits must be a whole number between 1 and 100,000,000 (1 credit = 1 US cent)");
   const config = loadConfig();
   const repos = await openRepos(config.DATABASE_URL);
   try {

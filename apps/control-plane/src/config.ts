@@ -2,79 +2,108 @@ import { z } from "zod";
 import { parseTrustedProxies } from "./http/client-address";
 import { sharedCookieScope } from "./http/cookie-scope";
 
-
 /**
  * Everything the control plane reads from its environment, parsed once. Nothing
  * else in the app reads process.env: tests build a Config by hand.
  */
-export const ConfigSchema = z.object({
-  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
-  HOST: z.string().default("127.0.0.1"),
-  DATABASE_URL: z.string().default("file:./data/marketplace.db"),
-  /** The domain a wallet binds the sign-in message to; defaults to HOST:PORT. */
-  PUBLIC_DOMAIN: z.string().optional(),
-  SOLANA_RPC_URL: z.string().url().default("https://api.mainnet-beta.solana.com"),
-  SOLANA_COMMITMENT: z.enum(["confirmed", "finalized"]).default("confirmed"),
-  TREASURY_WALLET: z.string().default(""),
-  STABLE_MINT: z.string().default("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"),
-  STABLE_DECIMALS: z.coerce.number().int().min(0).max(12).default(6),
-  GATEWAY_DOMAIN: z.string().default("localhost"),
-  ACCESS_TOKEN_TTL_S: z.coerce.number().int().min(10).default(15 * 60),
-  REFRESH_TOKEN_TTL_S: z.coerce.number().int().min(60).default(30 * 24 * 3600),
-  NONCE_TTL_S: z.coerce.number().int().min(10).default(5 * 60),
-  DEPOSIT_TTL_S: z.coerce.number().int().min(60).default(30 * 60),
-  AUTH_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).default(60),
-  /**
-   * Reverse proxies whose X-Forwarded-For the control plane believes when it
-   * tells clients apart (the rate limiter): addresses or CIDRs, comma-separated.
-   * Empty: every client is its socket's address.
-   */
-  TRUSTED_PROXIES: z
-    .string()
-    .default("")
-    .superRefine((list, ctx) => {
-      try {
-        parseTrustedProxies(list);
-      } catch (error) {
-        ctx.addIssue({ code: "custom", message: (error as Error).message });
-      }
-    }),
-  MAX_BODY_BYTES: z.coerce.number().int().min(1024).default(1024 * 1024),
-  /** Nodes one account may operate at once (retired ones do not count): far more than a real operator runs. */
-  MAX_NODES_PER_ACCOUNT: z.coerce.number().int().min(1).default(1000),
-  /** Node registrations one account may make per hour, on each replica. */
-  NODE_REGISTRATIONS_PER_HOUR: z.coerce.number().int().min(1).default(60),
-  HEARTBEAT_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
-  /** How often lastHeartbeat is written for all nodes at once (see agents/heartbeat-batch.ts). */
-  HEARTBEAT_FLUSH_MS: z.coerce.number().int().min(10).default(1000),
-  /** An agent that sends no hello this long after connecting is closed with 4408. */
-  AGENT_HELLO_TIMEOUT_MS: z.coerce.number().int().min(10).default(5_000),
-  /** The largest frame read from an agent; log batches are split below it (it is announced in welcome). */
-  AGENT_MAX_FRAME_BYTES: z.coerce.number().int().min(1024).default(16 * 1024 * 1024),
-  /** Log text one node may store per second on average (bursts of 4 s); past it batches are refused and the agent sends them again later. */
-  LOG_INGEST_BYTES_PER_S: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
-  /** Public endpoints: from a request to the first byte of the container's answer. */
-  GATEWAY_RESPONSE_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
-  /** Public endpoints: no byte either way for this long ends a request, a stream or a WebSocket. */
-  GATEWAY_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(300_000),
-  /** Public endpoints: how long a node's agent has to open a tunnel. */
-  TUNNEL_OPEN_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
-  /** PEM files: when both are set the listener speaks HTTPS (a wildcard certificate for *.GATEWAY_DOMAIN covers every endpoint). */
-  TLS_CERT: z.string().optional(),
-  TLS_KEY: z.string().optional(),
-  /** How often running deployments are charged; they are also charged whenever they stop. */
-  METER_INTERVAL_MS: z.coerce.number().int().min(100).default(60_000),
-  LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
-}).superRefine((config, ctx) => {
-  const shared = config.PUBLIC_DOMAIN && sharedCookieScope(config.PUBLIC_DOMAIN, config.GATEWAY_DOMAIN);
-  if (shared) {
-    ctx.addIssue({
-      code: "custom",
-      path: ["GATEWAY_DOMAIN"],
-      message: `endpoints under ${config.GATEWAY_DOMAIN} and the API at ${config.PUBLIC_DOMAIN} share the registrable domain ${shared}, so a tenant's page could set cookies the API receives; put the endpoints on a domain of their own (see the README, "Public endpoints")`,
-    });
-  }
-});
+export const ConfigSchema = z
+  .object({
+    PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+    HOST: z.string().default("127.0.0.1"),
+    DATABASE_URL: z.string().default("file:./data/marketplace.db"),
+    /** The domain a wallet binds the sign-in message to; defaults to HOST:PORT. */
+    PUBLIC_DOMAIN: z.string().optional(),
+    SOLANA_RPC_URL: z.string().url().default("https://api.mainnet-beta.solana.com"),
+    SOLANA_COMMITMENT: z.enum(["confirmed", "finalized"]).default("confirmed"),
+    TREASURY_WALLET: z.string().default(""),
+    STABLE_MINT: z.string().default("EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v"),
+    STABLE_DECIMALS: z.coerce.number().int().min(0).max(12).default(6),
+    GATEWAY_DOMAIN: z.string().default("localhost"),
+    ACCESS_TOKEN_TTL_S: z.coerce
+      .number()
+      .int()
+      .min(10)
+      .default(15 * 60),
+    REFRESH_TOKEN_TTL_S: z.coerce
+      .number()
+      .int()
+      .min(60)
+      .default(30 * 24 * 3600),
+    NONCE_TTL_S: z.coerce
+      .number()
+      .int()
+      .min(10)
+      .default(5 * 60),
+    DEPOSIT_TTL_S: z.coerce
+      .number()
+      .int()
+      .min(60)
+      .default(30 * 60),
+    AUTH_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).default(60),
+    /**
+     * Reverse proxies whose X-Forwarded-For the control plane believes when it
+     * tells clients apart (the rate limiter): addresses or CIDRs, comma-separated.
+     * Empty: every client is its socket's address.
+     */
+    TRUSTED_PROXIES: z
+      .string()
+      .default("")
+      .superRefine((list, ctx) => {
+        try {
+          parseTrustedProxies(list);
+        } catch (error) {
+          ctx.addIssue({ code: "custom", message: (error as Error).message });
+        }
+      }),
+    MAX_BODY_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .default(1024 * 1024),
+    /** Nodes one account may operate at once (retired ones do not count): far more than a real operator runs. */
+    MAX_NODES_PER_ACCOUNT: z.coerce.number().int().min(1).default(1000),
+    /** Node registrations one account may make per hour, on each replica. */
+    NODE_REGISTRATIONS_PER_HOUR: z.coerce.number().int().min(1).default(60),
+    HEARTBEAT_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
+    /** How often lastHeartbeat is written for all nodes at once (see agents/heartbeat-batch.ts). */
+    HEARTBEAT_FLUSH_MS: z.coerce.number().int().min(10).default(1000),
+    /** An agent that sends no hello this long after connecting is closed with 4408. */
+    AGENT_HELLO_TIMEOUT_MS: z.coerce.number().int().min(10).default(5_000),
+    /** The largest frame read from an agent; log batches are split below it (it is announced in welcome). */
+    AGENT_MAX_FRAME_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .default(16 * 1024 * 1024),
+    /** Log text one node may store per second on average (bursts of 4 s); past it batches are refused and the agent sends them again later. */
+    LOG_INGEST_BYTES_PER_S: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .default(8 * 1024 * 1024),
+    /** Public endpoints: from a request to the first byte of the container's answer. */
+    GATEWAY_RESPONSE_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
+    /** Public endpoints: no byte either way for this long ends a request, a stream or a WebSocket. */
+    GATEWAY_IDLE_TIMEOUT_MS: z.coerce.number().int().min(100).default(300_000),
+    /** Public endpoints: how long a node's agent has to open a tunnel. */
+    TUNNEL_OPEN_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+    /** PEM files: when both are set the listener speaks HTTPS (a wildcard certificate for *.GATEWAY_DOMAIN covers every endpoint). */
+    TLS_CERT: z.string().optional(),
+    TLS_KEY: z.string().optional(),
+    /** How often running deployments are charged; they are also charged whenever they stop. */
+    METER_INTERVAL_MS: z.coerce.number().int().min(100).default(60_000),
+    LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
+  })
+  .superRefine((config, ctx) => {
+    const shared = config.PUBLIC_DOMAIN && sharedCookieScope(config.PUBLIC_DOMAIN, config.GATEWAY_DOMAIN);
+    if (shared) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["GATEWAY_DOMAIN"],
+        message: `endpoints under ${config.GATEWAY_DOMAIN} and the API at ${config.PUBLIC_DOMAIN} share the registrable domain ${shared}, so a tenant's page could set cookies the API receives; put the endpoints on a domain of their own (see the README, "Public endpoints")`,
+      });
+    }
+  });
 
 export type Config = z.infer<typeof ConfigSchema>;
 

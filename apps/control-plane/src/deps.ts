@@ -1,23 +1,23 @@
 import { openRepos, type Repos } from "@cm/db";
-import type { Config } from "./config";
-import { TEMPLATE_SEED } from "./catalog/templates";
-import { createAuthService, type AuthService } from "./services/auth-service";
 import { AgentHub } from "./agents/agent-hub";
 import { TunnelBroker } from "./agents/tunnel-broker";
+import { CREDIT_PACKAGE_SEED } from "./catalog/credit-packages";
+import { TEMPLATE_SEED } from "./catalog/templates";
+import type { Config } from "./config";
 import { createGateway, type Gateway } from "./gateway/proxy";
 import { createEndpointResolver } from "./gateway/resolver";
-import { createDeploymentService, type DeploymentService, type NodeLink } from "./services/deployment-service";
-import { DatabaseHealth } from "./services/database-health";
-import { EventBus } from "./services/events";
-import { randomId, systemClock, type Clock, type IdGenerator } from "./services/ids";
-import { createLogger, type Logger } from "./services/logger";
-import { createCharges } from "./services/charges";
-import { createDeploymentMoves } from "./services/deployment-moves";
-import { createMetering, type Liveness, type Metering } from "./services/metering";
-import { CREDIT_PACKAGE_SEED } from "./catalog/credit-packages";
+import { type AuthService, createAuthService } from "./services/auth-service";
 import type { ChainClient } from "./services/chain/chain-client";
 import { createWeb3ChainClient } from "./services/chain/web3-chain-client";
+import { createCharges } from "./services/charges";
+import { DatabaseHealth } from "./services/database-health";
+import { createDeploymentMoves } from "./services/deployment-moves";
+import { createDeploymentService, type DeploymentService, type NodeLink } from "./services/deployment-service";
 import { createDepositService, type DepositService } from "./services/deposit-service";
+import { EventBus } from "./services/events";
+import { type Clock, type IdGenerator, randomId, systemClock } from "./services/ids";
+import { createLogger, type Logger } from "./services/logger";
+import { createMetering, type Liveness, type Metering } from "./services/metering";
 import { ResponseCache } from "./services/response-cache";
 
 export type Deps = {
@@ -77,12 +77,28 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   const metering = createMetering({ repos, clock, events, log, link: liveness, charges, moves, intervalMs: config.METER_INTERVAL_MS });
   const dbHealth = new DatabaseHealth({ ping: (timeoutMs) => repos.handle.ping(timeoutMs), log, probeMs: DATABASE_PROBE_MS });
   const agents = new AgentHub({
-    repos, clock, ids, events, log, metering, moves, dbHealth,
-    heartbeatIntervalMs: config.HEARTBEAT_INTERVAL_MS, heartbeatFlushMs: config.HEARTBEAT_FLUSH_MS,
-    helloTimeoutMs: config.AGENT_HELLO_TIMEOUT_MS, maxFrameBytes: config.AGENT_MAX_FRAME_BYTES, logIngestBytesPerS: config.LOG_INGEST_BYTES_PER_S,
+    repos,
+    clock,
+    ids,
+    events,
+    log,
+    metering,
+    moves,
+    dbHealth,
+    heartbeatIntervalMs: config.HEARTBEAT_INTERVAL_MS,
+    heartbeatFlushMs: config.HEARTBEAT_FLUSH_MS,
+    helloTimeoutMs: config.AGENT_HELLO_TIMEOUT_MS,
+    maxFrameBytes: config.AGENT_MAX_FRAME_BYTES,
+    logIngestBytesPerS: config.LOG_INGEST_BYTES_PER_S,
   });
   const link: NodeLink = o.link ?? agents;
-  const tunnels = new TunnelBroker({ repos, events, sendTo: (id, f) => agents.sendTo(id, f), openTimeoutMs: config.TUNNEL_OPEN_TIMEOUT_MS, idleMs: config.GATEWAY_IDLE_TIMEOUT_MS });
+  const tunnels = new TunnelBroker({
+    repos,
+    events,
+    sendTo: (id, f) => agents.sendTo(id, f),
+    openTimeoutMs: config.TUNNEL_OPEN_TIMEOUT_MS,
+    idleMs: config.GATEWAY_IDLE_TIMEOUT_MS,
+  });
   const endpoints = createGateway({
     domain: config.GATEWAY_DOMAIN,
     resolver: createEndpointResolver(repos, (id) => agents.isConnected(id), { events, ttlMs: 1000, now: () => clock.now() }),
@@ -101,14 +117,36 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   for (const e of ["node-changed", "node-retired", "deployment-changed"] as const) events.on(e, () => nodeCatalogCache.clear());
   const domain = config.PUBLIC_DOMAIN ?? `${config.HOST}:${config.PORT}`;
   return {
-    config, repos, clock, ids, log, events, link, agents, dbHealth, tunnels, endpoints, metering, nodeCatalogCache,
-    auth: createAuthService(repos, clock, ids, { domain, nonceTtlS: config.NONCE_TTL_S, accessTtlS: config.ACCESS_TOKEN_TTL_S, refreshTtlS: config.REFRESH_TOKEN_TTL_S }),
+    config,
+    repos,
+    clock,
+    ids,
+    log,
+    events,
+    link,
+    agents,
+    dbHealth,
+    tunnels,
+    endpoints,
+    metering,
+    nodeCatalogCache,
+    auth: createAuthService(repos, clock, ids, {
+      domain,
+      nonceTtlS: config.NONCE_TTL_S,
+      accessTtlS: config.ACCESS_TOKEN_TTL_S,
+      refreshTtlS: config.REFRESH_TOKEN_TTL_S,
+    }),
     deployments: createDeploymentService({ repos, clock, ids, events, link, moves }),
     depositService: createDepositService(repos, chain, clock, ids, {
-      treasuryWallet: config.TREASURY_WALLET, stableMint: config.STABLE_MINT, stableDecimals: config.STABLE_DECIMALS, depositTtlS: config.DEPOSIT_TTL_S,
+      treasuryWallet: config.TREASURY_WALLET,
+      stableMint: config.STABLE_MINT,
+      stableDecimals: config.STABLE_DECIMALS,
+      depositTtlS: config.DEPOSIT_TTL_S,
     }),
     gateway: () => ({ domain: config.GATEWAY_DOMAIN, ...(listenPort !== undefined ? { localPort: listenPort } : {}) }),
-    setListenPort: (p) => { listenPort = p; },
+    setListenPort: (p) => {
+      listenPort = p;
+    },
     close: async () => {
       dbHealth.stop();
       endpoints.close();

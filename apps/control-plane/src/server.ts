@@ -1,13 +1,13 @@
-import { getRequestListener } from "@hono/node-server";
 import fs from "node:fs";
 import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { AGENT_TUNNEL_PATH, AGENT_WS_PATH } from "@cm/protocol";
+import { getRequestListener } from "@hono/node-server";
 import { createApp } from "./app";
-import { answerClientError } from "./http/client-error";
 import type { Deps } from "./deps";
+import { answerClientError } from "./http/client-error";
 
 export type RunningServer = { url: string; port: number; server: http.Server; close(): Promise<void> };
 
@@ -20,7 +20,8 @@ export async function startServer(deps: Deps, opts: { port: number; host: string
     if (deps.endpoints.owns(req.headers.host)) return void deps.endpoints.handleRequest(req, res);
     void api(req, res);
   };
-  const tls = deps.config.TLS_CERT && deps.config.TLS_KEY ? { cert: fs.readFileSync(deps.config.TLS_CERT), key: fs.readFileSync(deps.config.TLS_KEY) } : undefined;
+  const tls =
+    deps.config.TLS_CERT && deps.config.TLS_KEY ? { cert: fs.readFileSync(deps.config.TLS_CERT), key: fs.readFileSync(deps.config.TLS_KEY) } : undefined;
   const server: http.Server = tls ? https.createServer(tls, listener) : http.createServer(listener);
   // Long uploads and streams are bounded by the gateway's own idle timeout instead.
   server.requestTimeout = 0;
@@ -54,12 +55,15 @@ export async function startServer(deps: Deps, opts: { port: number; host: string
     server,
     // Upgraded sockets keep the listener from closing: the agents' are closed first.
     close: () =>
-      deps.agents.close().then(() => new Promise<void>((resolve) => {
-        deps.tunnels.close();
-        server.close(() => resolve());
-        (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-        for (const s of sockets) s.destroy();
-      })),
+      deps.agents.close().then(
+        () =>
+          new Promise<void>((resolve) => {
+            deps.tunnels.close();
+            server.close(() => resolve());
+            (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+            for (const s of sockets) s.destroy();
+          }),
+      ),
   };
 }
 

@@ -4,8 +4,12 @@ import { sharedCookieScope } from "../src/http/cookie-scope";
 
 describe("loadConfig", () => {
   it("refuses endpoints on the API's registrable domain, saying why", () => {
-    expect(() => loadConfig({ PUBLIC_DOMAIN: "gpu.example.com", GATEWAY_DOMAIN: "gpu.example.com" })).toThrow(/GATEWAY_DOMAIN: endpoints under gpu\.example\.com and the API at gpu\.example\.com share the registrable domain example\.com, so a tenant's page could set cookies the API receives/);
-    expect(() => loadConfig({ PUBLIC_DOMAIN: "cloud.example.com:8443", GATEWAY_DOMAIN: "gpu.example.com" })).toThrow(/share the registrable domain example\.com/);
+    expect(() => loadConfig({ PUBLIC_DOMAIN: "gpu.example.com", GATEWAY_DOMAIN: "gpu.example.com" })).toThrow(
+      /GATEWAY_DOMAIN: endpoints under gpu\.example\.com and the API at gpu\.example\.com share the registrable domain example\.com, so a tenant's page could set cookies the API receives/,
+    );
+    expect(() => loadConfig({ PUBLIC_DOMAIN: "cloud.example.com:8443", GATEWAY_DOMAIN: "gpu.example.com" })).toThrow(
+      /share the registrable domain example\.com/,
+    );
     // Public-suffix rules decide, not the last two labels.
     expect(() => loadConfig({ PUBLIC_DOMAIN: "console.example.co.uk", GATEWAY_DOMAIN: "gpu.example.co.uk" })).toThrow(/registrable domain example\.co\.uk/);
   });

@@ -1,14 +1,14 @@
-import path from "node:path";
 import fs from "node:fs";
+import path from "node:path";
 import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
-import postgres from "postgres";
 import { KeyedQueue } from "@cm/protocol";
+import Database from "better-sqlite3";
 import { sql } from "drizzle-orm";
 import { drizzle as drizzleSqlite } from "drizzle-orm/better-sqlite3";
 import { migrate as migrateSqlite } from "drizzle-orm/better-sqlite3/migrator";
 import { drizzle as drizzlePg, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
 import { migrate as migratePg } from "drizzle-orm/postgres-js/migrator";
+import postgres from "postgres";
 import * as pgSchema from "./schema/pg";
 import * as sqliteSchema from "./schema/sqlite";
 
@@ -35,8 +35,7 @@ export interface DbHandle {
   close(): Promise<void>;
 }
 
-const migrationsDir = (dialect: Dialect) =>
-  path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "migrations", dialect);
+const migrationsDir = (dialect: Dialect) => path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "migrations", dialect);
 
 /** `file:./data/x.db`, `file::memory:` or a bare path select SQLite; `postgres://` selects PostgreSQL. */
 export async function createDb(url: string): Promise<DbHandle> {
@@ -111,7 +110,10 @@ async function openPg(url: string): Promise<DbHandle> {
     ping: (timeoutMs) => {
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(Object.assign(new Error(`the database did not answer within ${timeoutMs} ms`), { code: "CONNECT_TIMEOUT" })), timeoutMs);
+        timer = setTimeout(
+          () => reject(Object.assign(new Error(`the database did not answer within ${timeoutMs} ms`), { code: "CONNECT_TIMEOUT" })),
+          timeoutMs,
+        );
       });
       return Promise.race([client`select 1`.then(() => undefined), late]).finally(() => clearTimeout(timer));
     },
@@ -126,9 +128,22 @@ const PG_RECONNECT_BACKOFF_S = 0.25;
 // socket's, and SQLSTATE class 08 (connection exception), 57P01-57P03 (shut
 // down, crashed, starting up) and 53300 (too many connections).
 const UNAVAILABLE_CODES = new Set([
-  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EPIPE", "EAI_AGAIN",
-  "CONNECTION_CLOSED", "CONNECTION_ENDED", "CONNECTION_DESTROYED", "CONNECT_TIMEOUT",
-  "57P01", "57P02", "57P03", "53300",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EPIPE",
+  "EAI_AGAIN",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
+  "57P01",
+  "57P02",
+  "57P03",
+  "53300",
 ]);
 
 /** Whether err (or what it wraps) means the database is unreachable, not that it refused the query. */

@@ -1,23 +1,23 @@
 import { createDb, type DbHandle } from "./client";
 import { createAuthRepo } from "./repos/auth";
+import { createBillingRepo } from "./repos/billing";
+import { createDeploymentsRepo } from "./repos/deployments";
+import { createDepositsRepo } from "./repos/deposits";
+import { createLedgerRepo } from "./repos/ledger";
+import { createLogIngest } from "./repos/log-ingest";
+import { createLogsRepo } from "./repos/logs";
 import { createNodesRepo } from "./repos/nodes";
 import { createTemplatesRepo } from "./repos/templates";
-import { createDeploymentsRepo } from "./repos/deployments";
-import { createLedgerRepo } from "./repos/ledger";
-import { createLogsRepo } from "./repos/logs";
-import { createLogIngest } from "./repos/log-ingest";
-import { createBillingRepo } from "./repos/billing";
-import { createDepositsRepo } from "./repos/deposits";
 
-export * from "./types";
-export { createDb, isDatabaseUnavailable, type DbHandle, type Dialect } from "./client";
-export { uptimePercent, type NodeFilter } from "./repos/nodes";
-export { toBalance, type BalanceMicro, type LedgerType } from "./repos/ledger";
-export { OccupyRefused, type OccupyRefusal, type TransitionPatch, type MoveFields } from "./repos/deployments";
-export type { NewLogLine } from "./repos/logs";
-export type { StoredLogCursor } from "./repos/log-ingest";
+export { createDb, type DbHandle, type Dialect, isDatabaseUnavailable } from "./client";
 export type { Consumption } from "./repos/billing";
+export { type MoveFields, type OccupyRefusal, OccupyRefused, type TransitionPatch } from "./repos/deployments";
 export type { ConfirmOutcome } from "./repos/deposits";
+export { type BalanceMicro, type LedgerType, toBalance } from "./repos/ledger";
+export type { StoredLogCursor } from "./repos/log-ingest";
+export type { NewLogLine } from "./repos/logs";
+export { type NodeFilter, uptimePercent } from "./repos/nodes";
+export * from "./types";
 
 /** Every repository over one database handle: what the rest of the system sees of storage. */
 export function createRepos(h: DbHandle) {

@@ -1,5 +1,5 @@
-import postgres from "postgres";
 import { randomBytes } from "node:crypto";
+import postgres from "postgres";
 
 /**
  * A database a test suite runs against. Which dialects a suite runs on is
@@ -9,7 +9,8 @@ import { randomBytes } from "node:crypto";
 export type TestDatabase = { name: "sqlite" | "postgres"; create(): Promise<{ url: string; drop(): Promise<void> }> };
 
 /** The server tests and benchmarks make their databases on. */
-export const testPostgresUrl = (env: NodeJS.ProcessEnv = process.env): string => env.TEST_POSTGRES_URL ?? "postgres://postgres:postgres@127.0.0.1:5432/postgres";
+export const testPostgresUrl = (env: NodeJS.ProcessEnv = process.env): string =>
+  env.TEST_POSTGRES_URL ?? "postgres://postgres:postgres@127.0.0.1:5432/postgres";
 
 export const sqliteDatabase: TestDatabase = { name: "sqlite", create: async () => ({ url: "file::memory:", drop: async () => undefined }) };
 export const postgresDatabase: TestDatabase = { name: "postgres", create: () => createPgDatabase() };

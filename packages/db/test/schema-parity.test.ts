@@ -1,6 +1,6 @@
 import { is } from "drizzle-orm";
-import { getTableConfig as pgConfig, PgTable } from "drizzle-orm/pg-core";
-import { getTableConfig as sqliteConfig, SQLiteTable } from "drizzle-orm/sqlite-core";
+import { PgTable, getTableConfig as pgConfig } from "drizzle-orm/pg-core";
+import { SQLiteTable, getTableConfig as sqliteConfig } from "drizzle-orm/sqlite-core";
 import { describe, expect, it } from "vitest";
 import * as pg from "../src/schema/pg";
 import * as sqlite from "../src/schema/sqlite";
@@ -24,7 +24,11 @@ function shape(config: ReturnType<typeof pgConfig> | ReturnType<typeof sqliteCon
   return { columns, indexes };
 }
 
-function shapes<T>(schema: Record<string, unknown>, isTable: (x: unknown) => x is T, config: (t: T) => ReturnType<typeof pgConfig> | ReturnType<typeof sqliteConfig>) {
+function shapes<T>(
+  schema: Record<string, unknown>,
+  isTable: (x: unknown) => x is T,
+  config: (t: T) => ReturnType<typeof pgConfig> | ReturnType<typeof sqliteConfig>,
+) {
   const out: Record<string, Shape> = {};
   for (const value of Object.values(schema)) {
     if (!isTable(value)) continue;

@@ -23,7 +23,10 @@ export const ERROR_CODES = {
   // Resources.
   NOT_FOUND: { status: 404, description: "No route answers this method and path." },
   NODE_NOT_FOUND: { status: 404, description: "No node has this id." },
-  NODE_QUOTA_EXCEEDED: { status: 403, description: "This account already operates as many nodes as one account may (MAX_NODES_PER_ACCOUNT); retire one first." },
+  NODE_QUOTA_EXCEEDED: {
+    status: 403,
+    description: "This account already operates as many nodes as one account may (MAX_NODES_PER_ACCOUNT); retire one first.",
+  },
   TEMPLATE_NOT_FOUND: { status: 404, description: "No template has this id or slug." },
   DEPLOYMENT_NOT_FOUND: { status: 404, description: "No deployment of yours has this id." },
   PACKAGE_NOT_FOUND: { status: 404, description: "No credit package has this id." },
@@ -48,7 +51,10 @@ export const ERROR_CODES = {
   PAYER_MISMATCH: { status: 422, description: "The payment was not made by the deposit's walletAddress." },
   PAYMENT_AFTER_EXPIRY: { status: 422, description: "The payment landed after the deposit expired." },
   DEPOSIT_ALREADY_CONFIRMED: { status: 409, description: "The deposit was already confirmed with another transaction." },
-  PAYMENTS_NOT_CONFIGURED: { status: 503, description: "This installation has no TREASURY_WALLET; an administrator can credit accounts with the admin command." },
+  PAYMENTS_NOT_CONFIGURED: {
+    status: 503,
+    description: "This installation has no TREASURY_WALLET; an administrator can credit accounts with the admin command.",
+  },
   SIGNATURE_ALREADY_USED: { status: 409, description: "This transaction signature already credited a deposit." },
   CHAIN_UNAVAILABLE: { status: 503, description: "The Solana RPC node did not answer; nothing changed, retry later." },
   // Operational.

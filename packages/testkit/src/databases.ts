@@ -1,6 +1,6 @@
-import { describe } from "vitest";
-import { postgresDatabase, sqliteDatabase } from "@cm/db/testing";
 import type { TestDatabase } from "@cm/db/testing";
+import { postgresDatabase, sqliteDatabase } from "@cm/db/testing";
+import { describe } from "vitest";
 import { needs } from "./needs";
 
 /**

@@ -1,4 +1,4 @@
-export { needs } from "./needs";
-export type { Needs, Piece } from "./needs";
-export { describeEachDatabase } from "./databases";
 export { sqliteDatabase, type TestDatabase } from "@cm/db/testing";
+export { describeEachDatabase } from "./databases";
+export type { Needs, Piece } from "./needs";
+export { needs } from "./needs";

@@ -4,8 +4,8 @@
 // is missing, because CI must run everything.
 import { beforeAll, describe, inject, it } from "vitest";
 import { getCurrentSuite } from "vitest/suite";
-import { SKIPPED_FOR } from "./pieces";
 import type { MissingPieces, Piece } from "./pieces";
+import { SKIPPED_FOR } from "./pieces";
 
 export type { Piece } from "./pieces";
 

@@ -39,7 +39,10 @@ function executable(path: string): boolean {
 }
 
 function onPath(command: string, env: NodeJS.ProcessEnv): boolean {
-  return (env.PATH ?? "").split(delimiter).concat(["/usr/sbin", "/sbin"]).some((dir) => dir !== "" && executable(join(dir, command)));
+  return (env.PATH ?? "")
+    .split(delimiter)
+    .concat(["/usr/sbin", "/sbin"])
+    .some((dir) => dir !== "" && executable(join(dir, command)));
 }
 
 async function probeDocker(env: NodeJS.ProcessEnv): Promise<string | undefined> {
@@ -104,7 +107,9 @@ export async function probePieces(env: NodeJS.ProcessEnv = process.env): Promise
     busybox: executable("/bin/busybox") ? undefined : "/bin/busybox is not installed (apt-get install busybox-static)",
     postgres: pg,
     // The fault suite makes a cluster of its own (initdb, pg_ctl) to stop and start.
-    "postgres-server": executable(join(postgresBin(env), "initdb")) ? undefined : `PostgreSQL's server programs are not in ${postgresBin(env)} (apt-get install postgresql-15, or set TEST_PG_BIN)`,
+    "postgres-server": executable(join(postgresBin(env), "initdb"))
+      ? undefined
+      : `PostgreSQL's server programs are not in ${postgresBin(env)} (apt-get install postgresql-15, or set TEST_PG_BIN)`,
     nginx: probeBinary("nginx", "apt-get install nginx-light", env),
     openssl: probeBinary("openssl", "apt-get install openssl", env),
     "qemu-aarch64": executable("/usr/bin/qemu-aarch64-static") ? undefined : "qemu-aarch64-static is not installed (apt-get install qemu-user-static)",

@@ -1,9 +1,10 @@
 // The probes decide what a newcomer's run skips: nothing there is a skip, a
 // piece that answers badly is not (its tests run and fail).
-import { createServer as createHttpServer } from "node:http";
-import { createServer as createTcpServer } from "node:net";
-import type { AddressInfo, Server, Socket } from "node:net";
+
 import { mkdtempSync, rmSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
+import type { AddressInfo, Server, Socket } from "node:net";
+import { createServer as createTcpServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -46,14 +47,26 @@ describe("probePieces", () => {
 
   it("calls a TCP Docker host where nothing listens missing", async () => {
     const port = await closedPort();
-    expect((await probePieces({ ...process.env, DOCKER_HOST: `tcp://127.0.0.1:${port}` })).docker).toBe(`no Docker engine answered at tcp://127.0.0.1:${port} (ECONNREFUSED)`);
+    expect((await probePieces({ ...process.env, DOCKER_HOST: `tcp://127.0.0.1:${port}` })).docker).toBe(
+      `no Docker engine answered at tcp://127.0.0.1:${port} (ECONNREFUSED)`,
+    );
   });
 
   it("counts an engine or a database that answers badly as present, so their tests run and fail", async () => {
     const socket = join(dir, "sick-docker.sock");
-    await listening(createHttpServer((_req, res) => res.writeHead(500).end("engine is sick")), socket);
-    const garbage = await listening(createTcpServer((conn) => conn.end("this is not PostgreSQL\n")), 0);
-    const missing = await probePieces({ ...process.env, DOCKER_HOST: `unix://${socket}`, TEST_POSTGRES_URL: `postgres://u:p@127.0.0.1:${(garbage.address() as AddressInfo).port}/x` });
+    await listening(
+      createHttpServer((_req, res) => res.writeHead(500).end("engine is sick")),
+      socket,
+    );
+    const garbage = await listening(
+      createTcpServer((conn) => conn.end("this is not PostgreSQL\n")),
+      0,
+    );
+    const missing = await probePieces({
+      ...process.env,
+      DOCKER_HOST: `unix://${socket}`,
+      TEST_POSTGRES_URL: `postgres://u:p@127.0.0.1:${(garbage.address() as AddressInfo).port}/x`,
+    });
     expect(missing.docker).toBeUndefined();
     expect(missing.postgres).toBeUndefined();
   });

@@ -1,24 +1,24 @@
 // Dispatches the command line. Returns an exit code; only index.ts exits.
 import { execFile, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { ConfigError, DEFAULT_DOCKER_SOCKET, configFromRaw, mergeConfigSources } from "../config";
 import type { AgentConfig } from "../config";
+import { ConfigError, configFromRaw, DEFAULT_DOCKER_SOCKET, mergeConfigSources } from "../config";
 import { wsSocketFactory } from "../connection/socket";
 import { createDeps, dockerSocketPath, egressPolicyOf, hostResolvers } from "../deps";
 import { spawnCommand } from "../egress/command";
 import { IptablesFirewall } from "../egress/iptables";
-import { runUninstall } from "../install/uninstall";
 import { SystemHostProbe } from "../host/probe";
 import { runDoctor } from "../install/doctor";
 import { runInstall } from "../install/install";
 import { agentPaths } from "../install/paths";
 import { EXIT_CONFIG } from "../install/systemd-unit";
+import { runUninstall } from "../install/uninstall";
 import { DockerRuntime } from "../runtime/docker-runtime";
 import { readStatusFile } from "../state-file";
 import { AGENT_VERSION } from "../version";
-import { USAGE, UsageError, parseArgs, type ParsedArgs } from "./args";
-import { runAgentUntilSignal } from "./run-agent";
+import { type ParsedArgs, parseArgs, USAGE, UsageError } from "./args";
 import type { SignalSource } from "./run-agent";
+import { runAgentUntilSignal } from "./run-agent";
 
 export interface CliIo {
   env: Record<string, string | undefined>;
@@ -47,7 +47,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
       return 0;
     case "install":
       return runInstall(
-        { flags: args.config, configPath: args.configPath, env: io.env, dryRun: args.switches.has("dry-run"), unitDir: args.values["unit-dir"], envFile: args.values["env-file"], paths: agentPaths() },
+        {
+          flags: args.config,
+          configPath: args.configPath,
+          env: io.env,
+          dryRun: args.switches.has("dry-run"),
+          unitDir: args.values["unit-dir"],
+          envFile: args.values["env-file"],
+          paths: agentPaths(),
+        },
         { print: io.stdout, run: runCommand, commandExists },
       );
     case "uninstall":

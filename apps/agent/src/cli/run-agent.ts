@@ -1,8 +1,9 @@
 // The daemon's life: start the agent, stop it on SIGTERM/SIGINT (leaving every
 // container running), and tell systemd through the exit code whether a restart
 // can help.
-import { createAgent } from "../agent";
+
 import type { AgentDeps } from "../agent";
+import { createAgent } from "../agent";
 import type { AgentConfig } from "../config";
 import { EXIT_CONFIG } from "../install/systemd-unit";
 import { StatusFile } from "../state-file";
@@ -16,7 +17,9 @@ export function runAgentUntilSignal(config: AgentConfig, deps: AgentDeps, onSign
   const { logger } = deps;
   if (config.stateDir) {
     const status = new StatusFile(config.stateDir, { pid: process.pid, agentVersion: AGENT_VERSION, state: agent.state }, deps.clock, logger);
-    agent.connection.onStateChange((state) => status.update({ state, ...(state === "ready" ? { nodeId: agent.connection.welcome?.nodeId, failure: undefined } : {}) }));
+    agent.connection.onStateChange((state) =>
+      status.update({ state, ...(state === "ready" ? { nodeId: agent.connection.welcome?.nodeId, failure: undefined } : {}) }),
+    );
     agent.onFailure((failure) => status.update({ failure: failure.explanation }));
   }
   return new Promise((resolve) => {

@@ -8,8 +8,9 @@
 //
 // The connection owns only transport concerns: hello, heartbeats, liveness,
 // backoff, parsing. What the frames mean is the agent's business.
-import { CLOSE_CODES, PROTOCOL_VERSIONS, RETRYABLE_CLOSE } from "@cm/protocol";
+
 import type { AgentFrame } from "@cm/protocol";
+import { CLOSE_CODES, PROTOCOL_VERSIONS, RETRYABLE_CLOSE } from "@cm/protocol";
 import type { TimerHandle } from "../clock";
 import { backoffDelayMs } from "./backoff";
 import { explainFatalClose } from "./close-codes";
@@ -170,7 +171,10 @@ export class Connection {
       return;
     }
     if (!(PROTOCOL_VERSIONS as readonly number[]).includes(welcome.protocolVersion)) {
-      this.options.logger.error("The control plane chose a protocol version this agent does not speak", { chosen: welcome.protocolVersion, ours: PROTOCOL_VERSIONS });
+      this.options.logger.error("The control plane chose a protocol version this agent does not speak", {
+        chosen: welcome.protocolVersion,
+        ours: PROTOCOL_VERSIONS,
+      });
       socket.close(CLOSE_CODES.UNSUPPORTED_PROTOCOL, "unsupported protocol version");
       return;
     }
@@ -211,7 +215,7 @@ export class Connection {
       this.handlers.onFailed({ closeCode: code, reason, explanation });
       return;
     }
-    const why = reason ? `closed with ${code}: ${reason}` : lastError ?? `closed with ${code}`;
+    const why = reason ? `closed with ${code}: ${reason}` : (lastError ?? `closed with ${code}`);
     this.scheduleReconnect(wasReady ? `disconnected from the control plane (${why})` : `cannot reach the control plane at ${this.options.url} (${why})`);
   }
 

@@ -1,5 +1,5 @@
 // Frames from the control plane, parsed against the protocol; never throws.
-import { ServerFrame, parseFrame } from "@cm/protocol";
+import { parseFrame, ServerFrame } from "@cm/protocol";
 import type { RawData } from "ws";
 
 export type Incoming = { ok: true; frame: ServerFrame } | { ok: false; error: string };

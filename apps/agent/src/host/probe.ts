@@ -2,15 +2,8 @@
 // in host/) that touches systeminformation or runs nvidia-smi.
 import { execFile } from "node:child_process";
 import * as si from "systeminformation";
-import {
-  GPU_QUERY_FIELDS,
-  LEGACY_GPU_QUERY_FIELDS,
-  describeNvidiaSmiFailure,
-  isUnknownFieldError,
-  nvidiaSmiArgs,
-  parseNvidiaSmiOutput,
-} from "./nvidia-smi";
 import type { GpuQueryField } from "./nvidia-smi";
+import { describeNvidiaSmiFailure, GPU_QUERY_FIELDS, isUnknownFieldError, LEGACY_GPU_QUERY_FIELDS, nvidiaSmiArgs, parseNvidiaSmiOutput } from "./nvidia-smi";
 import { toNodeSpecs } from "./system-specs";
 import type { GpuProbeResult, NodeSpecs } from "./types";
 

@@ -34,9 +34,7 @@ function isUnder(path: string, mount: string): boolean {
 
 /** The filesystem holding `path`: the mounted one with the longest matching mount point. */
 function filesystemOf(path: string, fsSize: SystemSnapshot["fsSize"]): SystemSnapshot["fsSize"][number] | undefined {
-  return fsSize
-    .filter((fs) => fs.mount !== "" && isUnder(path, fs.mount))
-    .sort((a, b) => b.mount.length - a.mount.length)[0];
+  return fsSize.filter((fs) => fs.mount !== "" && isUnder(path, fs.mount)).sort((a, b) => b.mount.length - a.mount.length)[0];
 }
 
 // "/dev/nvme0n1p2" lives on "/dev/nvme0n1", "/dev/sda1" on "/dev/sda".

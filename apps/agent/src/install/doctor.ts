@@ -49,29 +49,63 @@ export async function runDoctor(deps: DoctorDeps): Promise<number> {
 
   const config = deps.config.ok ? deps.config.value : undefined;
   if (deps.config.ok) report({ status: "ok", title: "Configuration", detail: `control plane ${deps.config.value.httpUrl}, socket ${deps.config.value.wsUrl}` });
-  else report({ status: "fail", title: "Configuration", detail: deps.config.problems.join("; "), fix: "set CONTROL_PLANE_URL and AGENT_TOKEN (or pass --control-plane/--token, or --config /etc/cm-agent/agent.env)" });
+  else
+    report({
+      status: "fail",
+      title: "Configuration",
+      detail: deps.config.problems.join("; "),
+      fix: "set CONTROL_PLANE_URL and AGENT_TOKEN (or pass --control-plane/--token, or --config /etc/cm-agent/agent.env)",
+    });
 
   let engine: EngineInfo | undefined;
   try {
     engine = await deps.engine.engineInfo();
-    if (isSandboxArch(engine.architecture)) report({ status: "ok", title: "Docker", detail: `engine ${engine.version} (${engine.architecture}) at ${deps.dockerSocket}` });
-    else report({ status: "fail", title: "Docker", detail: `engine ${engine.version} runs on ${engine.architecture || "an unknown machine"}: the agent's network sandboxes exist for x86_64 and aarch64 only`, fix: "run the agent on an x86_64 or aarch64 machine" });
+    if (isSandboxArch(engine.architecture))
+      report({ status: "ok", title: "Docker", detail: `engine ${engine.version} (${engine.architecture}) at ${deps.dockerSocket}` });
+    else
+      report({
+        status: "fail",
+        title: "Docker",
+        detail: `engine ${engine.version} runs on ${engine.architecture || "an unknown machine"}: the agent's network sandboxes exist for x86_64 and aarch64 only`,
+        fix: "run the agent on an x86_64 or aarch64 machine",
+      });
   } catch (error) {
-    report({ status: "fail", title: "Docker", detail: `cannot reach the engine at ${deps.dockerSocket}: ${(error as Error).message}`, fix: "start Docker (systemctl start docker), run the agent as root or in the docker group, or point DOCKER_SOCKET at the engine's socket" });
+    report({
+      status: "fail",
+      title: "Docker",
+      detail: `cannot reach the engine at ${deps.dockerSocket}: ${(error as Error).message}`,
+      fix: "start Docker (systemctl start docker), run the agent as root or in the docker group, or point DOCKER_SOCKET at the engine's socket",
+    });
   }
 
   const gpus = await deps.hostProbe.gpus();
   if (gpus.gpus.length > 0) {
     const names = gpus.gpus.map((gpu) => `#${gpu.index} ${gpu.name} (${Math.round(gpu.vramMb / 1024)} GB)`).join(", ");
-    report({ status: gpus.warning ? "warn" : "ok", title: "NVIDIA GPUs", detail: `${gpus.gpus.length} found: ${names}${gpus.warning ? `; ${gpus.warning}` : ""}` });
+    report({
+      status: gpus.warning ? "warn" : "ok",
+      title: "NVIDIA GPUs",
+      detail: `${gpus.gpus.length} found: ${names}${gpus.warning ? `; ${gpus.warning}` : ""}`,
+    });
   } else {
-    report({ status: "warn", title: "NVIDIA GPUs", detail: `none: ${gpus.warning ?? "nvidia-smi lists no GPU"}. This node will take CPU-only deployments`, fix: "if this machine has NVIDIA GPUs, install the NVIDIA driver so that nvidia-smi lists them" });
+    report({
+      status: "warn",
+      title: "NVIDIA GPUs",
+      detail: `none: ${gpus.warning ?? "nvidia-smi lists no GPU"}. This node will take CPU-only deployments`,
+      fix: "if this machine has NVIDIA GPUs, install the NVIDIA driver so that nvidia-smi lists them",
+    });
   }
 
   if (gpus.gpus.length === 0) report({ status: "skip", title: "NVIDIA container runtime", detail: "not needed without GPUs" });
   else if (!engine) report({ status: "skip", title: "NVIDIA container runtime", detail: "cannot tell while Docker is unreachable" });
-  else if (engine.runtimes.includes("nvidia")) report({ status: "ok", title: "NVIDIA container runtime", detail: `registered with Docker (runtimes: ${engine.runtimes.join(", ")})` });
-  else report({ status: "fail", title: "NVIDIA container runtime", detail: `Docker knows no "nvidia" runtime (runtimes: ${engine.runtimes.join(", ") || "none"}), so containers cannot use the GPUs`, fix: "install nvidia-container-toolkit, then: nvidia-ctk runtime configure --runtime=docker && systemctl restart docker" });
+  else if (engine.runtimes.includes("nvidia"))
+    report({ status: "ok", title: "NVIDIA container runtime", detail: `registered with Docker (runtimes: ${engine.runtimes.join(", ")})` });
+  else
+    report({
+      status: "fail",
+      title: "NVIDIA container runtime",
+      detail: `Docker knows no "nvidia" runtime (runtimes: ${engine.runtimes.join(", ") || "none"}), so containers cannot use the GPUs`,
+      fix: "install nvidia-container-toolkit, then: nvidia-ctk runtime configure --runtime=docker && systemctl restart docker",
+    });
 
   if (deps.egress) report(await egressCheck(deps.egress, config, deps.agentStatus?.alive ?? false));
 
@@ -83,11 +117,24 @@ export async function runDoctor(deps: DoctorDeps): Promise<number> {
     report(healthy);
     if (healthy.status !== "ok") report({ status: "skip", title: "Token", detail: "the control plane does not answer" });
     else if (!deps.forceTokenCheck && (await deps.serviceActive())) {
-      report({ status: "skip", title: "Token", detail: "cm-agent.service is running and connected with it; a second connection would replace it (see journalctl -u cm-agent for its state, or pass --check-token)" });
+      report({
+        status: "skip",
+        title: "Token",
+        detail:
+          "cm-agent.service is running and connected with it; a second connection would replace it (see journalctl -u cm-agent for its state, or pass --check-token)",
+      });
     } else {
       const token = await checkToken(deps.socketFactory, config.wsUrl, config.token, timeoutMs);
       if (token.ok) report({ status: "ok", title: "Token", detail: `accepted: this machine is node ${token.nodeId}` });
-      else report({ status: "fail", title: "Token", detail: token.reason, fix: token.rejected ? "copy the node's token again from the control plane (or register the node again) into AGENT_TOKEN" : "check that CONTROL_PLANE_URL points at the control plane and that WebSockets pass any proxy in between" });
+      else
+        report({
+          status: "fail",
+          title: "Token",
+          detail: token.reason,
+          fix: token.rejected
+            ? "copy the node's token again from the control plane (or register the node again) into AGENT_TOKEN"
+            : "check that CONTROL_PLANE_URL points at the control plane and that WebSockets pass any proxy in between",
+        });
     }
   }
 
@@ -109,11 +156,16 @@ async function egressCheck(egress: NonNullable<DoctorDeps["egress"]>, config: Ag
     };
   }
   const problems = await egress.check();
-  const allowed = config && config.egressAllow.length > 0 ? `; also allowed: ${config.egressAllow.length} AGENT_EGRESS_ALLOW entr${config.egressAllow.length === 1 ? "y" : "ies"}` : "";
+  const allowed =
+    config && config.egressAllow.length > 0
+      ? `; also allowed: ${config.egressAllow.length} AGENT_EGRESS_ALLOW entr${config.egressAllow.length === 1 ? "y" : "ies"}`
+      : "";
   if (problems.length === 0) return { status: "ok", title, detail: `in place: tenants' containers reach the internet and DNS only${allowed}` };
   const detail = problems.join("; ");
-  if (/permission denied|must be root/i.test(detail)) return { status: "skip", title, detail: "reading the firewall needs root: run doctor with sudo to check it" };
-  const fix = "the agent installs it at start and puts it back every 30 s: see journalctl -u cm-agent for why it cannot (iptables installed? Docker running with its iptables option on?)";
+  if (/permission denied|must be root/i.test(detail))
+    return { status: "skip", title, detail: "reading the firewall needs root: run doctor with sudo to check it" };
+  const fix =
+    "the agent installs it at start and puts it back every 30 s: see journalctl -u cm-agent for why it cannot (iptables installed? Docker running with its iptables option on?)";
   if (agentRuns) return { status: "fail", title, detail: `missing while the agent runs, so it starts no deployment: ${detail}`, fix };
   return { status: "warn", title, detail: `not installed (the agent installs it when it starts): ${detail}`, fix };
 }
@@ -121,7 +173,8 @@ async function egressCheck(egress: NonNullable<DoctorDeps["egress"]>, config: Ag
 function agentServiceCheck(status: AgentStatus, alive: boolean): CheckResult {
   const since = new Date(status.since).toISOString();
   const title = "Agent service";
-  if (!alive) return { status: "skip", title, detail: `not running (pid ${status.pid} was ${status.state} at ${since}${status.failure ? `: ${status.failure}` : ""})` };
+  if (!alive)
+    return { status: "skip", title, detail: `not running (pid ${status.pid} was ${status.state} at ${since}${status.failure ? `: ${status.failure}` : ""})` };
   if (status.failure) return { status: "fail", title, detail: `stopped retrying: ${status.failure}`, fix: "fix the cause, then: systemctl restart cm-agent" };
   if (status.state === "ready") return { status: "ok", title, detail: `connected as node ${status.nodeId ?? "?"} since ${since} (pid ${status.pid})` };
   return { status: "warn", title, detail: `${status.state} since ${since} (pid ${status.pid}); see journalctl -u cm-agent` };

@@ -3,10 +3,10 @@
 // env file left by an earlier install (so re-running it keeps the token).
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { ConfigError, configFromRaw, mergeConfigSources, parseConfigFile } from "../config";
 import type { RawConfig } from "../config";
+import { ConfigError, configFromRaw, mergeConfigSources, parseConfigFile } from "../config";
 import type { AgentPaths } from "./paths";
-import { DEFAULT_ENV_FILE, DEFAULT_STATE_DIR, DEFAULT_UNIT_DIR, UNIT_NAME, renderEnvFile, renderUnit } from "./systemd-unit";
+import { DEFAULT_ENV_FILE, DEFAULT_STATE_DIR, DEFAULT_UNIT_DIR, renderEnvFile, renderUnit, UNIT_NAME } from "./systemd-unit";
 
 export interface InstallOptions {
   flags: RawConfig;
@@ -37,7 +37,10 @@ export async function runInstall(options: InstallOptions, io: InstallIo): Promis
   let values: RawConfig;
   try {
     const previous = existsSync(envFile) ? parseConfigFile(readFileSync(envFile, "utf8"), envFile) : {};
-    values = { ...previous, ...mergeConfigSources({ flags: options.flags, env: options.env, configPath: options.configPath, readFile: (p) => readFileSync(p, "utf8") }) };
+    values = {
+      ...previous,
+      ...mergeConfigSources({ flags: options.flags, env: options.env, configPath: options.configPath, readFile: (p) => readFileSync(p, "utf8") }),
+    };
     configFromRaw(values); // refuse a bad URL or a missing token before writing anything
   } catch (error) {
     const problems = error instanceof ConfigError ? error.problems : [(error as Error).message];

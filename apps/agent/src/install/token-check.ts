@@ -1,6 +1,6 @@
 // Opens the agent's WebSocket once, says hello and waits for welcome: the only
 // way to know the control plane accepts this token. Closes with 1000 right after.
-import { CLOSE_CODES, PROTOCOL_VERSIONS, RETRYABLE_CLOSE, ServerFrame, parseFrame } from "@cm/protocol";
+import { CLOSE_CODES, PROTOCOL_VERSIONS, parseFrame, RETRYABLE_CLOSE, ServerFrame } from "@cm/protocol";
 import { explainFatalClose } from "../connection/close-codes";
 import type { SocketFactory } from "../connection/socket";
 import { AGENT_VERSION } from "../version";
@@ -42,7 +42,9 @@ export function checkToken(socketFactory: SocketFactory, wsUrl: string, token: s
     socket.on("error", (error) => (serverError ||= error.message));
     socket.on("close", (code, reason) => {
       const fatal = !RETRYABLE_CLOSE(code);
-      const why = fatal ? explainFatalClose(code, reason.toString()) : `the connection closed (code ${code}) before welcome${serverError ? `: ${serverError}` : ""}`;
+      const why = fatal
+        ? explainFatalClose(code, reason.toString())
+        : `the connection closed (code ${code}) before welcome${serverError ? `: ${serverError}` : ""}`;
       finish({ ok: false, reason: why, rejected: fatal });
     });
   });

@@ -3,8 +3,9 @@
 // renamed file is read to its end before the next one), which Docker's own
 // follow fails at. Each line is one JSON object, {"log":"text\n","stream":...,"time":...};
 // a line longer than 16 KB comes as several objects, all but the last without "\n".
-import { open, readFile, stat } from "node:fs/promises";
+
 import type { FileHandle } from "node:fs/promises";
+import { open, readFile, stat } from "node:fs/promises";
 import type { LogCursor } from "@cm/protocol";
 import type { Logger } from "../logger";
 import { dockerTimestampToIso } from "../runtime/log-lines";
@@ -90,7 +91,14 @@ export class JsonFileLogSource implements LogSource {
   /** The log's files that exist, oldest first. */
   private async files(): Promise<LogFile[]> {
     const paths = [...Array.from({ length: MAX_ROTATED_FILES }, (_, i) => `${this.path}.${MAX_ROTATED_FILES - i}`), this.path];
-    const found = await Promise.all(paths.map((path) => stat(path).then((s) => ({ path, ino: s.ino }), () => undefined)));
+    const found = await Promise.all(
+      paths.map((path) =>
+        stat(path).then(
+          (s) => ({ path, ino: s.ino }),
+          () => undefined,
+        ),
+      ),
+    );
     return found.filter((file): file is LogFile => file !== undefined);
   }
 

@@ -20,8 +20,8 @@ import type { Logger } from "../logger";
 import type { LogClient } from "../runtime/container-runtime";
 import { ContainerNotFoundError } from "../runtime/errors";
 import type { LogLine } from "../runtime/types";
-import { openLogSource } from "./log-source";
 import type { LogSource } from "./log-source";
+import { openLogSource } from "./log-source";
 
 export interface LogShipperOptions {
   deploymentId: string;

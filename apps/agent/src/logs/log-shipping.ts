@@ -95,7 +95,10 @@ export class LogShipping {
     if (!shipper) return "complete";
     shipper.finish();
     let timer: TimerHandle | undefined;
-    const timedOut = await Promise.race([shipper.done.then(() => false), new Promise<boolean>((resolve) => (timer = this.options.clock.setTimeout(() => resolve(true), timeoutMs)))]);
+    const timedOut = await Promise.race([
+      shipper.done.then(() => false),
+      new Promise<boolean>((resolve) => (timer = this.options.clock.setTimeout(() => resolve(true), timeoutMs))),
+    ]);
     this.options.clock.clearTimeout(timer);
     if (shipper.complete) return "complete";
     return timedOut ? "timeout" : "stopped";

@@ -11,11 +11,11 @@ import { dockerMessage } from "../runtime/errors";
 import { LABEL_DEPLOYMENT_ID, LABEL_INSTALL_ID } from "../runtime/labels";
 import { hideNetworkDetails } from "../runtime/network-details";
 import type { ContainerExit, ContainerState } from "../runtime/types";
-import { ExitWatcher } from "./exit-watcher";
 import { describeExit } from "./exit-reason";
+import { ExitWatcher } from "./exit-watcher";
 import { runSeqOf } from "./labels";
-import { DeploymentFailure, startDeployment } from "./start-deployment";
 import type { NodeFacts } from "./start-deployment";
+import { DeploymentFailure, startDeployment } from "./start-deployment";
 import type { StatusReporter } from "./status-reporter";
 
 export type ConvergeResult = { ok: true } | { ok: false; error: string };
@@ -88,13 +88,15 @@ export class Reconciler {
     if (this.nodeId !== nodeId) return;
     // In each deployment's turn, as the sync's own work is: by then the sync may
     // have replaced or removed the container this (older) list shows running.
-    const claims = ours.filter((c) => c.running).map((container) =>
-      this.queue.run(container.deploymentId, async () => {
-        if (this.nodeId !== nodeId || this.runningNow.has(container.deploymentId)) return;
-        const now = await this.options.runtime.inspect(container.id).catch(() => undefined);
-        if (now?.running) this.track(now);
-      }),
-    );
+    const claims = ours
+      .filter((c) => c.running)
+      .map((container) =>
+        this.queue.run(container.deploymentId, async () => {
+          if (this.nodeId !== nodeId || this.runningNow.has(container.deploymentId)) return;
+          const now = await this.options.runtime.inspect(container.id).catch(() => undefined);
+          if (now?.running) this.track(now);
+        }),
+      );
     await Promise.all(claims);
     this.options.logger.info("Adopted existing containers", { nodeId, total: ours.length, running: ours.filter((c) => c.running).length });
   }
@@ -137,7 +139,11 @@ export class Reconciler {
   }
 
   private async removeLeftOver(container: ContainerState): Promise<void> {
-    this.options.logger.warn("Removing a container a previous enrolment of this machine left", { containerId: container.id, nodeId: container.nodeId, deploymentId: container.deploymentId });
+    this.options.logger.warn("Removing a container a previous enrolment of this machine left", {
+      containerId: container.id,
+      nodeId: container.nodeId,
+      deploymentId: container.deploymentId,
+    });
     try {
       if (container.running) await this.options.runtime.stop(container.id, this.options.containerStopTimeoutS);
       await this.options.runtime.remove(container.id);
@@ -185,7 +191,11 @@ export class Reconciler {
       const containers = await this.containersOf(spec.deploymentId);
       // Whatever it asks, a desired state for an older run is stale: a newer run's container is never stopped or removed for it.
       if (containers.some((c) => runSeqOf(c) > spec.runSeq)) {
-        this.options.logger.warn("Ignoring a desired state for an older run", { deploymentId: spec.deploymentId, runSeq: spec.runSeq, desiredState: spec.desiredState });
+        this.options.logger.warn("Ignoring a desired state for an older run", {
+          deploymentId: spec.deploymentId,
+          runSeq: spec.runSeq,
+          desiredState: spec.desiredState,
+        });
         return { ok: true };
       }
       if (spec.desiredState === "running") return await this.convergeRunning(spec, containers);
@@ -226,7 +236,11 @@ export class Reconciler {
       this.shipLogs(spec, current, true);
       const exit = { exitCode: current.exitCode ?? -1, oomKilled: current.oomKilled, error: current.error };
       const endedAtMs = Date.parse(current.finishedAt ?? "");
-      this.options.reporter.status(deploymentId, runSeq, "exited", { exitCode: exit.exitCode, reason: describeExit(exit), ...(Number.isFinite(endedAtMs) ? { at: endedAtMs } : {}) });
+      this.options.reporter.status(deploymentId, runSeq, "exited", {
+        exitCode: exit.exitCode,
+        reason: describeExit(exit),
+        ...(Number.isFinite(endedAtMs) ? { at: endedAtMs } : {}),
+      });
       return { ok: true };
     }
     // Created but never started (the last agent died in between): start afresh.

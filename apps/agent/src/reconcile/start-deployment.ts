@@ -5,7 +5,7 @@ import type { DeploymentSpec, KeyedQueue } from "@cm/protocol";
 import type { GpuInfo } from "../host/types";
 import type { Logger } from "../logger";
 import type { ContainerRuntime } from "../runtime/container-runtime";
-import { ImageUnavailableError, dockerMessage } from "../runtime/errors";
+import { dockerMessage, ImageUnavailableError } from "../runtime/errors";
 import { LABEL_INSTALL_ID } from "../runtime/labels";
 import type { ContainerState } from "../runtime/types";
 import { pickGpus } from "./gpu-assignment";

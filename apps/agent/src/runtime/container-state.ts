@@ -1,6 +1,6 @@
 // Pure translation of `docker inspect` output into ContainerState.
 import type Docker from "dockerode";
-import { LABEL_DEPLOYMENT_ID, LABEL_NODE_ID, LABEL_PORTS, LABEL_USER_ID, deploymentNetworkName } from "./labels";
+import { deploymentNetworkName, LABEL_DEPLOYMENT_ID, LABEL_NODE_ID, LABEL_PORTS, LABEL_USER_ID } from "./labels";
 import type { ContainerExit, ContainerState, PortMapping } from "./types";
 
 // Docker's zero time.Time, which it reports for "never".

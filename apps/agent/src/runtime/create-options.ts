@@ -13,16 +13,7 @@ import type { ContainerSpec } from "./types";
  * bind ports below 1024 (NET_BIND_SERVICE, e.g. nginx on 80) and signal their
  * own children (KILL).
  */
-export const CONTAINER_CAPABILITIES = [
-  "CHOWN",
-  "DAC_OVERRIDE",
-  "FOWNER",
-  "FSETID",
-  "SETGID",
-  "SETUID",
-  "NET_BIND_SERVICE",
-  "KILL",
-] as const;
+export const CONTAINER_CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "SETGID", "SETUID", "NET_BIND_SERVICE", "KILL"] as const;
 
 /** Stops fork bombs; generous for dataloader workers and web servers. */
 export const CONTAINER_PIDS_LIMIT = 1024;
@@ -102,7 +93,8 @@ export function buildContainerCreateOptions(spec: ContainerSpec, sandbox: string
   // tmpfs pages count against the memory limit; the size only bounds how much of it /dev/shm may take.
   if (spec.shmMb !== undefined && spec.shmMb > 0) hostConfig.ShmSize = spec.shmMb * BYTES_PER_MB;
   // Where the engine can (overlay2 on xfs with project quotas) the writable layer is capped outright; elsewhere the disk watcher measures it.
-  if (engine.capsWritableLayer && spec.diskGb !== undefined && spec.diskGb > 0) hostConfig.StorageOpt = { size: String(Math.round(spec.diskGb * BYTES_PER_GB)) };
+  if (engine.capsWritableLayer && spec.diskGb !== undefined && spec.diskGb > 0)
+    hostConfig.StorageOpt = { size: String(Math.round(spec.diskGb * BYTES_PER_GB)) };
   if (spec.gpuDeviceIds.length > 0) {
     hostConfig.DeviceRequests = [{ Driver: "nvidia", DeviceIDs: [...spec.gpuDeviceIds], Capabilities: [["gpu"]] }];
   }

@@ -3,7 +3,7 @@ import type { ContainerClient } from "./container-runtime";
 import { toContainerExit, toContainerState } from "./container-state";
 import { buildContainerCreateOptions, mayCapWritableLayers } from "./create-options";
 import { ContainerNotFoundError, dockerStatusCode, ignoringStatus } from "./errors";
-import { LABEL_DEPLOYMENT_ID, LABEL_SANDBOX_NAME, deploymentNetworkName, managedLabelFilter } from "./labels";
+import { deploymentNetworkName, LABEL_DEPLOYMENT_ID, LABEL_SANDBOX_NAME, managedLabelFilter } from "./labels";
 import type { RuntimeLogger } from "./logger";
 import type { DockerSandboxes } from "./sandboxes";
 import type { ContainerExit, ContainerSpec, ContainerState } from "./types";

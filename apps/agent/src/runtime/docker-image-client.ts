@@ -1,11 +1,11 @@
 import type Docker from "dockerode";
 import type { EnsuredImage, ImageClient } from "./container-runtime";
-import { ImageUnavailableError, dockerMessage, dockerStatusCode } from "./errors";
+import { dockerMessage, dockerStatusCode, ImageUnavailableError } from "./errors";
 import { localImageCandidates } from "./image-ref";
 import type { RuntimeLogger } from "./logger";
 import { hideNetworkDetails } from "./network-details";
-import { initialPullState, pullEventError, reducePullEvent, summarizePull } from "./pull-progress";
 import type { PullEvent, PullState } from "./pull-progress";
+import { initialPullState, pullEventError, reducePullEvent, summarizePull } from "./pull-progress";
 import type { PullProgress } from "./types";
 
 export class DockerImageClient implements ImageClient {

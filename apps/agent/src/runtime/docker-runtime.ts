@@ -4,14 +4,14 @@
 import Docker from "dockerode";
 import type { ContainerRuntime, EnsuredImage } from "./container-runtime";
 import { DockerContainerClient } from "./docker-container-client";
-import { DockerDiskClient } from "./docker-disk-client";
 import type { DiskClient, WritableLayer } from "./docker-disk-client";
+import { DockerDiskClient } from "./docker-disk-client";
 import { DockerImageClient } from "./docker-image-client";
 import { DockerLogClient } from "./docker-log-client";
-import { silentLogger } from "./logger";
-import { DEFAULT_SANDBOX_POOL, DockerSandboxes } from "./sandboxes";
-import type { SandboxOwner } from "./sandboxes";
 import type { RuntimeLogger } from "./logger";
+import { silentLogger } from "./logger";
+import type { SandboxOwner } from "./sandboxes";
+import { DEFAULT_SANDBOX_POOL, DockerSandboxes } from "./sandboxes";
 import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine, LogOptions, LogStreamHandle, PullProgress } from "./types";
 
 export interface DockerRuntimeOptions {
@@ -39,7 +39,12 @@ export class DockerRuntime implements ContainerRuntime, DiskClient {
     this.docker = options.docker ?? new Docker(options.socketPath ? { socketPath: options.socketPath } : undefined);
     this.logger = options.logger ?? silentLogger;
     this.images = new DockerImageClient(this.docker, this.logger);
-    this.sandboxes = new DockerSandboxes(this.docker, this.logger, options.sandboxPool ?? DEFAULT_SANDBOX_POOL, options.bridgePrefix ? { bridgePrefix: options.bridgePrefix } : {});
+    this.sandboxes = new DockerSandboxes(
+      this.docker,
+      this.logger,
+      options.sandboxPool ?? DEFAULT_SANDBOX_POOL,
+      options.bridgePrefix ? { bridgePrefix: options.bridgePrefix } : {},
+    );
     this.containers = new DockerContainerClient(this.docker, this.logger, this.sandboxes);
     this.logClient = new DockerLogClient(this.docker, this.logger);
     this.disk = new DockerDiskClient(this.docker, this.logger);

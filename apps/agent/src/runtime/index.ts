@@ -1,8 +1,8 @@
 export type { ContainerClient, ContainerRuntime, EngineClient, EnsuredImage, ImageClient, LogClient, SandboxClient } from "./container-runtime";
-export { DockerRuntime } from "./docker-runtime";
 export type { DockerRuntimeOptions } from "./docker-runtime";
+export { DockerRuntime } from "./docker-runtime";
 export { ContainerNotFoundError, ImageUnavailableError } from "./errors";
-export { LABEL_DEPLOYMENT_ID, LABEL_MANAGED, LABEL_NODE_ID, LABEL_USER_ID, deploymentNetworkName } from "./labels";
+export { deploymentNetworkName, LABEL_DEPLOYMENT_ID, LABEL_MANAGED, LABEL_NODE_ID, LABEL_USER_ID } from "./labels";
 export type { RuntimeLogger } from "./logger";
 export { silentLogger } from "./logger";
 export type * from "./types";

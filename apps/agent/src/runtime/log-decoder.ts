@@ -2,10 +2,10 @@
 // per stream (a character may straddle two frames), split lines per stream (a
 // line may straddle frames too), then read each line's timestamp. No I/O.
 import { StringDecoder } from "node:string_decoder";
-import { createFrameDecoder } from "./docker-frames";
 import type { OutputStream } from "./docker-frames";
-import { createLineSplitter, parseTimestampedLine } from "./log-lines";
+import { createFrameDecoder } from "./docker-frames";
 import type { LineSplitter } from "./log-lines";
+import { createLineSplitter, parseTimestampedLine } from "./log-lines";
 import type { LogLine } from "./types";
 
 export interface LogDecoder {

@@ -11,13 +11,20 @@
 //
 // A sandbox is never reused: when its tenant's container is removed, it goes too.
 import { createHash, randomBytes } from "node:crypto";
+import { Readable } from "node:stream";
 import type Docker from "dockerode";
-import { BRIDGE_NAME_OPTION, DEFAULT_BRIDGE_PREFIX, SANDBOX_PROGRAM_PATH, bridgeName, buildSandboxCreateOptions, buildSandboxNetworkOptions } from "./create-options";
+import {
+  BRIDGE_NAME_OPTION,
+  bridgeName,
+  buildSandboxCreateOptions,
+  buildSandboxNetworkOptions,
+  DEFAULT_BRIDGE_PREFIX,
+  SANDBOX_PROGRAM_PATH,
+} from "./create-options";
 import { dockerStatusCode, ignoringStatus } from "./errors";
 import { LABEL_INSTALL_ID, LABEL_NODE_ID, LABEL_SANDBOX, LABEL_SANDBOX_NAME } from "./labels";
 import type { RuntimeLogger } from "./logger";
 import { isSandboxArch, pauseProgram, singleFileTar } from "./sandbox-program";
-import { Readable } from "node:stream";
 
 /** Whose containers a sandbox is for: the node, and the agent's extra container labels. */
 export interface SandboxOwner {
@@ -93,7 +100,9 @@ export class DockerSandboxes {
     this.warming = true;
     if (this.adoptedFor !== owner.nodeId) {
       this.adoptedFor = owner.nodeId;
-      this.adoption = this.adopt(owner).catch((error: unknown) => this.logger.warn("Could not look for unused network sandboxes", { error: (error as Error).message }));
+      this.adoption = this.adopt(owner).catch((error: unknown) =>
+        this.logger.warn("Could not look for unused network sandboxes", { error: (error as Error).message }),
+      );
     }
     void this.adoption.then(() => this.fillSoon(0));
     if (!this.checkTimer && this.poolSize > 0) {
@@ -158,7 +167,10 @@ export class DockerSandboxes {
       // Only "removal already in progress" is waited for, and not forever: any other conflict is an error to report.
       if (status !== CONFLICT || !/already in progress/i.test((error as Error).message)) throw error;
       let timer: NodeJS.Timeout | undefined;
-      const patience = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`sandbox ${name} was still being removed after ${REMOVAL_WAIT_MS / 1000} s`)), REMOVAL_WAIT_MS)));
+      const patience = new Promise<never>(
+        (_, reject) =>
+          (timer = setTimeout(() => reject(new Error(`sandbox ${name} was still being removed after ${REMOVAL_WAIT_MS / 1000} s`)), REMOVAL_WAIT_MS)),
+      );
       try {
         await Promise.race([ignoringStatus(NOT_FOUND, () => container.wait({ condition: "removed" })), patience]);
       } finally {
@@ -197,7 +209,9 @@ export class DockerSandboxes {
         // Taken meanwhile: it is the taker's now (take() looks again itself).
         if (running || !this.spares.includes(name)) continue;
         lost += 1;
-        await this.remove(name).catch((error: unknown) => this.logger.warn("Could not remove a lost network sandbox", { sandbox: name, error: (error as Error).message }));
+        await this.remove(name).catch((error: unknown) =>
+          this.logger.warn("Could not remove a lost network sandbox", { sandbox: name, error: (error as Error).message }),
+        );
       }
       if (lost > 0) {
         this.logger.warn("Network sandboxes were stopped or removed outside the agent; making new ones", { count: lost });
@@ -215,7 +229,9 @@ export class DockerSandboxes {
       // One fill at a time; one still busy (perhaps for a node this agent no longer is) goes first.
       if (this.filling) return void this.filling.then(() => this.fillSoon(0));
       this.filling = this.fill()
-        .catch((error: unknown) => this.logger.warn("Could not prepare network sandboxes; deployments will make their own", { error: (error as Error).message }))
+        .catch((error: unknown) =>
+          this.logger.warn("Could not prepare network sandboxes; deployments will make their own", { error: (error as Error).message }),
+        )
         .finally(() => (this.filling = undefined));
     }, delayMs);
     this.refillTimer.unref();
@@ -243,7 +259,9 @@ export class DockerSandboxes {
     const holders = await this.docker.listContainers({ all: true, filters });
     const networks = await this.docker.listNetworks({ filters });
     // A spare whose bridge is not named for the egress policy (an older agent made it) escapes the policy: never hand it out.
-    const policed = new Set(networks.filter((network) => network.Options?.[BRIDGE_NAME_OPTION] === this.bridgeNameOf(network.Name)).map((network) => network.Name));
+    const policed = new Set(
+      networks.filter((network) => network.Options?.[BRIDGE_NAME_OPTION] === this.bridgeNameOf(network.Name)).map((network) => network.Name),
+    );
     for (const holder of holders) {
       const name = holder.Names[0]?.replace(/^\//, "") ?? "";
       if (!name || inUse.has(name) || this.known(name) || this.beingMade(holder)) continue;
@@ -268,7 +286,8 @@ export class DockerSandboxes {
    */
   private async removePreviousEnrolments(owner: SandboxOwner, installId: string, inUse: Set<string | undefined>): Promise<void> {
     const filters = { label: [`${LABEL_SANDBOX}=true`, `${LABEL_INSTALL_ID}=${installId}`, ...Object.entries(owner.labels).map(([k, v]) => `${k}=${v}`)] };
-    const stale = (labels: Record<string, string> | undefined, name: string) => labels?.[LABEL_NODE_ID] !== owner.nodeId && !inUse.has(name) && !this.known(name);
+    const stale = (labels: Record<string, string> | undefined, name: string) =>
+      labels?.[LABEL_NODE_ID] !== owner.nodeId && !inUse.has(name) && !this.known(name);
     let removed = 0;
     for (const holder of await this.docker.listContainers({ all: true, filters })) {
       const name = holder.Names[0]?.replace(/^\//, "") ?? "";

@@ -2,9 +2,9 @@ import http from "node:http";
 import https from "node:https";
 import net from "node:net";
 import { AGENT_TUNNEL_UPGRADE } from "@cm/protocol";
+import type { Logger } from "../logger";
 import type { ContainerRuntime } from "../runtime/container-runtime";
 import { LABEL_DEPLOYMENT_ID } from "../runtime/labels";
-import type { Logger } from "../logger";
 import { ReusedBufferReader } from "./reused-buffer-reader";
 
 export type TunnelRequest = { tunnelId: string; deploymentId: string; port: number };

@@ -1,13 +1,14 @@
 // Deployments end to end on the real Docker engine: a fake control plane sends
 // sync and commands, the agent makes containers and reports what happened.
+
+import { needs } from "@cm/testkit";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
-import { startTestAgent, deploymentSpec, fakeHostProbe } from "../support/agent-harness";
+import { deploymentSpec, fakeHostProbe, startTestAgent } from "../support/agent-harness";
 import { dockerTestRun } from "../support/docker-test-run";
 import { eventually } from "../support/eventually";
 import { FakeControlPlane, TEST_NODE_ID } from "../support/fake-control-plane";
 import { ensureScriptImage } from "../support/script-image";
-import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 let image = "";
@@ -53,11 +54,25 @@ needs("docker", "busybox").describe("deployments", () => {
 
     const [listed] = await containersOf(spec.deploymentId);
     const info = await run.docker.getContainer(listed!.Id).inspect();
-    expect(info.Config.Labels).toMatchObject({ "cm.managed": "true", "cm.deployment-id": spec.deploymentId, "cm.node-id": TEST_NODE_ID, "cm.user-id": "user-sync", "cm.run-seq": "1", "cm.gpus": "" });
+    expect(info.Config.Labels).toMatchObject({
+      "cm.managed": "true",
+      "cm.deployment-id": spec.deploymentId,
+      "cm.node-id": TEST_NODE_ID,
+      "cm.user-id": "user-sync",
+      "cm.run-seq": "1",
+      "cm.gpus": "",
+    });
     expect(info.Config.Env).toEqual(expect.arrayContaining(["GREETING=hi"]));
     expect(info.Config.Labels["cm.ports"]).toBe("8080");
     expect(info.HostConfig.NetworkMode).toMatch(/^container:[0-9a-f]{64}$/);
-    expect(info.HostConfig).toMatchObject({ Privileged: false, CapDrop: ["ALL"], SecurityOpt: ["no-new-privileges"], NanoCpus: 500_000_000, Memory: 128 * 1024 * 1024, RestartPolicy: { Name: "no" } });
+    expect(info.HostConfig).toMatchObject({
+      Privileged: false,
+      CapDrop: ["ALL"],
+      SecurityOpt: ["no-new-privileges"],
+      NanoCpus: 500_000_000,
+      Memory: 128 * 1024 * 1024,
+      RestartPolicy: { Name: "no" },
+    });
     expect(info.Name).toBe(`/cm-${spec.deploymentId}-run1`);
 
     await fake.waitFor(() => fake.storedLines(spec.deploymentId).length >= 6, 10_000, "six log lines");
@@ -129,7 +144,10 @@ needs("docker", "busybox").describe("deployments", () => {
     expect(now[0]!.Labels["cm.run-seq"]).toBe("2");
     // Both runs' lines, numbered on from the first run's.
     await fake.waitFor(() => fake.storedLines(spec.deploymentId).length >= 2, 10_000, "both runs' lines");
-    expect(fake.storedLines(spec.deploymentId).map((l) => [l.seq, l.message])).toEqual([[1, "run"], [2, "run"]]);
+    expect(fake.storedLines(spec.deploymentId).map((l) => [l.seq, l.message])).toEqual([
+      [1, "run"],
+      [2, "run"],
+    ]);
   });
 
   it("reports failed with a readable reason when the image is missing and cannot be pulled", async () => {

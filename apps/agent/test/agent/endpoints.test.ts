@@ -1,6 +1,7 @@
 // Public endpoints from the agent's side: readiness of exposed ports, and the
 // per-connection tunnel socket it opens to the control plane when asked.
 import { createHash } from "node:crypto";
+import { needs } from "@cm/testkit";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
 import { deploymentSpec, startTestAgent } from "../support/agent-harness";
@@ -8,7 +9,6 @@ import { dockerTestRun } from "../support/docker-test-run";
 import { FakeControlPlane, TEST_TOKEN } from "../support/fake-control-plane";
 import { readSlowly } from "../support/read-slowly";
 import { ensureScriptImage } from "../support/script-image";
-import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 let image = "";

@@ -2,13 +2,13 @@
 // returns, even when the deployment is no longer wanted by then: the agent stops
 // the container, sends its log to the end and only then removes it and reports.
 import { execFileSync } from "node:child_process";
+import { needs } from "@cm/testkit";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
 import { deploymentSpec, startTestAgent } from "../support/agent-harness";
 import { dockerTestRun } from "../support/docker-test-run";
 import { FakeControlPlane } from "../support/fake-control-plane";
 import { ensureScriptImage } from "../support/script-image";
-import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 let image = "";
@@ -44,7 +44,9 @@ function dockerLineCount(id: string): number {
 }
 
 function dockerLogLines(id: string): string[] {
-  return execFileSync("docker", ["logs", id], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 }).split("\n").filter(Boolean);
+  return execFileSync("docker", ["logs", id], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 })
+    .split("\n")
+    .filter(Boolean);
 }
 
 /** Every stored line is "line <seq>", from 1: nothing lost, nothing twice. */
@@ -84,7 +86,9 @@ needs("docker", "busybox").describe("lines written while the agent is away", () 
     const convergedMs = Date.now() - startedAt;
     const written = dockerLogLines(id).length;
     const stored = expectComplete(spec.deploymentId);
-    console.log(`stopped while away: ${atDeath} lines stored at the agent's death, ${written} written, ${stored} stored, lost ${written - stored}; reported stopped ${convergedMs} ms after the agent started`);
+    console.log(
+      `stopped while away: ${atDeath} lines stored at the agent's death, ${written} written, ${stored} stored, lost ${written - stored}; reported stopped ${convergedMs} ms after the agent started`,
+    );
     expect(written).toBeGreaterThan(atDeath + 100);
     expect(stored).toBe(written);
   });

@@ -6,9 +6,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { needs } from "@cm/testkit";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { createAgent } from "../../src/agent";
 import type { Agent } from "../../src/agent";
+import { createAgent } from "../../src/agent";
 import { systemClock } from "../../src/clock";
 import { wsSocketFactory } from "../../src/connection/socket";
 import { createLogger } from "../../src/logger";
@@ -17,7 +18,6 @@ import { deploymentSpec, fakeHostProbe, testConfig } from "../support/agent-harn
 import { dockerTestRun } from "../support/docker-test-run";
 import { FakeControlPlane } from "../support/fake-control-plane";
 import { ensureScriptImage } from "../support/script-image";
-import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 let image = "";
@@ -50,7 +50,13 @@ async function enrol(nodeId: string, options: { stateDir?: string; log?: string[
   fakes.push(fake);
   const logger = createLogger({ level: "debug", write: (line) => options.log?.push(line) });
   const config = testConfig(fake, run, { token: `token-${nodeId}`, ...(options.stateDir ? { stateDir: options.stateDir } : {}) });
-  const agent = createAgent(config, { runtime: new DockerRuntime({ docker: run.docker, logger }), hostProbe: fakeHostProbe(), socketFactory: wsSocketFactory(), clock: systemClock, logger });
+  const agent = createAgent(config, {
+    runtime: new DockerRuntime({ docker: run.docker, logger }),
+    hostProbe: fakeHostProbe(),
+    socketFactory: wsSocketFactory(),
+    clock: systemClock,
+    logger,
+  });
   agents.push(agent);
   await agent.start();
   await fake.waitFor(() => agent.state === "ready", 5_000, `${nodeId} ready`);
@@ -109,10 +115,14 @@ needs("docker", "busybox").describe("re-enrolling a machine", () => {
     const startedAt = Date.now();
     await enrol("node-new", { stateDir: machine });
     await eventually(async () => (await containersOfDeployment(oldDeployment)).length === 0 || false, 20_000, "the old node's container removed");
-    await eventually(async () => {
-      const left = await sandboxesOfNode("node-old");
-      return (left.containers === 0 && left.networks === 0) || false;
-    }, 20_000, "the old node's sandboxes and networks removed");
+    await eventually(
+      async () => {
+        const left = await sandboxesOfNode("node-old");
+        return (left.containers === 0 && left.networks === 0) || false;
+      },
+      20_000,
+      "the old node's sandboxes and networks removed",
+    );
     console.log(`re-enrolment: the old node's container, sandboxes and networks gone ${Date.now() - startedAt} ms after the new agent started`);
 
     const others = await containersOfDeployment(othersDeployment);

@@ -3,6 +3,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { needs } from "@cm/testkit";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
 import { runAgentUntilSignal } from "../../src/cli/run-agent";
@@ -15,7 +16,6 @@ import { deploymentSpec, fakeHostProbe, startTestAgent, testConfig } from "../su
 import { dockerTestRun } from "../support/docker-test-run";
 import { FakeControlPlane } from "../support/fake-control-plane";
 import { ensureScriptImage } from "../support/script-image";
-import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 let image = "";
@@ -83,7 +83,12 @@ needs("docker", "busybox").describe("agent restart", () => {
     await fake.waitFor(() => fake.storedLines(spec.deploymentId).length >= storedAtDeath + 400, 15_000, "400 more lines");
 
     expect(await inspect(spec.deploymentId)).toEqual(before); // same container, never restarted
-    expect(fake.statuses(spec.deploymentId).slice(statusCount).map((s) => s.status)).toEqual(["running"]);
+    expect(
+      fake
+        .statuses(spec.deploymentId)
+        .slice(statusCount)
+        .map((s) => s.status),
+    ).toEqual(["running"]);
     expectCompleteLog(spec.deploymentId);
   });
 
@@ -122,7 +127,13 @@ needs("docker", "busybox").describe("agent restart", () => {
     const stateDir = mkdtempSync(join(tmpdir(), "cm-agent-state-"));
     const exited = runAgentUntilSignal(
       testConfig(fake, run, { stateDir }),
-      { runtime: new DockerRuntime({ docker: run.docker }), hostProbe: fakeHostProbe(), socketFactory: wsSocketFactory(), clock: systemClock, logger: silentLogger },
+      {
+        runtime: new DockerRuntime({ docker: run.docker }),
+        hostProbe: fakeHostProbe(),
+        socketFactory: wsSocketFactory(),
+        clock: systemClock,
+        logger: silentLogger,
+      },
       (handler) => {
         deliver = handler;
         return () => {};
@@ -145,7 +156,13 @@ needs("docker", "busybox").describe("agent restart", () => {
     const stateDir = mkdtempSync(join(tmpdir(), "cm-agent-state-"));
     const code = await runAgentUntilSignal(
       testConfig(fake, run, { stateDir, token: "not-a-known-token" }),
-      { runtime: new DockerRuntime({ docker: run.docker }), hostProbe: fakeHostProbe(), socketFactory: wsSocketFactory(), clock: systemClock, logger: silentLogger },
+      {
+        runtime: new DockerRuntime({ docker: run.docker }),
+        hostProbe: fakeHostProbe(),
+        socketFactory: wsSocketFactory(),
+        clock: systemClock,
+        logger: silentLogger,
+      },
       () => () => {},
     );
     expect(code).toBe(78);

@@ -1,10 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { UsageError, parseArgs } from "../../src/cli/args";
+import { parseArgs, UsageError } from "../../src/cli/args";
 
 describe("parseArgs", () => {
   it("runs the agent by default, with config flags in either form", () => {
     const args = parseArgs(["--control-plane", "https://cp", "--token=abc", "--log-level", "debug", "--config", "/etc/a.env"]);
-    expect(args).toMatchObject({ command: "run", config: { CONTROL_PLANE_URL: "https://cp", AGENT_TOKEN: "abc", LOG_LEVEL: "debug" }, configPath: "/etc/a.env" });
+    expect(args).toMatchObject({
+      command: "run",
+      config: { CONTROL_PLANE_URL: "https://cp", AGENT_TOKEN: "abc", LOG_LEVEL: "debug" },
+      configPath: "/etc/a.env",
+    });
   });
 
   it("parses install's switches and paths", () => {
@@ -17,7 +21,7 @@ describe("parseArgs", () => {
 
   it("refuses what it does not know", () => {
     expect(() => parseArgs(["deploy"])).toThrow(UsageError);
-    expect(() => parseArgs(["--dry-run"])).toThrow("unknown option --dry-run for \"run\"");
+    expect(() => parseArgs(["--dry-run"])).toThrow('unknown option --dry-run for "run"');
     expect(() => parseArgs(["--token"])).toThrow("--token needs a value");
     expect(() => parseArgs(["--token", "--log-level", "x"])).toThrow("--token needs a value");
     expect(() => parseArgs(["doctor", "extra"])).toThrow('unexpected argument "extra"');

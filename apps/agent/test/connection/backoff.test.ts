@@ -1,6 +1,6 @@
+import { RETRYABLE_CLOSE } from "@cm/protocol";
 import { describe, expect, it } from "vitest";
 import { backoffCeilingMs, backoffDelayMs } from "../../src/connection/backoff";
-import { RETRYABLE_CLOSE } from "@cm/protocol";
 import { explainFatalClose } from "../../src/connection/close-codes";
 
 const policy = { initialMs: 250, maxMs: 30_000 };

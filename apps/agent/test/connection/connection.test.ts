@@ -5,15 +5,16 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
 import { systemClock } from "../../src/clock";
 import type { ConnectionFailure, ConnectionState } from "../../src/connection/connection";
-import { fakeHostProbe, startTestAgent as startAgent, testGpu } from "../support/agent-harness";
 import type { TestAgentOptions } from "../support/agent-harness";
+import { fakeHostProbe, startTestAgent as startAgent, testGpu } from "../support/agent-harness";
 import { dockerTestRun } from "../support/docker-test-run";
 import { FakeControlPlane, TEST_NODE_ID } from "../support/fake-control-plane";
 import { MemoryRuntime } from "../support/memory-runtime";
 
 // Only for its container labels: nothing here reaches the engine.
 const run = dockerTestRun();
-const startTestAgent = (fake: FakeControlPlane, options: TestAgentOptions = {}) => startAgent(fake, run, { runtime: new MemoryRuntime(systemClock), ...options });
+const startTestAgent = (fake: FakeControlPlane, options: TestAgentOptions = {}) =>
+  startAgent(fake, run, { runtime: new MemoryRuntime(systemClock), ...options });
 let fake: FakeControlPlane;
 let agent: Agent | undefined;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LEGACY_GPU_QUERY_FIELDS, isUnknownFieldError, nvidiaSmiArgs, parseNvidiaSmiOutput } from "../../src/host/nvidia-smi";
+import { isUnknownFieldError, LEGACY_GPU_QUERY_FIELDS, nvidiaSmiArgs, parseNvidiaSmiOutput } from "../../src/host/nvidia-smi";
 import { readFixture } from "../support/fixtures";
 
 const parse = (file: string) => parseNvidiaSmiOutput(readFixture(`nvidia-smi/${file}`));
@@ -16,10 +16,7 @@ const H100 = {
 
 describe("parseNvidiaSmiOutput", () => {
   it("asks nvidia-smi for exactly the columns it parses", () => {
-    expect(nvidiaSmiArgs()).toEqual([
-      "--query-gpu=index,uuid,name,memory.total,compute_cap,driver_version,pci.bus_id",
-      "--format=csv,noheader,nounits",
-    ]);
+    expect(nvidiaSmiArgs()).toEqual(["--query-gpu=index,uuid,name,memory.total,compute_cap,driver_version,pci.bus_id", "--format=csv,noheader,nounits"]);
   });
 
   it("parses a single H100 80GB HBM3", () => {
@@ -73,7 +70,9 @@ describe("parseNvidiaSmiOutput", () => {
 
   it("parses a mixed 2x RTX 3090 + 2x RTX 4090 box", () => {
     const { gpus } = parse("mixed-2x-rtx3090-2x-rtx4090.txt");
-    expect(gpus.map(({ index, name, vramMb, computeVersion, computeCores, tensorCores }) => ({ index, name, vramMb, computeVersion, computeCores, tensorCores }))).toEqual([
+    expect(
+      gpus.map(({ index, name, vramMb, computeVersion, computeCores, tensorCores }) => ({ index, name, vramMb, computeVersion, computeCores, tensorCores })),
+    ).toEqual([
       { index: 0, name: "NVIDIA GeForce RTX 3090", vramMb: 24576, computeVersion: "8.6", computeCores: 10496, tensorCores: 328 },
       { index: 1, name: "NVIDIA GeForce RTX 3090", vramMb: 24576, computeVersion: "8.6", computeCores: 10496, tensorCores: 328 },
       { index: 2, name: "NVIDIA GeForce RTX 4090", vramMb: 24564, computeVersion: "8.9", computeCores: 16384, tensorCores: 512 },

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { toNodeSpecs } from "../../src/host/system-specs";
 import type { SystemSnapshot } from "../../src/host/system-specs";
+import { toNodeSpecs } from "../../src/host/system-specs";
 import { readJsonFixture } from "../support/fixtures";
 
 const snapshot = (file: string) => readJsonFixture<SystemSnapshot>(`systeminformation/${file}`);

@@ -4,11 +4,11 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { parseAgentConfig } from "../../src/config";
 import { wsSocketFactory } from "../../src/connection/socket";
-import { runDoctor } from "../../src/install/doctor";
 import type { DoctorDeps } from "../../src/install/doctor";
+import { runDoctor } from "../../src/install/doctor";
 import type { EngineClient } from "../../src/runtime/container-runtime";
-import type { EngineInfo } from "../../src/runtime/types";
 import { DockerRuntime } from "../../src/runtime/docker-runtime";
+import type { EngineInfo } from "../../src/runtime/types";
 import { fakeHostProbe, testGpu } from "../support/agent-harness";
 import { FakeControlPlane, TEST_TOKEN } from "../support/fake-control-plane";
 
@@ -16,7 +16,13 @@ let fake: FakeControlPlane;
 
 /** An engine that answers as a healthy x86_64 Docker without the NVIDIA runtime. */
 function fakeEngine(overrides: Partial<EngineInfo> = {}): EngineClient {
-  const info: EngineInfo = { version: "24.0.7", dataRoot: "/var/lib/docker", runtimes: ["io.containerd.runc.v2", "runc"], architecture: "x86_64", ...overrides };
+  const info: EngineInfo = {
+    version: "24.0.7",
+    dataRoot: "/var/lib/docker",
+    runtimes: ["io.containerd.runc.v2", "runc"],
+    architecture: "x86_64",
+    ...overrides,
+  };
   return { engineVersion: async () => info.version, engineInfo: async () => info };
 }
 afterEach(async () => {
@@ -76,7 +82,9 @@ describe("doctor", () => {
     const gpus = await doctor({ hostProbe: fakeHostProbe([testGpu(0), testGpu(1)]) });
     expect(gpus.code).toBe(1);
     expect(gpus.lines).toContain("✓ NVIDIA GPUs: 2 found: #0 Test GPU (24 GB), #1 Test GPU (24 GB)");
-    expect(gpus.lines).toContainEqual(expect.stringMatching(/^✗ NVIDIA container runtime: Docker knows no "nvidia" runtime \(runtimes: io\.containerd\.runc\.v2, runc\)/));
+    expect(gpus.lines).toContainEqual(
+      expect.stringMatching(/^✗ NVIDIA container runtime: Docker knows no "nvidia" runtime \(runtimes: io\.containerd\.runc\.v2, runc\)/),
+    );
     expect(gpus.lines).toContain("    fix: install nvidia-container-toolkit, then: nvidia-ctk runtime configure --runtime=docker && systemctl restart docker");
   });
 
@@ -84,7 +92,9 @@ describe("doctor", () => {
     fake = await FakeControlPlane.start();
     const { code, lines } = await doctor({ engine: fakeEngine({ architecture: "ppc64le" }) });
     expect(code).toBe(1);
-    expect(lines).toContainEqual(expect.stringMatching(/^✗ Docker: engine 24\.0\.7 runs on ppc64le: the agent's network sandboxes exist for x86_64 and aarch64 only$/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^✗ Docker: engine 24\.0\.7 runs on ppc64le: the agent's network sandboxes exist for x86_64 and aarch64 only$/),
+    );
   });
 
   it("fails when Docker or the control plane cannot be reached", async () => {
@@ -122,7 +132,10 @@ describe("doctor", () => {
     expect(ready.code).toBe(0);
     expect(ready.lines).toContain(`✓ Agent service: connected as node node-7 since 2026-01-01T00:00:00.000Z (pid ${process.pid})`);
 
-    const failed = await doctor({ serviceActive: async () => true, agentStatus: { status: { ...status, state: "disconnected", failure: "the control plane rejected this agent's token (close 4401)." }, alive: true } });
+    const failed = await doctor({
+      serviceActive: async () => true,
+      agentStatus: { status: { ...status, state: "disconnected", failure: "the control plane rejected this agent's token (close 4401)." }, alive: true },
+    });
     expect(failed.code).toBe(1);
     expect(failed.lines).toContain("✗ Agent service: stopped retrying: the control plane rejected this agent's token (close 4401).");
     expect(failed.lines).toContain("    fix: fix the cause, then: systemctl restart cm-agent");

@@ -3,12 +3,12 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { needs } from "@cm/testkit";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runCli } from "../../src/cli/main";
 import { parseConfigFile } from "../../src/config";
-import { runInstall } from "../../src/install/install";
 import type { InstallIo } from "../../src/install/install";
+import { runInstall } from "../../src/install/install";
 import { agentPaths } from "../../src/install/paths";
 import { renderEnvFile, systemdWord } from "../../src/install/systemd-unit";
 
@@ -40,7 +40,18 @@ async function cli(argv: string[]): Promise<{ code: number; out: string }> {
 describe("install", () => {
   it("--dry-run --unit-dir writes the unit and a 0600 env file there, and runs no systemctl", async () => {
     const envFile = join(dir, "etc/cm-agent/agent.env");
-    const { code, out } = await cli(["install", "--dry-run", "--unit-dir", dir, "--env-path", envFile, "--control-plane", "https://cp.example.com", "--token", "tok_secret"]);
+    const { code, out } = await cli([
+      "install",
+      "--dry-run",
+      "--unit-dir",
+      dir,
+      "--env-path",
+      envFile,
+      "--control-plane",
+      "https://cp.example.com",
+      "--token",
+      "tok_secret",
+    ]);
     expect(code).toBe(0);
     expect(out).toContain("systemctl daemon-reload && systemctl enable --now cm-agent");
 
@@ -71,7 +82,11 @@ describe("install", () => {
 
     expect(statSync(envFile).mode & 0o777).toBe(0o600);
     expect(statSync(join(dir, "etc/cm-agent")).mode & 0o777).toBe(0o700);
-    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile)).toEqual({ CONTROL_PLANE_URL: "https://cp.example.com", AGENT_TOKEN: "tok_secret", AGENT_STATE_DIR: "/var/lib/cm-agent" });
+    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile)).toEqual({
+      CONTROL_PLANE_URL: "https://cp.example.com",
+      AGENT_TOKEN: "tok_secret",
+      AGENT_STATE_DIR: "/var/lib/cm-agent",
+    });
   });
 
   needs("systemd-analyze").it("systemd accepts the unit, against the units it names", async () => {
@@ -86,7 +101,10 @@ describe("install", () => {
 
   it("--dry-run alone writes nothing and prints both files with the token hidden", async () => {
     const result = io();
-    const code = await runInstall({ flags: { CONTROL_PLANE_URL: "https://cp", AGENT_TOKEN: "tok_secret" }, env: {}, dryRun: true, envFile: undefined, paths: agentPaths() }, result);
+    const code = await runInstall(
+      { flags: { CONTROL_PLANE_URL: "https://cp", AGENT_TOKEN: "tok_secret" }, env: {}, dryRun: true, envFile: undefined, paths: agentPaths() },
+      result,
+    );
     expect(code).toBe(0);
     const out = result.lines.join("\n");
     expect(out).toContain("--- /etc/cm-agent/agent.env (not written: dry run)");
@@ -99,16 +117,26 @@ describe("install", () => {
     const envFile = join(dir, "agent.env");
     writeFileSync(envFile, "CONTROL_PLANE_URL=https://old\nAGENT_TOKEN=kept\n", { mode: 0o644 });
     const commands: string[] = [];
-    const code = await runInstall({ flags: { CONTROL_PLANE_URL: "https://new" }, env: {}, dryRun: false, unitDir: dir, envFile, paths: agentPaths() }, io(commands));
+    const code = await runInstall(
+      { flags: { CONTROL_PLANE_URL: "https://new" }, env: {}, dryRun: false, unitDir: dir, envFile, paths: agentPaths() },
+      io(commands),
+    );
     expect(code).toBe(0);
     expect(commands).toEqual(["systemctl is-active --quiet cm-agent", "systemctl daemon-reload", "systemctl enable --now cm-agent"]);
-    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile)).toEqual({ CONTROL_PLANE_URL: "https://new", AGENT_TOKEN: "kept", AGENT_STATE_DIR: "/var/lib/cm-agent" });
+    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile)).toEqual({
+      CONTROL_PLANE_URL: "https://new",
+      AGENT_TOKEN: "kept",
+      AGENT_STATE_DIR: "/var/lib/cm-agent",
+    });
     expect(statSync(envFile).mode & 0o777).toBe(0o600);
   });
 
   it("refuses to write anything without a token", async () => {
     const result = io();
-    const code = await runInstall({ flags: { CONTROL_PLANE_URL: "https://cp" }, env: {}, dryRun: false, unitDir: dir, envFile: join(dir, "agent.env"), paths: agentPaths() }, result);
+    const code = await runInstall(
+      { flags: { CONTROL_PLANE_URL: "https://cp" }, env: {}, dryRun: false, unitDir: dir, envFile: join(dir, "agent.env"), paths: agentPaths() },
+      result,
+    );
     expect(code).toBe(2);
     expect(result.lines[0]).toBe("✗ AGENT_TOKEN (or --token) is required");
     expect(existsSync(join(dir, "cm-agent.service"))).toBe(false);

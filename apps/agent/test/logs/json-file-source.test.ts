@@ -72,7 +72,10 @@ describe("JsonFileLogSource", () => {
     ]);
     expect(await readAll({ seq: 3, dockerTs: ts(3) })).toEqual([]);
     write(2, "stderr");
-    expect(await readAll({ seq: 3, dockerTs: ts(3) })).toEqual([expect.objectContaining({ message: "line 4", stream: "stderr" }), expect.objectContaining({ message: "line 5" })]);
+    expect(await readAll({ seq: 3, dockerTs: ts(3) })).toEqual([
+      expect.objectContaining({ message: "line 4", stream: "stderr" }),
+      expect.objectContaining({ message: "line 5" }),
+    ]);
   });
 
   it("follows rotation, reading the renamed file to its end first", async () => {

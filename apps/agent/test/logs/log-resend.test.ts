@@ -3,8 +3,9 @@
 // moves the shipper past them. The control plane here behaves as the real one:
 // it answers every logs frame in arrival order, either with a logs_ack for that
 // frame's last line or with an error frame, and stores lines by seq.
-import { afterEach, describe, expect, it } from "vitest";
+
 import type { LogCursor, LogLineFrame } from "@cm/protocol";
+import { afterEach, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/clock";
 import { silentLogger } from "../../src/logger";
 import { LogShipping } from "../../src/logs/log-shipping";

@@ -3,12 +3,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
 import type { LogLineFrame } from "@cm/protocol";
+import { afterEach, describe, expect, it } from "vitest";
 import { systemClock } from "../../src/clock";
 import { silentLogger } from "../../src/logger";
-import { LogShipper } from "../../src/logs/log-shipper";
 import type { LogShipperOptions } from "../../src/logs/log-shipper";
+import { LogShipper } from "../../src/logs/log-shipper";
 import type { LogClient } from "../../src/runtime/container-runtime";
 import type { LogLine, LogOptions } from "../../src/runtime/types";
 
@@ -167,7 +167,8 @@ describe("LogShipper", () => {
     const dir = mkdtempSync(join(tmpdir(), "cm-shipper-"));
     const path = join(dir, "c-json.log");
     let text = "";
-    for (let i = 1; i <= 1000; i++) text += `${JSON.stringify({ log: `line ${i}\n`, stream: "stdout", time: `2026-01-01T00:00:00.${String(i).padStart(9, "0")}Z` })}\n`;
+    for (let i = 1; i <= 1000; i++)
+      text += `${JSON.stringify({ log: `line ${i}\n`, stream: "stdout", time: `2026-01-01T00:00:00.${String(i).padStart(9, "0")}Z` })}\n`;
     writeFileSync(path, text);
     try {
       const { lines, frames, shipper } = ship(new MemoryLog(), { logPath: path, maxInflightLines: 300 });

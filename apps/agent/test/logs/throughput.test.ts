@@ -1,6 +1,8 @@
 // Log shipping keeps up with a chatty container: at least 50,000 lines a second
 // from one container, through Docker, the agent and a WebSocket, every line once,
 // across several json-file rotations (10 MB each).
+
+import { needs } from "@cm/testkit";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
 import type { ContainerRuntime } from "../../src/runtime/container-runtime";
@@ -9,7 +11,6 @@ import { deploymentSpec, startTestAgent } from "../support/agent-harness";
 import { dockerTestRun } from "../support/docker-test-run";
 import { FakeControlPlane } from "../support/fake-control-plane";
 import { ensureScriptImage } from "../support/script-image";
-import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 const REQUIRED_LINES_PER_S = 50_000;

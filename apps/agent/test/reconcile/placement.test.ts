@@ -17,7 +17,10 @@ describe("pickGpus", () => {
 
   it("refuses with a reason the tenant can read", () => {
     expect(pickGpus(eight.slice(0, 2), new Set(), 4)).toEqual({ ok: false, reason: "this deployment needs 4 GPUs but this node has 2" });
-    expect(pickGpus(eight, new Set(eight.slice(0, 7).map((g) => g.uuid)), 2)).toEqual({ ok: false, reason: "this deployment needs 2 GPUs but only 1 of the node's 8 are free" });
+    expect(pickGpus(eight, new Set(eight.slice(0, 7).map((g) => g.uuid)), 2)).toEqual({
+      ok: false,
+      reason: "this deployment needs 2 GPUs but only 1 of the node's 8 are free",
+    });
   });
 });
 
@@ -50,7 +53,11 @@ describe("describeExit", () => {
     [{ exitCode: 137, oomKilled: true, error: "" }, 512, "the container ran out of memory (limit 512 MB) and was killed (exit code 137)"],
     [{ exitCode: 137, oomKilled: false, error: "" }, undefined, "the container was killed by SIGKILL (exit code 137)"],
     [{ exitCode: 139, oomKilled: false, error: "" }, undefined, "the container was killed by SIGSEGV (exit code 139)"],
-    [{ exitCode: 127, oomKilled: false, error: "exec: \"python\": executable file not found in $PATH" }, undefined, 'the container stopped with an error: exec: "python": executable file not found in $PATH (exit code 127)'],
+    [
+      { exitCode: 127, oomKilled: false, error: 'exec: "python": executable file not found in $PATH' },
+      undefined,
+      'the container stopped with an error: exec: "python": executable file not found in $PATH (exit code 127)',
+    ],
   ])("%j", (exit, memoryMb, reason) => {
     expect(describeExit(exit, memoryMb)).toBe(reason);
   });

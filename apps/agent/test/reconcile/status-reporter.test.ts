@@ -17,7 +17,15 @@ describe("StatusReporter", () => {
     reporter.status("dep_1", 4, "exited", { exitCode: 3, reason: "the container exited with code 3" });
     reporter.status("dep_1", 5, "running");
     reporter.status("dep_1", 5, "failed", { reason: "x".repeat(3000) });
-    expect(reliable[0]).toEqual({ type: "status", deploymentId: "dep_1", runSeq: 4, status: "exited", exitCode: 3, reason: "the container exited with code 3", at: 1_000 });
+    expect(reliable[0]).toEqual({
+      type: "status",
+      deploymentId: "dep_1",
+      runSeq: 4,
+      status: "exited",
+      exitCode: 3,
+      reason: "the container exited with code 3",
+      at: 1_000,
+    });
     expect(reliable[1]).toEqual({ type: "status", deploymentId: "dep_1", runSeq: 5, status: "running", at: 1_000 });
     expect((reliable[2] as { reason: string }).reason).toHaveLength(2000);
   });

@@ -1,4 +1,6 @@
 // Container lifecycle against the real Docker engine, with a locally built busybox image.
+
+import { needs } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { DockerRuntime } from "../../src/runtime/docker-runtime";
 import { ContainerNotFoundError } from "../../src/runtime/errors";
@@ -7,11 +9,8 @@ import { ensureBusyboxImage } from "../support/busybox-image";
 import { dockerTestRun } from "../support/docker-test-run";
 import { eventually } from "../support/eventually";
 import { collectLogs } from "../support/log-collector";
-import { runtimeContract } from "../support/runtime-contract";
 import type { Program } from "../support/runtime-contract";
-import { needs } from "@cm/testkit";
-
-
+import { runtimeContract } from "../support/runtime-contract";
 
 const run = dockerTestRun();
 const runtime = new DockerRuntime({ docker: run.docker });
@@ -141,7 +140,11 @@ needs("docker", "busybox").describe("DockerRuntime containers", () => {
     await eventually(async () => (await fetch(`http://${address}:8080/`)).status === 404, 5_000, "the server answering the agent");
     // ...a second deployment on the same node does not, while it can reach itself.
     const probe = await runtime.createContainer(
-      specFor("iso-client", ["sh", "-c", `httpd -p 8081 -h /; ask() { printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 2 "$1" "$2" | grep -q HTTP; }; ask 127.0.0.1 8081 && echo self-ok; ask ${address} 8080 && echo reached || echo blocked`]),
+      specFor("iso-client", [
+        "sh",
+        "-c",
+        `httpd -p 8081 -h /; ask() { printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 2 "$1" "$2" | grep -q HTTP; }; ask 127.0.0.1 8081 && echo self-ok; ask ${address} 8080 && echo reached || echo blocked`,
+      ]),
     );
     await runtime.start(probe);
     expect((await runtime.waitExit(probe)).exitCode).toBe(0);

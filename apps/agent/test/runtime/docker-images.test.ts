@@ -1,11 +1,12 @@
 // Against the real Docker engine of this machine, which has no registry access.
+
+import { needs } from "@cm/testkit";
 import { afterEach, beforeAll, expect, it, vi } from "vitest";
 import { DockerRuntime } from "../../src/runtime/docker-runtime";
 import { ImageUnavailableError } from "../../src/runtime/errors";
 import type { PullProgress } from "../../src/runtime/types";
 import { BUSYBOX_IMAGE, ensureBusyboxImage } from "../support/busybox-image";
 import { dockerTestRun } from "../support/docker-test-run";
-import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 const runtime = new DockerRuntime({ docker: run.docker });
@@ -20,7 +21,11 @@ afterEach(() => {
 needs("docker", "busybox").describe("DockerRuntime images", () => {
   it("reports the engine version and data root", async () => {
     expect(await runtime.engineVersion()).toMatch(/^\d+\.\d+/);
-    expect(await runtime.engineInfo()).toMatchObject({ version: expect.stringMatching(/^\d+\.\d+/), dataRoot: expect.stringMatching(/^\//), runtimes: expect.arrayContaining(["runc"]) });
+    expect(await runtime.engineInfo()).toMatchObject({
+      version: expect.stringMatching(/^\d+\.\d+/),
+      dataRoot: expect.stringMatching(/^\//),
+      runtimes: expect.arrayContaining(["runc"]),
+    });
   });
 
   it("uses a local image without pulling it", async () => {

@@ -1,11 +1,12 @@
 // Log streaming against the real Docker engine.
+
+import { needs } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { DockerRuntime } from "../../src/runtime/docker-runtime";
 import type { LogLine } from "../../src/runtime/types";
 import { ensureBusyboxImage } from "../support/busybox-image";
 import { dockerTestRun } from "../support/docker-test-run";
 import { collectLogs } from "../support/log-collector";
-import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 const runtime = new DockerRuntime({ docker: run.docker });

@@ -1,18 +1,22 @@
 // A failed pull's reason reaches the tenant: it must say what went wrong without
 // the node's network details (its DNS resolver, proxies, addresses).
+
+import { needs } from "@cm/testkit";
 import Docker from "dockerode";
 import { describe, expect, it } from "vitest";
 import { DockerRuntime } from "../../src/runtime/docker-runtime";
 import { ImageUnavailableError } from "../../src/runtime/errors";
 import { hideNetworkDetails } from "../../src/runtime/network-details";
-import { needs } from "@cm/testkit";
 
 const IPV4 = /\b\d{1,3}(\.\d{1,3}){3}\b/;
 
 describe("hideNetworkDetails", () => {
   it("drops the resolver from a failed lookup (recorded from Docker 20.10 without a network)", () => {
-    const docker = 'Error response from daemon: Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io on 10.255.255.53:53: no such host';
-    expect(hideNetworkDetails(docker)).toBe('Error response from daemon: Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io: no such host');
+    const docker =
+      'Error response from daemon: Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io on 10.255.255.53:53: no such host';
+    expect(hideNetworkDetails(docker)).toBe(
+      'Error response from daemon: Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io: no such host',
+    );
   });
 
   it("hides addresses of the node's proxies and peers, in both families", () => {
@@ -27,7 +31,9 @@ describe("hideNetworkDetails", () => {
     expect(hideNetworkDetails('Get "https://10.1.2.3:5000/v2/": dial tcp 10.1.2.3:5000: connect: no route to host', ["10.1.2.3:5000/app:1.2.3"])).toBe(
       'Get "https://10.1.2.3:5000/v2/": dial tcp 10.1.2.3:5000: connect: no route to host',
     );
-    expect(hideNetworkDetails('manifest for app:1.2.3 not found: manifest unknown at 12:30:45')).toBe("manifest for app:1.2.3 not found: manifest unknown at 12:30:45");
+    expect(hideNetworkDetails("manifest for app:1.2.3 not found: manifest unknown at 12:30:45")).toBe(
+      "manifest for app:1.2.3 not found: manifest unknown at 12:30:45",
+    );
   });
 });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { hasTagOrDigest, localImageCandidates } from "../../src/runtime/image-ref";
-import { initialPullState, pullEventError, reducePullEvent, summarizePull } from "../../src/runtime/pull-progress";
 import type { PullEvent } from "../../src/runtime/pull-progress";
+import { initialPullState, pullEventError, reducePullEvent, summarizePull } from "../../src/runtime/pull-progress";
 
 // The event sequence of a two-layer pull where a third layer is cached, in the
 // shape Docker's /images/create stream sends (statuses and fields as Docker

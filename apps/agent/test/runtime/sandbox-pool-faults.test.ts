@@ -1,10 +1,11 @@
 // Faults of the sandbox pool found after it shipped (issue 19), on the real Docker engine.
+
+import { needs } from "@cm/testkit";
 import { afterAll, expect, it, onTestFinished } from "vitest";
-import { DockerSandboxes } from "../../src/runtime/sandboxes";
 import { silentLogger } from "../../src/runtime/logger";
+import { DockerSandboxes } from "../../src/runtime/sandboxes";
 import { dockerTestRun } from "../support/docker-test-run";
 import { eventually } from "../support/eventually";
-import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 afterAll(async () => {
@@ -14,7 +15,10 @@ afterAll(async () => {
 const ownerFor = (nodeId: string) => ({ nodeId, labels: run.labels });
 
 async function sandboxesOf(nodeId: string) {
-  const listed = await run.docker.listContainers({ all: true, filters: { label: [`cm.sandbox=true`, `cm.node-id=${nodeId}`, `cm.test-run=${run.labels["cm.test-run"]}`] } });
+  const listed = await run.docker.listContainers({
+    all: true,
+    filters: { label: [`cm.sandbox=true`, `cm.node-id=${nodeId}`, `cm.test-run=${run.labels["cm.test-run"]}`] },
+  });
   return listed.map((c) => ({ name: c.Names[0]!.slice(1), running: c.State === "running" })).sort((a, b) => a.name.localeCompare(b.name));
 }
 
@@ -28,18 +32,26 @@ needs("docker", "busybox").describe("sandbox pool faults", () => {
     const pool = new DockerSandboxes(run.docker, silentLogger, 2, { spareCheckIntervalMs: 200 });
     onTestFinished(() => pool.stopWarming()); // a failed test must not leave it filling after cleanup
     pool.keepWarm(ownerFor("node-rm"));
-    const ready = await eventually(async () => {
-      const now = await sandboxesOf("node-rm");
-      return now.length === 2 && now.every((s) => s.running) && now;
-    }, 20_000, "two ready sandboxes");
+    const ready = await eventually(
+      async () => {
+        const now = await sandboxesOf("node-rm");
+        return now.length === 2 && now.every((s) => s.running) && now;
+      },
+      20_000,
+      "two ready sandboxes",
+    );
     const gone = ready[0]!.name;
     await run.docker.getContainer(gone).remove({ force: true }); // an operator's `docker rm -f`
 
     // Nobody takes a sandbox meanwhile: the pool notices by itself.
-    await eventually(async () => {
-      const now = await sandboxesOf("node-rm");
-      return now.length === 2 && now.every((s) => s.running) && !now.some((s) => s.name === gone);
-    }, 5_000, "the pool back to two ready sandboxes");
+    await eventually(
+      async () => {
+        const now = await sandboxesOf("node-rm");
+        return now.length === 2 && now.every((s) => s.running) && !now.some((s) => s.name === gone);
+      },
+      5_000,
+      "the pool back to two ready sandboxes",
+    );
     await eventually(async () => !(await networksOf("node-rm")).includes(gone), 5_000, "the orphaned network removed");
     await pool.stopWarming();
     expect(await networksOf("node-rm")).toEqual((await sandboxesOf("node-rm")).map((s) => s.name));

@@ -55,8 +55,16 @@ describe("sandbox pool interleavings", () => {
       const deadline = Date.now() + 2_000;
       while ((engine.networks.has(gone) || running() < (took ? 3 : 2)) && Date.now() < deadline) await sleep(10);
       await pool.stopWarming();
-      expect({ seed, orphanNetwork: engine.networks.has(gone), running: running(), problems: engine.problems }).toEqual({ seed, orphanNetwork: false, running: took ? 3 : 2, problems: [] });
-      expect({ seed, networksWithoutSandbox: [...engine.networks.keys()].filter((name) => !engine.containers.has(name)) }).toEqual({ seed, networksWithoutSandbox: [] });
+      expect({ seed, orphanNetwork: engine.networks.has(gone), running: running(), problems: engine.problems }).toEqual({
+        seed,
+        orphanNetwork: false,
+        running: took ? 3 : 2,
+        problems: [],
+      });
+      expect({ seed, networksWithoutSandbox: [...engine.networks.keys()].filter((name) => !engine.containers.has(name)) }).toEqual({
+        seed,
+        networksWithoutSandbox: [],
+      });
     }
   });
 });

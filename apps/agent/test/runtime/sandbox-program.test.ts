@@ -4,10 +4,10 @@ import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
 import { needs } from "@cm/testkit";
-import { pauseProgram, singleFileTar } from "../../src/runtime/sandbox-program";
+import { describe, expect, it } from "vitest";
 import type { SandboxArch } from "../../src/runtime/sandbox-program";
+import { pauseProgram, singleFileTar } from "../../src/runtime/sandbox-program";
 
 const dir = mkdtempSync(join(tmpdir(), "cm-pause-"));
 const QEMU_AARCH64 = "/usr/bin/qemu-aarch64-static";
@@ -20,7 +20,9 @@ function written(arch: SandboxArch): string {
 
 /** CPU time the process has used, in clock ticks (utime + stime of /proc/PID/stat). */
 function cpuTicks(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").replace(/^.*\) /, "").split(" ");
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8")
+    .replace(/^.*\) /, "")
+    .split(" ");
   return Number(fields[11]) + Number(fields[12]);
 }
 

@@ -1,11 +1,12 @@
 // The pool of network sandboxes, against the real Docker engine.
+
+import { needs } from "@cm/testkit";
 import { afterAll, expect, it } from "vitest";
-import { DockerSandboxes } from "../../src/runtime/sandboxes";
 import { silentLogger } from "../../src/runtime/logger";
+import { DockerSandboxes } from "../../src/runtime/sandboxes";
 import { ensureBusyboxImage } from "../support/busybox-image";
 import { dockerTestRun } from "../support/docker-test-run";
 import { eventually } from "../support/eventually";
-import { needs } from "@cm/testkit";
 
 const run = dockerTestRun();
 afterAll(async () => {
@@ -17,7 +18,10 @@ function ownerFor(nodeId: string) {
 }
 
 async function sandboxesOf(nodeId: string) {
-  const listed = await run.docker.listContainers({ all: true, filters: { label: [`cm.sandbox=true`, `cm.node-id=${nodeId}`, `cm.test-run=${run.labels["cm.test-run"]}`] } });
+  const listed = await run.docker.listContainers({
+    all: true,
+    filters: { label: [`cm.sandbox=true`, `cm.node-id=${nodeId}`, `cm.test-run=${run.labels["cm.test-run"]}`] },
+  });
   return listed.map((c) => ({ name: c.Names[0]!.slice(1), running: c.State === "running" })).sort((a, b) => a.name.localeCompare(b.name));
 }
 
@@ -25,10 +29,14 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
   it("keeps the pool full, hands out ready sandboxes, and a restarted agent adopts the spares", async () => {
     const pool = new DockerSandboxes(run.docker, silentLogger, 2);
     pool.keepWarm(ownerFor("node-pool"));
-    const ready = await eventually(async () => {
-      const now = await sandboxesOf("node-pool");
-      return now.length === 2 && now.every((s) => s.running) && now;
-    }, 20_000, "two ready sandboxes");
+    const ready = await eventually(
+      async () => {
+        const now = await sandboxesOf("node-pool");
+        return now.length === 2 && now.every((s) => s.running) && now;
+      },
+      20_000,
+      "two ready sandboxes",
+    );
 
     const taken = await pool.take(ownerFor("node-pool"));
     expect(ready.map((s) => s.name)).toContain(taken);
@@ -54,10 +62,14 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
   it("never hands out a stopped sandbox, and removes it", async () => {
     const pool = new DockerSandboxes(run.docker, silentLogger, 1);
     pool.keepWarm(ownerFor("node-stale"));
-    const [spare] = await eventually(async () => {
-      const now = await sandboxesOf("node-stale");
-      return now.length === 1 && now[0]!.running && now;
-    }, 20_000, "a ready sandbox");
+    const [spare] = await eventually(
+      async () => {
+        const now = await sandboxesOf("node-stale");
+        return now.length === 1 && now[0]!.running && now;
+      },
+      20_000,
+      "a ready sandbox",
+    );
     await run.docker.getContainer(spare!.name).stop({ t: 0 }); // e.g. the host rebooted
 
     const taken = await pool.take(ownerFor("node-stale"));
@@ -84,7 +96,11 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
     pool.keepWarm(ownerFor("node-before"));
     await eventually(async () => (await sandboxesOf("node-before")).length === 1, 20_000, "a spare for the first node");
     pool.keepWarm(ownerFor("node-after"));
-    await eventually(async () => (await sandboxesOf("node-before")).length === 0 && (await sandboxesOf("node-after")).length === 1, 20_000, "spares moved to the new node");
+    await eventually(
+      async () => (await sandboxesOf("node-before")).length === 0 && (await sandboxesOf("node-after")).length === 1,
+      20_000,
+      "spares moved to the new node",
+    );
     await pool.stopWarming();
   });
 

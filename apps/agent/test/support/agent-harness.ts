@@ -1,11 +1,11 @@
 // Builds agents the way production does (createAgent with real Docker and a real
 // socket), with short timings and a per-test-file container label.
 import type { DeploymentSpec } from "@cm/protocol";
-import { createAgent } from "../../src/agent";
 import type { Agent } from "../../src/agent";
+import { createAgent } from "../../src/agent";
 import { systemClock } from "../../src/clock";
-import { parseAgentConfig } from "../../src/config";
 import type { AgentConfig, AgentConfigInput } from "../../src/config";
+import { parseAgentConfig } from "../../src/config";
 import { wsSocketFactory } from "../../src/connection/socket";
 import type { HostProbe } from "../../src/host/probe";
 import type { GpuInfo } from "../../src/host/types";
@@ -13,8 +13,8 @@ import { createLogger, silentLogger } from "../../src/logger";
 import type { ContainerRuntime } from "../../src/runtime/container-runtime";
 import { DockerRuntime } from "../../src/runtime/docker-runtime";
 import type { DockerTestRun } from "./docker-test-run";
-import { TEST_TOKEN } from "./fake-control-plane";
 import type { FakeControlPlane } from "./fake-control-plane";
+import { TEST_TOKEN } from "./fake-control-plane";
 
 export const FAST_TIMING = {
   backoffInitialMs: 50,
@@ -51,7 +51,17 @@ export function fakeHostProbe(gpus: GpuInfo[] = [], warning?: string): HostProbe
 }
 
 export function testGpu(index: number): GpuInfo {
-  return { index, uuid: `GPU-test-${index}`, name: "Test GPU", vramMb: 24_576, computeVersion: "8.9", driverVersion: "550.0", brand: "GeForce", computeCores: 16_384, tensorCores: 512 };
+  return {
+    index,
+    uuid: `GPU-test-${index}`,
+    name: "Test GPU",
+    vramMb: 24_576,
+    computeVersion: "8.9",
+    driverVersion: "550.0",
+    brand: "GeForce",
+    computeCores: 16_384,
+    tensorCores: 512,
+  };
 }
 
 export interface TestAgentOptions {

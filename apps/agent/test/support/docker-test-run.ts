@@ -24,10 +24,16 @@ export function dockerTestRun(): DockerTestRun {
     deploymentId: (suffix) => `test-${runId}-${suffix}`,
     async cleanup() {
       for (const container of await docker.listContainers({ all: true, filters })) {
-        await docker.getContainer(container.Id).remove({ force: true, v: true }).catch(() => {});
+        await docker
+          .getContainer(container.Id)
+          .remove({ force: true, v: true })
+          .catch(() => {});
       }
       for (const network of await docker.listNetworks({ filters })) {
-        await docker.getNetwork(network.Id).remove().catch(() => {});
+        await docker
+          .getNetwork(network.Id)
+          .remove()
+          .catch(() => {});
       }
     },
   };

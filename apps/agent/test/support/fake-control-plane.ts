@@ -2,14 +2,15 @@
 // the agent protocol, stores log lines the way the real one does (by seq, acking
 // each frame), sends a sync built from what it stored after every welcome, and
 // takes the agent's tunnel connections on /agent/tunnel.
-import { createServer } from "node:http";
+
 import type { Server } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import { AGENT_TUNNEL_PATH, AGENT_TUNNEL_UPGRADE, AGENT_WS_PATH, AgentFrame, CLOSE_CODES, TUNNEL_SWITCHING_PROTOCOLS, parseFrame } from "@cm/protocol";
 import type { DeploymentSpec, LogCursor, LogLineFrame, ServerFrame } from "@cm/protocol";
-import { WebSocketServer } from "ws";
+import { AGENT_TUNNEL_PATH, AGENT_TUNNEL_UPGRADE, AGENT_WS_PATH, AgentFrame, CLOSE_CODES, parseFrame, TUNNEL_SWITCHING_PROTOCOLS } from "@cm/protocol";
 import type { WebSocket } from "ws";
+import { WebSocketServer } from "ws";
 
 type Frame<T extends AgentFrame["type"]> = Extract<AgentFrame, { type: T }>;
 

@@ -123,7 +123,9 @@ export function memoryDocker(options: { seed?: number; architecture?: string } =
     },
     listNetworks: async (options: { filters: { label: string[] } }) => {
       await delay();
-      return [...networks].filter(([, n]) => matches(n.labels, options.filters.label)).map(([Name, n]) => ({ Name, Labels: n.labels, Created: n.created, Options: n.options ?? {} }));
+      return [...networks]
+        .filter(([, n]) => matches(n.labels, options.filters.label))
+        .map(([Name, n]) => ({ Name, Labels: n.labels, Created: n.created, Options: n.options ?? {} }));
     },
   };
   return { docker: docker as unknown as Docker, containers, networks, images, problems, random };

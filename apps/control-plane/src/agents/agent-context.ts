@@ -1,14 +1,14 @@
 import type { Repos } from "@cm/db";
-import type { EventBus } from "../services/events";
 import type { DatabaseHealth } from "../services/database-health";
+import type { DeploymentMoves } from "../services/deployment-moves";
+import type { EventBus } from "../services/events";
 import type { Clock, IdGenerator } from "../services/ids";
 import type { Logger } from "../services/logger";
-import type { DeploymentMoves } from "../services/deployment-moves";
 import type { Metering } from "../services/metering";
 import type { AgentSession } from "./agent-session";
+import type { TemplateNeeds } from "./desired-state";
 import type { HeartbeatBatch } from "./heartbeat-batch";
 import type { TokenBucket } from "./log-limits";
-import type { TemplateNeeds } from "./desired-state";
 
 /** What a session needs from the hub that owns it. */
 export interface SessionHost {

@@ -1,15 +1,15 @@
-import type { ServerFrame } from "@cm/protocol";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { WebSocketServer } from "ws";
+import type { ServerFrame } from "@cm/protocol";
 import { AGENT_RECONNECT_MAX_MS, CLOSE_CODES, KeyedQueue } from "@cm/protocol";
+import { WebSocketServer } from "ws";
 import type { NodeLink } from "../services/deployment-service";
 import type { AgentContext, SessionHost } from "./agent-context";
 import { AgentSession } from "./agent-session";
+import type { TemplateNeeds } from "./desired-state";
 import { HeartbeatBatch } from "./heartbeat-batch";
 import { TokenBucket } from "./log-limits";
 import { StallWatch } from "./stall-watch";
-import type { TemplateNeeds } from "./desired-state";
 
 export type AgentHubOptions = Omit<AgentContext, "hub"> & { heartbeatFlushMs: number };
 

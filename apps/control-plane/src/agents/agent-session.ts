@@ -1,6 +1,6 @@
-import WebSocket, { type RawData } from "ws";
 import type { DeploymentRow } from "@cm/db";
 import { AgentFrame, CLOSE_CODES, KeyedQueue, PROTOCOL_VERSIONS, parseFrame, type ServerFrame } from "@cm/protocol";
+import WebSocket, { type RawData } from "ws";
 import { hashSecret } from "../services/ids";
 import type { Logger } from "../services/logger";
 import type { AgentContext } from "./agent-context";
@@ -59,7 +59,10 @@ export class AgentSession {
   private readonly queues = new KeyedQueue<"inbound" | "outbound">();
   private readonly helloTimer: NodeJS.Timeout;
 
-  constructor(private readonly ws: WebSocket, readonly ctx: AgentContext) {
+  constructor(
+    private readonly ws: WebSocket,
+    readonly ctx: AgentContext,
+  ) {
     this.log = ctx.log;
     this.helloTimer = setTimeout(() => this.refuse(CLOSE_CODES.HELLO_TIMEOUT, "HELLO_TIMEOUT", `no hello within ${ctx.helloTimeoutMs} ms`), ctx.helloTimeoutMs);
     ws.on("message", (data, isBinary) => this.receive(data, isBinary));
@@ -222,7 +225,11 @@ export class AgentSession {
     if (!node) return this.refuse(CLOSE_CODES.UNAUTHORIZED, "UNAUTHORIZED", "unknown or retired node token");
     const version = f.protocolVersions.reduce((best, v) => ((PROTOCOL_VERSIONS as readonly number[]).includes(v) && v > best ? v : best), -1);
     if (version < 0) {
-      return this.refuse(CLOSE_CODES.UNSUPPORTED_PROTOCOL, "UNSUPPORTED_PROTOCOL", `this control plane speaks protocol versions ${PROTOCOL_VERSIONS.join(", ")}; upgrade the agent`);
+      return this.refuse(
+        CLOSE_CODES.UNSUPPORTED_PROTOCOL,
+        "UNSUPPORTED_PROTOCOL",
+        `this control plane speaks protocol versions ${PROTOCOL_VERSIONS.join(", ")}; upgrade the agent`,
+      );
     }
     clearTimeout(this.helloTimer);
     this.nodeId = node.id;
@@ -236,8 +243,12 @@ export class AgentSession {
       events.emit("node-changed", node.id);
       if (this.isClosed()) return; // gone meanwhile: the hub has queued the node's loss behind this
       this.send({
-        type: "welcome", protocolVersion: version, nodeId: node.id, heartbeatIntervalMs: this.ctx.heartbeatIntervalMs,
-        serverTime: clock.now(), maxFrameBytes: this.ctx.maxFrameBytes,
+        type: "welcome",
+        protocolVersion: version,
+        nodeId: node.id,
+        heartbeatIntervalMs: this.ctx.heartbeatIntervalMs,
+        serverTime: clock.now(),
+        maxFrameBytes: this.ctx.maxFrameBytes,
       });
       this.state = "ready";
       this.wasReady = true;

@@ -1,7 +1,7 @@
-import { isLive, type AgentFrame } from "@cm/protocol";
+import { type AgentFrame, isLive } from "@cm/protocol";
 import type { AgentSession } from "./agent-session";
-import { planReport, pullReason } from "./status-reports";
 import { ingestCost, storedLine } from "./log-limits";
+import { planReport, pullReason } from "./status-reports";
 
 type FrameOf<T extends AgentFrame["type"]> = Extract<AgentFrame, { type: T }>;
 type Handlers = { [K in Exclude<AgentFrame["type"], "hello">]: (s: AgentSession, f: FrameOf<K>) => Promise<void> | void };
@@ -27,7 +27,11 @@ const handlers: Handlers = {
 
   async endpoints(s, f) {
     // A custom image's EXPOSE ports become its endpoints when the tenant named none.
-    await s.ctx.repos.deployments.setPortsIfEmpty(f.deploymentId, s.nodeId, f.ports.map((p) => p.port));
+    await s.ctx.repos.deployments.setPortsIfEmpty(
+      f.deploymentId,
+      s.nodeId,
+      f.ports.map((p) => p.port),
+    );
     await s.ctx.repos.deployments.setEndpointReadiness(f.deploymentId, s.nodeId, f.ports);
   },
 
@@ -75,7 +79,11 @@ const handlers: Handlers = {
     const lines = f.lines.map((l) => storedLine(l, nowMs));
     if (!s.ctx.hub.logBudget(s.nodeId).take(ingestCost(lines), nowMs)) {
       // No ack: the agent keeps the batch and sends it again later, reading its container's log no faster than we store it.
-      return s.send({ type: "error", code: "LOGS_RATE_LIMITED", message: `this node sends more log text than ${s.ctx.logIngestBytesPerS} bytes a second; the batch ending at line ${f.lines.at(-1)!.seq} was not stored, send it again later` });
+      return s.send({
+        type: "error",
+        code: "LOGS_RATE_LIMITED",
+        message: `this node sends more log text than ${s.ctx.logIngestBytesPerS} bytes a second; the batch ending at line ${f.lines.at(-1)!.seq} was not stored, send it again later`,
+      });
     }
     await repos.logIngest.append(f.deploymentId, lines);
     const last = f.lines.reduce((a, b) => (b.seq > a.seq ? b : a));

@@ -12,7 +12,10 @@ export class HeartbeatBatch {
   private pending = new Map<string, number>();
   private readonly flushes = new KeyedQueue();
 
-  constructor(private readonly repos: Repos, private readonly log: Logger) {}
+  constructor(
+    private readonly repos: Repos,
+    private readonly log: Logger,
+  ) {}
 
   note(nodeId: string, atMs: number) {
     this.pending.set(nodeId, atMs);

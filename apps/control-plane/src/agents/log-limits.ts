@@ -4,8 +4,9 @@
 // MAX_STORED_LINE_CHARS, its time is kept near when it arrived, each
 // deployment keeps its newest 10,000 lines (log-ingest.ts), and each node's
 // connection may store LOG_INGEST_BYTES_PER_S on average.
-import type { LogLineFrame } from "@cm/protocol";
+
 import type { NewLogLine } from "@cm/db";
+import type { LogLineFrame } from "@cm/protocol";
 
 /** Docker's json-file splits longer lines at 16 KiB; we keep as much of one. */
 export const MAX_STORED_LINE_CHARS = 16 * 1024;
@@ -18,7 +19,10 @@ export const LINE_OVERHEAD_BYTES = 64;
 
 /** Pure: the line as it is stored. */
 export function storedLine(line: LogLineFrame, arrivedMs: number): NewLogLine {
-  const message = line.message.length > MAX_STORED_LINE_CHARS ? `${line.message.slice(0, MAX_STORED_LINE_CHARS)} … [line cut: ${line.message.length} characters]` : line.message;
+  const message =
+    line.message.length > MAX_STORED_LINE_CHARS
+      ? `${line.message.slice(0, MAX_STORED_LINE_CHARS)} … [line cut: ${line.message.length} characters]`
+      : line.message;
   const stampedMs = Date.parse(line.ts);
   const believable = !Number.isNaN(stampedMs) && stampedMs <= arrivedMs + MAX_AHEAD_MS && stampedMs >= arrivedMs - MAX_BEHIND_MS;
   return believable

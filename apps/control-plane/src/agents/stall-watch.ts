@@ -10,9 +10,7 @@ export class StallWatch {
   private lastBeatMs: number;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(
-    private readonly o: { beatMs: number; thresholdMs: number; onStall(stalledMs: number): void; now?: () => number },
-  ) {
+  constructor(private readonly o: { beatMs: number; thresholdMs: number; onStall(stalledMs: number): void; now?: () => number }) {
     this.lastBeatMs = this.now();
   }
 

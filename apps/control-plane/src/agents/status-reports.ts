@@ -1,5 +1,5 @@
 import type { DeploymentRow, TransitionPatch } from "@cm/db";
-import { isLive, type DeploymentStatus, type StatusFrame } from "@cm/protocol";
+import { type DeploymentStatus, isLive, type StatusFrame } from "@cm/protocol";
 import type { z } from "zod";
 
 type Report = Pick<z.infer<typeof StatusFrame>, "runSeq" | "status" | "reason" | "exitCode" | "at">;
@@ -25,7 +25,11 @@ const ignore = (why: string): ReportPlan => ({ kind: "ignore", why });
  * created, before what was already billed (a previous run's end), or, for an
  * end, before this run began.
  */
-export function reportTimeMs(dep: Pick<DeploymentRow, "createdAt" | "billedUntil" | "startedAt" | "status">, r: Pick<Report, "at" | "status">, nowMs: number): number {
+export function reportTimeMs(
+  dep: Pick<DeploymentRow, "createdAt" | "billedUntil" | "startedAt" | "status">,
+  r: Pick<Report, "at" | "status">,
+  nowMs: number,
+): number {
   const ending = r.status !== "pulling" && r.status !== "starting" && r.status !== "running";
   const notBeforeMs = Math.max(dep.createdAt, dep.billedUntil ?? 0, ending && dep.status === "running" ? (dep.startedAt ?? 0) : 0);
   return Math.min(nowMs, Math.max(notBeforeMs, r.at));

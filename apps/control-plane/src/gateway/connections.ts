@@ -1,9 +1,9 @@
 import type http from "node:http";
 import https from "node:https";
 import type net from "node:net";
-import { MAX_HEAD_BYTES, headEnd, parseRequestHead } from "./http1";
+import { headEnd, MAX_HEAD_BYTES, parseRequestHead } from "./http1";
 import { Relay } from "./relay";
-import { relayable, type RelayOptions } from "./relay-core";
+import { type RelayOptions, relayable } from "./relay-core";
 
 type Router = { take(socket: net.Socket, toHttp: (s: net.Socket) => void): void; close(): void };
 

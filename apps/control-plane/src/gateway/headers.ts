@@ -1,7 +1,17 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
 
 /** RFC 9110 §7.6.1: meaningful for one connection only, never forwarded. */
-export const HOP_BY_HOP: ReadonlySet<string> = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"]);
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
 
 function hopHeaders(headers: IncomingHttpHeaders): Set<string> {
   const named = String(headers.connection ?? "")
@@ -16,7 +26,11 @@ function hopHeaders(headers: IncomingHttpHeaders): Set<string> {
  * the Connection header names too), and the client's address, scheme and host
  * appended to any X-Forwarded-* a proxy in front already set.
  */
-export function forwardRequestHeaders(h: IncomingHttpHeaders, client: { ip: string; proto: "http" | "https"; host: string }, keepUpgrade = false): OutgoingHttpHeaders {
+export function forwardRequestHeaders(
+  h: IncomingHttpHeaders,
+  client: { ip: string; proto: "http" | "https"; host: string },
+  keepUpgrade = false,
+): OutgoingHttpHeaders {
   const drop = hopHeaders(h);
   const out: OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(h)) {

@@ -221,7 +221,10 @@ export class BodyWalker {
  * framing headers). Transfer-Encoding stays: the relay passes bodies on framed as they came.
  */
 function dropped(h: Head, lower: string): boolean {
-  return (HOP_BY_HOP.has(lower) && lower !== "transfer-encoding") || (h.connection.length > 0 && h.connection.includes(lower) && lower !== "transfer-encoding" && lower !== "content-length");
+  return (
+    (HOP_BY_HOP.has(lower) && lower !== "transfer-encoding") ||
+    (h.connection.length > 0 && h.connection.includes(lower) && lower !== "transfer-encoding" && lower !== "content-length")
+  );
 }
 
 export type Client = { ip: string; proto: "http" | "https"; host: string };

@@ -4,8 +4,16 @@ export type GatewayFailure = "unknown_host" | "not_running" | "node_unreachable"
 const TEXT: Record<GatewayFailure, { status: number; title: string; body: string }> = {
   unknown_host: { status: 404, title: "No such endpoint", body: "No deployment answers at this address. Check the URL in your deployment's endpoints." },
   not_running: { status: 404, title: "Deployment not running", body: "This deployment is stopped or was deleted. Start it again to bring this endpoint back." },
-  node_unreachable: { status: 503, title: "Node unreachable", body: "The machine running this deployment is not connected right now. It usually comes back within a minute." },
-  port_not_ready: { status: 502, title: "Not answering yet", body: "The container runs, but nothing answers on this port yet. If it just started, it may still be loading." },
+  node_unreachable: {
+    status: 503,
+    title: "Node unreachable",
+    body: "The machine running this deployment is not connected right now. It usually comes back within a minute.",
+  },
+  port_not_ready: {
+    status: 502,
+    title: "Not answering yet",
+    body: "The container runs, but nothing answers on this port yet. If it just started, it may still be loading.",
+  },
   timeout: { status: 504, title: "Timed out", body: "The container did not answer in time." },
 };
 

@@ -16,7 +16,10 @@ export interface EndpointResolver {
 
 /** Thrown by a dialer: the node is not connected, or nothing listens on the port. */
 export class DialError extends Error {
-  constructor(readonly kind: "node_unreachable" | "port_not_ready", message: string) {
+  constructor(
+    readonly kind: "node_unreachable" | "port_not_ready",
+    message: string,
+  ) {
     super(message);
   }
 }

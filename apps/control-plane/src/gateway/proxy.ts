@@ -4,23 +4,36 @@ import type { Logger } from "../services/logger";
 import { createConnectionRouter, interceptConnections } from "./connections";
 import { endpointLabel, forwardRequestHeaders, forwardResponseHeaders } from "./headers";
 import { failurePage, type GatewayFailure } from "./pages";
-import { DialError, RETRIABLE_METHODS, type EndpointResolver, type EndpointTarget, type GatewayTimeouts, type TunnelDialer } from "./ports";
+import { DialError, type EndpointResolver, type EndpointTarget, type GatewayTimeouts, RETRIABLE_METHODS, type TunnelDialer } from "./ports";
 
 /**
  * Keep-alive connections per endpoint: after the first request, the next one
  * reuses an open tunnel instead of asking the node for a new one.
  */
 class TunnelAgent extends http.Agent {
-  constructor(private readonly dialer: TunnelDialer, private readonly target: EndpointTarget) {
+  constructor(
+    private readonly dialer: TunnelDialer,
+    private readonly target: EndpointTarget,
+  ) {
     super({ keepAlive: true, maxSockets: 256, maxFreeSockets: 16, timeout: 60_000 });
   }
   override createConnection(_o: unknown, cb: (err: Error | null, s?: Duplex) => void) {
-    this.dialer.dial(this.target).then((s) => cb(null, s), (err: Error) => cb(err));
+    this.dialer.dial(this.target).then(
+      (s) => cb(null, s),
+      (err: Error) => cb(err),
+    );
     return undefined as never;
   }
 }
 
-export function createGateway(o: { domain: string; resolver: EndpointResolver; dialer: TunnelDialer; timeouts: GatewayTimeouts; log: Logger; secure: boolean }) {
+export function createGateway(o: {
+  domain: string;
+  resolver: EndpointResolver;
+  dialer: TunnelDialer;
+  timeouts: GatewayTimeouts;
+  log: Logger;
+  secure: boolean;
+}) {
   const agents = new Map<string, TunnelAgent>();
   const agentFor = (t: EndpointTarget) => {
     const key = `${t.deploymentId}:${t.port}`;
@@ -40,7 +53,11 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
     res.writeHead(page.status, headers).end(page.html);
   }
 
-  const clientOf = (req: http.IncomingMessage) => ({ ip: req.socket.remoteAddress ?? "", proto: (o.secure ? "https" : "http") as "http" | "https", host: req.headers.host ?? "" });
+  const clientOf = (req: http.IncomingMessage) => ({
+    ip: req.socket.remoteAddress ?? "",
+    proto: (o.secure ? "https" : "http") as "http" | "https",
+    host: req.headers.host ?? "",
+  });
 
   async function handleRequest(req: http.IncomingMessage, res: http.ServerResponse) {
     const label = endpointLabel(req.headers.host, o.domain)!;
@@ -57,8 +74,19 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
       // connections, every pooled tunnel to it may be dead at once.
       const connection = retry
         ? { agent: agentFor(r.target) }
-        : { createConnection: (_opts: unknown, done: (err: Error | null, s?: Duplex) => void) => void o.dialer.dial(r.target).then((s) => done(null, s), (err: Error) => done(err)) };
-      const upstream = http.request({ ...connection, method: req.method, path: req.url, headers: forwardRequestHeaders(req.headers, clientOf(req)) } as http.RequestOptions);
+        : {
+            createConnection: (_opts: unknown, done: (err: Error | null, s?: Duplex) => void) =>
+              void o.dialer.dial(r.target).then(
+                (s) => done(null, s),
+                (err: Error) => done(err),
+              ),
+          };
+      const upstream = http.request({
+        ...connection,
+        method: req.method,
+        path: req.url,
+        headers: forwardRequestHeaders(req.headers, clientOf(req)),
+      } as http.RequestOptions);
       let timedOut = false;
       const firstByte = setTimeout(() => {
         timedOut = true;
@@ -111,7 +139,9 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
     const label = endpointLabel(req.headers.host, o.domain)!;
     const refuse = (kind: GatewayFailure) => {
       const page = failurePage(kind);
-      socket.end(`HTTP/1.1 ${page.status} ${kind}\r\ncontent-type: text/plain\r\nconnection: close\r\n${kind === "node_unreachable" ? "retry-after: 10\r\n" : ""}\r\n${page.code}\r\n`);
+      socket.end(
+        `HTTP/1.1 ${page.status} ${kind}\r\ncontent-type: text/plain\r\nconnection: close\r\n${kind === "node_unreachable" ? "retry-after: 10\r\n" : ""}\r\n${page.code}\r\n`,
+      );
     };
     const r = await o.resolver.resolve(label);
     if (socket.destroyed) return; // the client went away while we looked
@@ -163,8 +193,7 @@ export function createGateway(o: { domain: string; resolver: EndpointResolver; d
         o.log.error("gateway request failed", { err });
         fail(res, "port_not_ready");
       }),
-    handleUpgrade: (req: http.IncomingMessage, socket: Duplex, head: Buffer) =>
-      handleUpgrade(req, socket, head).catch(() => socket.destroy()),
+    handleUpgrade: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => handleUpgrade(req, socket, head).catch(() => socket.destroy()),
     /** Closes what the gateway holds: the relay's client connections (the HTTP server does not know them) and pooled tunnels. */
     close() {
       router.close();

@@ -1,7 +1,7 @@
 import type net from "node:net";
 import type { Duplex } from "node:stream";
 import { endpointLabel } from "./headers";
-import { MAX_HEAD_BYTES, headEnd, requestFraming, type BodyWalker, type Client, type Framing, type RequestHead } from "./http1";
+import { type BodyWalker, type Client, type Framing, headEnd, MAX_HEAD_BYTES, type RequestHead, requestFraming } from "./http1";
 import { failurePage, type GatewayFailure } from "./pages";
 import type { EndpointResolver, EndpointTarget, GatewayTimeouts, TunnelDialer } from "./ports";
 
@@ -78,7 +78,11 @@ export abstract class RelayCore {
   /** What the router looked up for the first request: the first dial needs no second look. */
   protected target: EndpointTarget | undefined;
 
-  constructor(protected readonly socket: net.Socket, protected readonly label: string, protected readonly o: RelayOptions) {
+  constructor(
+    protected readonly socket: net.Socket,
+    protected readonly label: string,
+    protected readonly o: RelayOptions,
+  ) {
     this.client = { ip: socket.remoteAddress ?? "", proto: o.secure ? "https" : "http", host: "" };
   }
 
@@ -185,7 +189,14 @@ export abstract class RelayCore {
   protected fail(kind: GatewayFailure, detail?: string) {
     if (this.replyBody || this.raw) return this.abort();
     const page = failurePage(kind, detail);
-    const head = [`HTTP/1.1 ${page.status} ${kind.replace(/_/g, " ")}`, "content-type: text/html; charset=utf-8", "cache-control: no-store", `x-gateway-error: ${page.code}`, `content-length: ${Buffer.byteLength(page.html)}`, "connection: close"];
+    const head = [
+      `HTTP/1.1 ${page.status} ${kind.replace(/_/g, " ")}`,
+      "content-type: text/html; charset=utf-8",
+      "cache-control: no-store",
+      `x-gateway-error: ${page.code}`,
+      `content-length: ${Buffer.byteLength(page.html)}`,
+      "connection: close",
+    ];
     if (kind === "node_unreachable") head.push("retry-after: 10");
     this.socket.write(`${head.join("\r\n")}\r\n\r\n${page.html}`);
     this.queue.length = 0;

@@ -1,8 +1,18 @@
 import type net from "node:net";
 import type { Duplex } from "node:stream";
-import { BodyWalker, MAX_HEAD_BYTES, closesAfter, forwardRequestHead, forwardResponseHead, headEnd, parseRequestHead, parseResponseHead, responseFraming } from "./http1";
-import { DialError, RETRIABLE_METHODS, type EndpointTarget } from "./ports";
-import { RelayCore, Refused, hostOf, relayable, type Outstanding, type RelayOptions } from "./relay-core";
+import {
+  BodyWalker,
+  closesAfter,
+  forwardRequestHead,
+  forwardResponseHead,
+  headEnd,
+  MAX_HEAD_BYTES,
+  parseRequestHead,
+  parseResponseHead,
+  responseFraming,
+} from "./http1";
+import { DialError, type EndpointTarget, RETRIABLE_METHODS } from "./ports";
+import { hostOf, type Outstanding, Refused, RelayCore, type RelayOptions, relayable } from "./relay-core";
 
 /**
  * Carries one client connection to one endpoint as bytes, parsing only what a
@@ -50,7 +60,8 @@ export class Relay extends RelayCore {
   private readonly onClientEnd = () => {
     this.clientEnded = true;
     if (this.raw) this.tunnel?.end();
-    else if (this.body) this.abort(); // a request cut short can get no answer
+    else if (this.body)
+      this.abort(); // a request cut short can get no answer
     else this.finishIfIdle();
   };
   private readonly onClientClose = () => {
@@ -144,28 +155,32 @@ export class Relay extends RelayCore {
     this.flow();
     const known = this.target;
     this.target = undefined;
-    const target = known ? Promise.resolve(known) : this.o.resolver.resolve(this.label).then((r) => {
-      if (r.kind !== "ok") throw new Refused(r.kind);
-      return r.target;
-    });
-    target.then((t) => this.o.dialer.dial(t)).then(
-      (t) => {
-        this.dialing = false;
-        if (this.socket.destroyed) return void t.destroy();
-        this.attach(t);
-        if (resend) {
-          this.toTunnel(resend);
-          this.armTimer();
-        }
-        this.pump();
-      },
-      (err: Error) => {
-        this.dialing = false;
-        if (this.socket.destroyed) return;
-        if (err instanceof Refused) return this.fail(err.kind);
-        this.fail(err instanceof DialError ? err.kind : "port_not_ready", err.message);
-      },
-    );
+    const target = known
+      ? Promise.resolve(known)
+      : this.o.resolver.resolve(this.label).then((r) => {
+          if (r.kind !== "ok") throw new Refused(r.kind);
+          return r.target;
+        });
+    target
+      .then((t) => this.o.dialer.dial(t))
+      .then(
+        (t) => {
+          this.dialing = false;
+          if (this.socket.destroyed) return void t.destroy();
+          this.attach(t);
+          if (resend) {
+            this.toTunnel(resend);
+            this.armTimer();
+          }
+          this.pump();
+        },
+        (err: Error) => {
+          this.dialing = false;
+          if (this.socket.destroyed) return;
+          if (err instanceof Refused) return this.fail(err.kind);
+          this.fail(err instanceof DialError ? err.kind : "port_not_ready", err.message);
+        },
+      );
   }
 
   private attach(t: Duplex) {

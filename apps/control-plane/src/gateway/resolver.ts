@@ -14,7 +14,11 @@ type Seen = Pick<DeploymentRow, "id" | "nodeId" | "status" | "ports"> | undefine
  * replica changes any deployment; whether the node's agent is connected is
  * checked on every request.
  */
-export function createEndpointResolver(repos: Repos, isConnected: (nodeId: string) => boolean, o: { events: EventBus; ttlMs: number; now: () => number }): EndpointResolver {
+export function createEndpointResolver(
+  repos: Repos,
+  isConnected: (nodeId: string) => boolean,
+  o: { events: EventBus; ttlMs: number; now: () => number },
+): EndpointResolver {
   const cache = new Map<string, { dep: Seen; at: number }>();
   o.events.on("deployment-changed", () => cache.clear());
 

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
+import type { Repos, UserRow } from "@cm/db";
 import bs58 from "bs58";
 import nacl from "tweetnacl";
-import type { Repos, UserRow } from "@cm/db";
 import { ApiError } from "../errors";
-import { hashSecret, newSecret, type Clock, type IdGenerator } from "./ids";
+import { type Clock, hashSecret, type IdGenerator, newSecret } from "./ids";
 
 export type AuthSettings = { domain: string; nonceTtlS: number; accessTtlS: number; refreshTtlS: number };
 
@@ -91,7 +91,11 @@ export function createAuthService(repos: Repos, clock: Clock, ids: IdGenerator, 
     /** The user behind an access token, or the reason there is none. */
     async authenticate(header: string | undefined): Promise<UserRow> {
       const m = header?.match(/^Bearer\s+(\S+)\s*$/i);
-      if (!m) throw new ApiError("UNAUTHORIZED", header ? "the Authorization header must be 'Bearer <accessToken>'" : "this route needs 'Authorization: Bearer <accessToken>'");
+      if (!m)
+        throw new ApiError(
+          "UNAUTHORIZED",
+          header ? "the Authorization header must be 'Bearer <accessToken>'" : "this route needs 'Authorization: Bearer <accessToken>'",
+        );
       const session = await repos.auth.findSession(hashSecret(m[1]!));
       if (!session || session.kind !== "access" || session.revokedAt !== null) throw new ApiError("UNAUTHORIZED", "unknown access token");
       if (session.expiresAt <= clock.now()) throw new ApiError("TOKEN_EXPIRED", "the access token has expired; call POST /auth/refresh");

@@ -55,7 +55,11 @@ export function createCharges({ repos, ids }: { repos: Repos; ids: IdGenerator }
       }
     }
     return repos.billing.consume(db, dep, {
-      billedMs, billedUntil: untilMs, costMicro: Math.max(0, due), txnId: ids("txn"), nowMs,
+      billedMs,
+      billedUntil: untilMs,
+      costMicro: Math.max(0, due),
+      txnId: ids("txn"),
+      nowMs,
       description: `deployment ${dep.id}: ${seconds(billedMs - dep.billedMs)} s at ${rate} credits/h`,
     });
   }

@@ -1,4 +1,4 @@
-import { creditsToMicro, OccupyRefused, type DeploymentRow, type MoveFields, type OccupyRefusal, type Repos, type TransitionPatch } from "@cm/db";
+import { creditsToMicro, type DeploymentRow, type MoveFields, type OccupyRefusal, OccupyRefused, type Repos, type TransitionPatch } from "@cm/db";
 import type { DeploymentStatus } from "@cm/protocol";
 import type { Charges, LockedDb } from "./charges";
 import type { Liveness } from "./metering";

@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import type { DeploymentRow, NodeRow, OccupyRefusal, Repos, TemplateRow } from "@cm/db";
-import { canDo, isLive, type CreateDeploymentRequest, type DeploymentStatus, type TenantAction } from "@cm/protocol";
+import { type CreateDeploymentRequest, canDo, type DeploymentStatus, isLive, type TenantAction } from "@cm/protocol";
 import { ApiError } from "../errors";
-import { hourOfCreditsMicro, type DeploymentMoves, type MoveResult } from "./deployment-moves";
-import type { Clock, IdGenerator } from "./ids";
+import { type DeploymentMoves, hourOfCreditsMicro, type MoveResult } from "./deployment-moves";
 import type { EventBus } from "./events";
+import type { Clock, IdGenerator } from "./ids";
 
 /** What the deployment rules need to know about the agents: is anyone there to act? */
 export interface NodeLink {
@@ -22,9 +22,13 @@ export function checkRequirements(node: NodeRow, t: TemplateRow | undefined): Ap
   if (!t) return undefined;
   if (t.requiresGpu && node.gpuCount === 0) return new ApiError("NODE_NO_GPU", `template ${t.slug} needs a GPU and node ${node.id} has none`);
   if (t.minGpuVramMb > 0 && node.maxGpuVramMb < t.minGpuVramMb) {
-    return new ApiError("NODE_INSUFFICIENT_GPU_VRAM", `template ${t.slug} needs ${t.minGpuVramMb} MB of GPU memory; the node's largest GPU has ${node.maxGpuVramMb} MB`);
+    return new ApiError(
+      "NODE_INSUFFICIENT_GPU_VRAM",
+      `template ${t.slug} needs ${t.minGpuVramMb} MB of GPU memory; the node's largest GPU has ${node.maxGpuVramMb} MB`,
+    );
   }
-  if (node.cpuCores < t.minCpuCores) return new ApiError("NODE_INSUFFICIENT_CPU", `template ${t.slug} needs ${t.minCpuCores} CPU cores; the node has ${node.cpuCores}`);
+  if (node.cpuCores < t.minCpuCores)
+    return new ApiError("NODE_INSUFFICIENT_CPU", `template ${t.slug} needs ${t.minCpuCores} CPU cores; the node has ${node.cpuCores}`);
   if (node.ramMb < t.minRamMb) return new ApiError("NODE_INSUFFICIENT_RAM", `template ${t.slug} needs ${t.minRamMb} MB of RAM; the node has ${node.ramMb}`);
   return undefined;
 }
@@ -66,7 +70,8 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
       const hasTemplate = body.templateId !== undefined;
       const hasImage = body.customImage !== undefined && body.customImage !== null;
       if (hasTemplate && hasImage) throw new ApiError("TEMPLATE_AND_IMAGE_CONFLICT", "give templateId or customImage, not both");
-      if (!hasTemplate && !hasImage) throw new ApiError("TEMPLATE_OR_IMAGE_REQUIRED", "give templateId (from GET /templates) or customImage (an image reference)");
+      if (!hasTemplate && !hasImage)
+        throw new ApiError("TEMPLATE_OR_IMAGE_REQUIRED", "give templateId (from GET /templates) or customImage (an image reference)");
 
       const template = hasTemplate ? await repos.templates.getByIdOrSlug(body.templateId!) : undefined;
       if (hasTemplate && !template) throw new ApiError("TEMPLATE_NOT_FOUND", `no template ${body.templateId}`);

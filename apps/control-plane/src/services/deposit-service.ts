@@ -1,6 +1,6 @@
-import { creditsToMicro, type CreditPackageRow, type DepositRow, type Repos } from "@cm/db";
-import { ApiError } from "../errors";
+import { type CreditPackageRow, creditsToMicro, type DepositRow, type Repos } from "@cm/db";
 import { creditsToReceive } from "../catalog/credit-packages";
+import { ApiError } from "../errors";
 import { decodeWallet } from "./auth-service";
 import type { ChainClient } from "./chain/chain-client";
 import { verifyDeposit } from "./chain/verify-deposit";
@@ -9,12 +9,20 @@ import type { Clock, IdGenerator } from "./ids";
 export type PaymentSettings = { treasuryWallet: string; stableMint: string; stableDecimals: number; depositTtlS: number };
 
 /** USD cents to the stablecoin's base units (USDC: 6 decimals, so 1 cent = 10,000), in integers. */
-export const centsToBaseUnits = (cents: number, decimals: number) => BigInt(cents) * 10n ** BigInt(decimals) / 100n;
+export const centsToBaseUnits = (cents: number, decimals: number) => (BigInt(cents) * 10n ** BigInt(decimals)) / 100n;
 /** Base units as the number of whole tokens the API shows (10000000 -> 10). */
 export const baseUnitsToTokens = (base: bigint, decimals: number) => Number(base) / 10 ** decimals;
 
 export function presentPackage(p: CreditPackageRow) {
-  return { id: p.id, name: p.name, credits: p.credits, priceUsd: p.priceUsdCents / 100, priceStable: p.priceUsdCents / 100, bonusPercent: p.bonusPercent, creditsToReceive: creditsToReceive(p) };
+  return {
+    id: p.id,
+    name: p.name,
+    credits: p.credits,
+    priceUsd: p.priceUsdCents / 100,
+    priceStable: p.priceUsdCents / 100,
+    bonusPercent: p.bonusPercent,
+    creditsToReceive: creditsToReceive(p),
+  };
 }
 
 export function presentDeposit(d: DepositRow) {
@@ -69,16 +77,27 @@ export function createDepositService(repos: Repos, chain: ChainClient, clock: Cl
         if (deposit.txSignature !== signature) throw new ApiError("DEPOSIT_ALREADY_CONFIRMED", `deposit ${depositId} was confirmed with another transaction`);
         return { transaction: (await repos.deposits.transactionBySignature(signature))!, replay: true };
       }
-      if (clock.now() > deposit.expiresAt) throw new ApiError("DEPOSIT_EXPIRED", `deposit ${depositId} expired at ${new Date(deposit.expiresAt).toISOString()}; start a new one`);
+      if (clock.now() > deposit.expiresAt)
+        throw new ApiError("DEPOSIT_EXPIRED", `deposit ${depositId} expired at ${new Date(deposit.expiresAt).toISOString()}; start a new one`);
       const mine = await this.refuseUsedSignature(deposit.id, signature);
       if (mine) return { transaction: mine, replay: true };
 
       const lookup = await chain.getTransfer(signature);
       if (lookup.kind === "unavailable") {
-        throw new ApiError("CHAIN_UNAVAILABLE", `the Solana RPC node did not answer (${lookup.reason}); the deposit is still pending, retry shortly`, undefined, { "Retry-After": "5" });
+        throw new ApiError(
+          "CHAIN_UNAVAILABLE",
+          `the Solana RPC node did not answer (${lookup.reason}); the deposit is still pending, retry shortly`,
+          undefined,
+          { "Retry-After": "5" },
+        );
       }
       if (lookup.kind === "not_found") {
-        throw new ApiError("TX_NOT_FOUND", "the transaction is not visible on chain yet at the required commitment; the deposit is still pending, retry shortly", undefined, { "Retry-After": "5" });
+        throw new ApiError(
+          "TX_NOT_FOUND",
+          "the transaction is not visible on chain yet at the required commitment; the deposit is still pending, retry shortly",
+          undefined,
+          { "Retry-After": "5" },
+        );
       }
       const verdict = verifyDeposit(lookup.tx, {
         treasuryOwner: deposit.treasuryWallet,
@@ -100,7 +119,8 @@ export function createDepositService(repos: Repos, chain: ChainClient, clock: Cl
           return { transaction: won, replay: true };
         }
         case "already_confirmed":
-          if (outcome.deposit.txSignature !== signature) throw new ApiError("DEPOSIT_ALREADY_CONFIRMED", `deposit ${depositId} was confirmed with another transaction`);
+          if (outcome.deposit.txSignature !== signature)
+            throw new ApiError("DEPOSIT_ALREADY_CONFIRMED", `deposit ${depositId} was confirmed with another transaction`);
           return { transaction: outcome.transaction ?? (await repos.deposits.transactionBySignature(signature))!, replay: true };
         case "not_pending":
           throw new ApiError("DEPOSIT_EXPIRED", `deposit ${depositId} is no longer pending`);

@@ -1,6 +1,6 @@
 import { creditsToMicro, type Repos, type TransitionPatch } from "@cm/db";
 import { KeyedQueue } from "@cm/protocol";
-import { costMicro, type Charges } from "./charges";
+import { type Charges, costMicro } from "./charges";
 import type { DeploymentMoves } from "./deployment-moves";
 import type { NodeLink } from "./deployment-service";
 import type { EventBus } from "./events";
@@ -22,7 +22,16 @@ export interface Liveness extends NodeLink {
   lastProofOfLifeMs(nodeId: string): number | undefined;
 }
 
-export type MeteringOptions = { repos: Repos; clock: Clock; events: EventBus; log: Logger; link: Liveness; charges: Charges; moves: DeploymentMoves; intervalMs: number };
+export type MeteringOptions = {
+  repos: Repos;
+  clock: Clock;
+  events: EventBus;
+  log: Logger;
+  link: Liveness;
+  charges: Charges;
+  moves: DeploymentMoves;
+  intervalMs: number;
+};
 
 /**
  * Per-second billing of running deployments. A deployment is charged from the
@@ -90,7 +99,8 @@ export function createMetering(o: MeteringOptions) {
 
   let timer: NodeJS.Timeout | undefined;
   return {
-    nodeLost, tick,
+    nodeLost,
+    tick,
     start() {
       timer ??= setInterval(() => void tick().catch((err) => log.error("metering: tick failed", { err })), o.intervalMs);
       timer.unref();

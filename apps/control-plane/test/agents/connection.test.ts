@@ -1,11 +1,10 @@
+import { CLOSE_CODES, CURRENT_PROTOCOL_VERSION } from "@cm/protocol";
+import { describeEachDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
-import { CLOSE_CODES, CURRENT_PROTOCOL_VERSION } from "@cm/protocol";
 import { BYTES_BEFORE_READY } from "../../src/agents/agent-hub";
-import { eventually, startAgentHarness, type AgentHarness } from "./support/agent-harness";
+import { type AgentHarness, eventually, startAgentHarness } from "./support/agent-harness";
 import { GPU, SimAgent, SPECS } from "./support/sim-agent";
-import { describeEachDatabase } from "@cm/testkit";
-
 
 describeEachDatabase("agent connection on $name", (db) => {
   let h: AgentHarness;
@@ -129,7 +128,15 @@ describeEachDatabase("agent connection on $name", (db) => {
       return n;
     });
     expect(detail).toMatchObject({ status: "online", specs: SPECS, lastHeartbeat: new Date(h.clock.now()).toISOString() });
-    expect(detail.gpus[0]).toEqual({ name: GPU.name, vramMb: GPU.vramMb, computeVersion: GPU.computeVersion, brand: GPU.brand, computeCores: GPU.computeCores, tensorCores: GPU.tensorCores, driverVersion: GPU.driverVersion });
+    expect(detail.gpus[0]).toEqual({
+      name: GPU.name,
+      vramMb: GPU.vramMb,
+      computeVersion: GPU.computeVersion,
+      brand: GPU.brand,
+      computeCores: GPU.computeCores,
+      tensorCores: GPU.tensorCores,
+      driverVersion: GPU.driverVersion,
+    });
     const listed = (await h.call("GET", "/nodes?status=online&hasGpu=true&limit=100")).json.nodes;
     expect(listed.map((n: { id: string }) => n.id)).toContain(node.id);
     expect(h.deps.agents.isConnected(node.id)).toBe(true);

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { eventually, startAgentHarness, type AgentHarness } from "./support/agent-harness";
-import { SimAgent } from "./support/sim-agent";
-import { describeEachDatabase } from "@cm/testkit";
 import { AGENT_RECONNECT_MAX_MS } from "@cm/protocol";
+import { describeEachDatabase } from "@cm/testkit";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type AgentHarness, eventually, startAgentHarness } from "./support/agent-harness";
+import { SimAgent } from "./support/sim-agent";
 
 describeEachDatabase("deployments through the agent on $name", (db) => {
   let h: AgentHarness;
@@ -21,13 +21,23 @@ describeEachDatabase("deployments through the agent on $name", (db) => {
 
   it("sends the agent a create command with the whole spec, and shows its progress up to running with startedAt", async () => {
     const node = await h.connectedNode(op.token, { gpus: 2 });
-    const created = await h.call("POST", "/deployments", { token: tenant.token, body: { nodeId: node.id, customImage: "busybox:1.36", ports: [8080], env: { A: "1" } } });
+    const created = await h.call("POST", "/deployments", {
+      token: tenant.token,
+      body: { nodeId: node.id, customImage: "busybox:1.36", ports: [8080], env: { A: "1" } },
+    });
     const id = created.json.deployment.id;
     const cmd = await node.agent.command(id);
     expect(cmd.action).toBe("create");
     expect(cmd.commandId).toMatch(/^cmd_/);
     expect(cmd.deployment).toEqual({
-      deploymentId: id, userId: tenant.user.id, runSeq: 0, desiredState: "running", image: "busybox:1.36", env: { A: "1" }, ports: [8080], gpuCount: 2,
+      deploymentId: id,
+      userId: tenant.user.id,
+      runSeq: 0,
+      desiredState: "running",
+      image: "busybox:1.36",
+      env: { A: "1" },
+      ports: [8080],
+      gpuCount: 2,
       logCursor: { seq: 0, dockerTs: null },
     });
     node.agent.send({ type: "ack", commandId: cmd.commandId, ok: true });
@@ -142,7 +152,9 @@ describeEachDatabase("deployments through the agent on $name", (db) => {
     h.clock.advance(31_000 + AGENT_RECONNECT_MAX_MS);
     await h.deps.agents.tick();
     await eventually(async () => expect((await h.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("offline"));
-    await eventually(async () => expect(await h.getDeployment(a.id, tenant.token)).toMatchObject({ status: "failed", statusReason: expect.stringMatching(/^node went offline/) }));
+    await eventually(async () =>
+      expect(await h.getDeployment(a.id, tenant.token)).toMatchObject({ status: "failed", statusReason: expect.stringMatching(/^node went offline/) }),
+    );
     await h.call("DELETE", `/deployments/${b.id}`, { token: tenant.token });
     const back = await SimAgent.connect(h.url, node.agentToken);
     const after = Object.fromEntries(back.sync.deployments.map((d) => [d.deploymentId, d.desiredState]));

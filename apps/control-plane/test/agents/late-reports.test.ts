@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { describeEachDatabase } from "@cm/testkit";
-import { eventually, startAgentHarness, type AgentHarness } from "./support/agent-harness";
 import type { ObservedStatus } from "@cm/protocol";
+import { describeEachDatabase } from "@cm/testkit";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type AgentHarness, eventually, startAgentHarness } from "./support/agent-harness";
 import type { SimAgent } from "./support/sim-agent";
 
 const S = 1000;

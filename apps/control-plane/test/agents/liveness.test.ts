@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { describeEachDatabase } from "@cm/testkit";
 import { AGENT_RECONNECT_MAX_MS } from "@cm/protocol";
+import { describeEachDatabase } from "@cm/testkit";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { StallWatch } from "../../src/agents/stall-watch";
-import { eventually, startAgentHarness, type AgentHarness } from "./support/agent-harness";
+import { type AgentHarness, eventually, startAgentHarness } from "./support/agent-harness";
 
 const S = 1000;
 

@@ -1,12 +1,18 @@
 import { describe, expect, it } from "vitest";
-import { MAX_STORED_LINE_CHARS, TokenBucket, ingestCost, storedLine } from "../../src/agents/log-limits";
+import { ingestCost, MAX_STORED_LINE_CHARS, storedLine, TokenBucket } from "../../src/agents/log-limits";
 
 const now = Date.UTC(2026, 10, 1, 12, 0, 0);
 const line = (message: string, ts = new Date(now - 1000).toISOString()) => ({ seq: 7, ts, stream: "stdout" as const, message });
 
 describe("storedLine", () => {
   it("keeps a line and its time as sent when both are believable", () => {
-    expect(storedLine(line("hello", "2026-11-01T11:59:59.123456789Z"), now)).toEqual({ seq: 7, ts: "2026-11-01T11:59:59.123456789Z", tsMs: Date.parse("2026-11-01T11:59:59.123Z"), stream: "stdout", message: "hello" });
+    expect(storedLine(line("hello", "2026-11-01T11:59:59.123456789Z"), now)).toEqual({
+      seq: 7,
+      ts: "2026-11-01T11:59:59.123456789Z",
+      tsMs: Date.parse("2026-11-01T11:59:59.123Z"),
+      stream: "stdout",
+      message: "hello",
+    });
   });
 
   it("cuts a line past 16 KiB, saying so at the cut", () => {

@@ -1,14 +1,19 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
 import type { LogLineFrame } from "@cm/protocol";
-import { startAgentHarness, type AgentHarness } from "./support/agent-harness";
-import { SimAgent } from "./support/sim-agent";
 import { describeEachDatabase } from "@cm/testkit";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type AgentHarness, startAgentHarness } from "./support/agent-harness";
+import { SimAgent } from "./support/sim-agent";
 
 const base = Date.UTC(2026, 10, 1, 12, 0, 0);
 /** Docker's timestamps carry nanoseconds; line n is n ms after base. */
 const tsOf = (seq: number) => new Date(base + seq).toISOString().replace("Z", "000001Z");
 const lines = (from: number, to: number): LogLineFrame[] =>
-  Array.from({ length: to - from + 1 }, (_, i) => ({ seq: from + i, ts: tsOf(from + i), stream: (from + i) % 10 === 0 ? "stderr" : "stdout", message: `line ${from + i}` }));
+  Array.from({ length: to - from + 1 }, (_, i) => ({
+    seq: from + i,
+    ts: tsOf(from + i),
+    stream: (from + i) % 10 === 0 ? "stderr" : "stdout",
+    message: `line ${from + i}`,
+  }));
 
 describeEachDatabase("logs from the agent on $name", (db) => {
   let h: AgentHarness;
@@ -23,7 +28,12 @@ describeEachDatabase("logs from the agent on $name", (db) => {
   });
   afterAll(() => h.close());
 
-  const logs = async (id: string, query = "") => (await h.call("GET", `/deployments/${id}/logs${query}`, { token: tenant.token })).json.logs as Array<{ timestamp: string; stream: string; message: string }>;
+  const logs = async (id: string, query = "") =>
+    (await h.call("GET", `/deployments/${id}/logs${query}`, { token: tenant.token })).json.logs as Array<{
+      timestamp: string;
+      stream: string;
+      message: string;
+    }>;
 
   it("stores batches, acks the cursor, and serves them with tail and since; a resent batch adds nothing", async () => {
     const node = await h.connectedNode(op.token);
@@ -95,10 +105,14 @@ describeEachDatabase("log bounds on $name", (db) => {
   it("cuts long lines, restamps incredible times, and refuses what passes a node's rate until time allows it", async () => {
     const node = await h.connectedNode(op.token);
     const { id } = await h.deploy(tenant.token, node.id, node.agent);
-    node.agent.send({ type: "logs", deploymentId: id, lines: [
-      { seq: 1, ts: tsOf(1), stream: "stdout", message: "z".repeat(60_000) },
-      { seq: 2, ts: "1970-01-01T00:00:00.000000001Z", stream: "stdout", message: "from the epoch" },
-    ] });
+    node.agent.send({
+      type: "logs",
+      deploymentId: id,
+      lines: [
+        { seq: 1, ts: tsOf(1), stream: "stdout", message: "z".repeat(60_000) },
+        { seq: 2, ts: "1970-01-01T00:00:00.000000001Z", stream: "stdout", message: "from the epoch" },
+      ],
+    });
     expect((await node.agent.next("logs_ack")).cursor.seq).toBe(2);
     const stored = (await h.call("GET", `/deployments/${id}/logs`, { token: tenant.token })).json.logs;
     expect(stored[0].message).toBe(`${"z".repeat(16 * 1024)} … [line cut: 60000 characters]`);
@@ -123,4 +137,3 @@ describeEachDatabase("log bounds on $name", (db) => {
     await again.agent.close();
   });
 });
-

@@ -1,8 +1,8 @@
+import { describeEachDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { costMicro } from "../../src/services/charges";
-import { eventually, startAgentHarness, type AgentHarness } from "./support/agent-harness";
+import { type AgentHarness, eventually, startAgentHarness } from "./support/agent-harness";
 import type { SimAgent } from "./support/sim-agent";
-import { describeEachDatabase } from "@cm/testkit";
 
 const S = 1000;
 

@@ -1,13 +1,12 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, expect, it } from "vitest";
-import { CLOSE_CODES } from "@cm/protocol";
 import type { TestDatabase } from "@cm/db/testing";
+import { CLOSE_CODES } from "@cm/protocol";
+import { describeEachDatabase } from "@cm/testkit";
+import { afterAll, expect, it } from "vitest";
 import { eventually, startAgentHarness } from "./support/agent-harness";
 import { SimAgent } from "./support/sim-agent";
-import { describeEachDatabase } from "@cm/testkit";
-
 
 /** One database that outlives a control plane: the next one opens it again. */
 async function durable(db: TestDatabase) {

@@ -1,12 +1,36 @@
-import { describe, expect, it } from "vitest";
 import type { DeploymentRow } from "@cm/db";
+import { describe, expect, it } from "vitest";
 import { planReport, pullReason, reportTimeMs } from "../../src/agents/status-reports";
 import { affordableMs, costMicro } from "../../src/services/charges";
 
 const dep = (o: Partial<DeploymentRow> = {}): DeploymentRow => ({
-  id: "dep_1", userId: "usr_1", nodeId: "node_1", templateId: null, name: null, image: "busybox", status: "pending", desiredState: "running",
-  statusReason: null, exitCode: null, env: {}, ports: [], endpoints: [], hourlyRateCents: 50, totalCostMicro: 0, reservedMicro: 0, billedUntil: null,
-  billedMs: 0, runSeq: 2, createdAt: 0, startedAt: null, stoppedAt: null, updatedAt: 0, deletedAt: null, removedFromNodeAt: null, endpointKey: "k", ...o,
+  id: "dep_1",
+  userId: "usr_1",
+  nodeId: "node_1",
+  templateId: null,
+  name: null,
+  image: "busybox",
+  status: "pending",
+  desiredState: "running",
+  statusReason: null,
+  exitCode: null,
+  env: {},
+  ports: [],
+  endpoints: [],
+  hourlyRateCents: 50,
+  totalCostMicro: 0,
+  reservedMicro: 0,
+  billedUntil: null,
+  billedMs: 0,
+  runSeq: 2,
+  createdAt: 0,
+  startedAt: null,
+  stoppedAt: null,
+  updatedAt: 0,
+  deletedAt: null,
+  removedFromNodeAt: null,
+  endpointKey: "k",
+  ...o,
 });
 const at = 1_000_000;
 
@@ -14,7 +38,9 @@ describe("planReport", () => {
   it("climbs towards running, never back down, and only for the current run", () => {
     expect(planReport(dep(), { at, runSeq: 2, status: "pulling" }, at)).toEqual({ kind: "move", to: "pulling", patch: { statusReason: "pulling image" } });
     expect(planReport(dep({ status: "pulling" }), { at, runSeq: 2, status: "running" }, at)).toEqual({
-      kind: "move", to: "running", patch: { startedAt: at, billedUntil: at, statusReason: null, exitCode: null },
+      kind: "move",
+      to: "running",
+      patch: { startedAt: at, billedUntil: at, statusReason: null, exitCode: null },
     });
     expect(planReport(dep({ status: "running" }), { at, runSeq: 2, status: "starting" }, at).kind).toBe("ignore");
     expect(planReport(dep({ status: "running" }), { at, runSeq: 2, status: "running" }, at).kind).toBe("ignore");
@@ -26,18 +52,40 @@ describe("planReport", () => {
   it("turns an exit into exited or failed with the code, unless the stop was asked for", () => {
     const running = dep({ status: "running" });
     expect(planReport(running, { at, runSeq: 2, status: "exited", exitCode: 0 }, at)).toEqual({
-      kind: "move", to: "exited", patch: { desiredState: "stopped", exitCode: 0, statusReason: "the container exited with code 0", stoppedAt: at }, settleUntilMs: at,
+      kind: "move",
+      to: "exited",
+      patch: { desiredState: "stopped", exitCode: 0, statusReason: "the container exited with code 0", stoppedAt: at },
+      settleUntilMs: at,
     });
-    expect(planReport(running, { at, runSeq: 2, status: "exited", exitCode: 2 }, at)).toMatchObject({ to: "failed", patch: { exitCode: 2, statusReason: "the container exited with code 2" } });
-    expect(planReport(dep({ status: "stopping", desiredState: "stopped" }), { at, runSeq: 2, status: "exited", exitCode: 143 }, at)).toEqual({ kind: "move", to: "stopped", patch: { exitCode: 143, stoppedAt: at }, settleUntilMs: at });
-    expect(planReport(dep({ status: "stopping", desiredState: "stopped" }), { at, runSeq: 2, status: "stopped" }, at)).toEqual({ kind: "move", to: "stopped", patch: { stoppedAt: at }, settleUntilMs: at });
-    expect(planReport(running, { at, runSeq: 2, status: "stopped" }, at)).toMatchObject({ to: "stopped", patch: { desiredState: "stopped", statusReason: "the container was stopped on the node" } });
+    expect(planReport(running, { at, runSeq: 2, status: "exited", exitCode: 2 }, at)).toMatchObject({
+      to: "failed",
+      patch: { exitCode: 2, statusReason: "the container exited with code 2" },
+    });
+    expect(planReport(dep({ status: "stopping", desiredState: "stopped" }), { at, runSeq: 2, status: "exited", exitCode: 143 }, at)).toEqual({
+      kind: "move",
+      to: "stopped",
+      patch: { exitCode: 143, stoppedAt: at },
+      settleUntilMs: at,
+    });
+    expect(planReport(dep({ status: "stopping", desiredState: "stopped" }), { at, runSeq: 2, status: "stopped" }, at)).toEqual({
+      kind: "move",
+      to: "stopped",
+      patch: { stoppedAt: at },
+      settleUntilMs: at,
+    });
+    expect(planReport(running, { at, runSeq: 2, status: "stopped" }, at)).toMatchObject({
+      to: "stopped",
+      patch: { desiredState: "stopped", statusReason: "the container was stopped on the node" },
+    });
     expect(planReport(dep({ status: "stopped", desiredState: "stopped" }), { at, runSeq: 2, status: "exited", exitCode: 1 }, at).kind).toBe("ignore");
   });
 
   it("finalizes removal only for a deleted deployment", () => {
     expect(planReport(dep({ status: "stopped", desiredState: "removed" }), { at, runSeq: 2, status: "removed" }, at)).toEqual({ kind: "removed" });
-    expect(planReport(dep({ status: "running" }), { at, runSeq: 2, status: "removed" }, at)).toMatchObject({ to: "failed", patch: { desiredState: "stopped" } });
+    expect(planReport(dep({ status: "running" }), { at, runSeq: 2, status: "removed" }, at)).toMatchObject({
+      to: "failed",
+      patch: { desiredState: "stopped" },
+    });
     expect(planReport(dep({ status: "stopped", desiredState: "stopped" }), { at, runSeq: 2, status: "removed" }, at).kind).toBe("ignore");
   });
 
@@ -45,7 +93,10 @@ describe("planReport", () => {
     const nowMs = at + 60_000;
     expect(planReport(dep({ status: "starting" }), { at, runSeq: 2, status: "running" }, nowMs)).toMatchObject({ patch: { startedAt: at, billedUntil: at } });
     const running = dep({ status: "running", startedAt: at, billedUntil: at + 5_000 });
-    expect(planReport(running, { at: at + 7_000, runSeq: 2, status: "exited", exitCode: 0 }, nowMs)).toMatchObject({ settleUntilMs: at + 7_000, patch: { stoppedAt: at + 7_000 } });
+    expect(planReport(running, { at: at + 7_000, runSeq: 2, status: "exited", exitCode: 0 }, nowMs)).toMatchObject({
+      settleUntilMs: at + 7_000,
+      patch: { stoppedAt: at + 7_000 },
+    });
   });
 
   it("holds the agent's time within what can be true", () => {
@@ -76,7 +127,12 @@ describe("costMicro", () => {
   });
 
   it("affordableMs is the longest time whose cost fits the budget", () => {
-    for (const [rate, budget] of [[50, 833_333], [7, 1], [7, 123_456_789], [99_999, 5]] as const) {
+    for (const [rate, budget] of [
+      [50, 833_333],
+      [7, 1],
+      [7, 123_456_789],
+      [99_999, 5],
+    ] as const) {
       const ms = affordableMs(rate, budget);
       expect(costMicro(rate, ms)).toBeLessThanOrEqual(budget);
       expect(costMicro(rate, ms + 1)).toBeGreaterThan(budget);

@@ -5,17 +5,18 @@
 import http from "node:http";
 import type net from "node:net";
 import type { Duplex } from "node:stream";
+import { AGENT_TUNNEL_PATH, AGENT_TUNNEL_UPGRADE } from "@cm/protocol";
+import { sqliteDatabase as db } from "@cm/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { AGENT_TUNNEL_PATH, AGENT_TUNNEL_UPGRADE } from "@cm/protocol";
-import { startAgentHarness, type AgentHarness } from "./support/agent-harness";
-import { sqliteDatabase as db } from "@cm/testkit";
-
+import { type AgentHarness, startAgentHarness } from "./support/agent-harness";
 
 /** What an agent does once asked: upgrade a connection of its own to a raw tunnel. */
 function answerRaw(base: string, tunnelId: string, token: string) {
   return new Promise<{ status: number; socket?: net.Socket }>((resolve, reject) => {
-    const req = http.request(`${base}${AGENT_TUNNEL_PATH}?id=${tunnelId}`, { headers: { authorization: `Bearer ${token}`, connection: "Upgrade", upgrade: AGENT_TUNNEL_UPGRADE } });
+    const req = http.request(`${base}${AGENT_TUNNEL_PATH}?id=${tunnelId}`, {
+      headers: { authorization: `Bearer ${token}`, connection: "Upgrade", upgrade: AGENT_TUNNEL_UPGRADE },
+    });
     req.on("upgrade", (res, socket: net.Socket) => resolve({ status: res.statusCode!, socket }));
     req.on("response", (res) => (res.resume(), resolve({ status: res.statusCode! })));
     req.on("error", reject);
@@ -28,7 +29,7 @@ const read = (s: Duplex | net.Socket, bytes: number) =>
     let got = "";
     const on = (c: Buffer) => {
       got += c.toString();
-      if (got.length >= bytes) (s.off("data", on), resolve(got));
+      if (got.length >= bytes) s.off("data", on), resolve(got);
     };
     s.on("data", on);
   });
@@ -65,7 +66,9 @@ describe("tunnels", () => {
     const node = await h.connectedNode(op.token);
     const dialed = h.deps.tunnels.dial({ deploymentId: "dep_b", nodeId: node.id, port: 8080 });
     const ask = await node.agent.next("open_tunnel");
-    const ws = new WebSocket(`${h.url.replace(/^http/, "ws")}${AGENT_TUNNEL_PATH}?id=${ask.tunnelId}`, { headers: { authorization: `Bearer ${node.agentToken}` } });
+    const ws = new WebSocket(`${h.url.replace(/^http/, "ws")}${AGENT_TUNNEL_PATH}?id=${ask.tunnelId}`, {
+      headers: { authorization: `Bearer ${node.agentToken}` },
+    });
     const gatewaySide = await dialed;
     const received = new Promise<string>((r) => ws.once("message", (m) => r(m.toString())));
     gatewaySide.write("ping");

@@ -1,14 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Keypair } from "@solana/web3.js";
 import { TOKEN_2022_PROGRAM_ID } from "@solana/spl-token";
+import { Keypair } from "@solana/web3.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChainClient } from "../../src/services/chain/chain-client";
-import { createWeb3ChainClient } from "../../src/services/chain/web3-chain-client";
-import { verifyDeposit } from "../../src/services/chain/verify-deposit";
 import type { DepositVerdict } from "../../src/services/chain/verify-deposit";
-import { startFakeSolanaRpc } from "../support/fake-solana-rpc";
+import { verifyDeposit } from "../../src/services/chain/verify-deposit";
+import { createWeb3ChainClient } from "../../src/services/chain/web3-chain-client";
 import type { FakeSolanaRpc } from "../support/fake-solana-rpc";
-import { DEFAULT_BLOCK_TIME_MS, USDC_MINT, makeUsdcPayment } from "../support/solana-fixtures";
+import { startFakeSolanaRpc } from "../support/fake-solana-rpc";
 import type { PaymentOptions } from "../support/solana-fixtures";
+import { DEFAULT_BLOCK_TIME_MS, makeUsdcPayment, USDC_MINT } from "../support/solana-fixtures";
 
 // The whole path the deposit-confirm route takes: a real signed payment, read back
 // through the RPC wire format, translated, then judged.

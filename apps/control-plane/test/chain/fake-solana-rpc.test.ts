@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Connection, Keypair, VersionedTransaction } from "@solana/web3.js";
-import { startFakeSolanaRpc, uiTokenAmount } from "../support/fake-solana-rpc";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FakeSolanaRpc } from "../support/fake-solana-rpc";
-import { USDC_MINT, makeUsdcPayment } from "../support/solana-fixtures";
+import { startFakeSolanaRpc, uiTokenAmount } from "../support/fake-solana-rpc";
 import type { FixturePayment } from "../support/solana-fixtures";
+import { makeUsdcPayment, USDC_MINT } from "../support/solana-fixtures";
 
 // The fake's answers must pass @solana/web3.js's own response validation and decode
 // back into the very bytes that were signed: that is what makes the other tests honest.

@@ -1,7 +1,7 @@
-import { describe, expect, it } from "vitest";
-import { PublicKey } from "@solana/web3.js";
-import type { ParsedTransactionWithMeta } from "@solana/web3.js";
 import * as splToken from "@solana/spl-token";
+import type { ParsedTransactionWithMeta } from "@solana/web3.js";
+import { PublicKey } from "@solana/web3.js";
+import { describe, expect, it } from "vitest";
 import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, toTransferFacts } from "../../src/services/chain/to-transfer-facts";
 
 // Shapes as a mainnet node answers getTransaction(jsonParsed, maxSupportedTransactionVersion 0),
@@ -21,14 +21,7 @@ const COMPUTE_BUDGET = "ComputeBudget111111111111111111111111111111";
 const ROUTER = "JUP6LkbZbjS1jKKwapdHNy74zcZ3tLUZoi5QNyVTaV4";
 
 const key = (pubkey: string, signer = false, writable = false) => ({ pubkey, signer, writable, source: "transaction" });
-const KEYS = [
-  key(PAYER, true, true),
-  key(PAYER_ATA, false, true),
-  key(TREASURY_ATA, false, true),
-  key(COMPUTE_BUDGET),
-  key(USDC),
-  key(TOKEN),
-];
+const KEYS = [key(PAYER, true, true), key(PAYER_ATA, false, true), key(TREASURY_ATA, false, true), key(COMPUTE_BUDGET), key(USDC), key(TOKEN)];
 // uiAmount is the node's display float; only `amount` is ever read.
 const amount = (base: string) => ({ amount: base, decimals: 6, uiAmount: Number(base) / 1e6, uiAmountString: String(Number(base) / 1e6) });
 const balance = (accountIndex: number, owner: string, base: string) => ({
@@ -56,20 +49,23 @@ interface WireOverrides {
 }
 
 function wireTx(overrides: WireOverrides = {}) {
-  const meta = overrides.meta === null ? null : {
-    computeUnitsConsumed: 6_348,
-    err: null,
-    fee: 105_000,
-    innerInstructions: [],
-    logMessages: [],
-    preBalances: [1e9, 2039280, 2039280, 1, 521498880, 934087680],
-    postBalances: [999895000, 2039280, 2039280, 1, 521498880, 934087680],
-    preTokenBalances: [balance(1, PAYER, "80000000"), balance(2, TREASURY, "1000000")],
-    postTokenBalances: [balance(1, PAYER, "55000000"), balance(2, TREASURY, "26000000")],
-    rewards: [],
-    status: { Ok: null },
-    ...overrides.meta,
-  };
+  const meta =
+    overrides.meta === null
+      ? null
+      : {
+          computeUnitsConsumed: 6_348,
+          err: null,
+          fee: 105_000,
+          innerInstructions: [],
+          logMessages: [],
+          preBalances: [1e9, 2039280, 2039280, 1, 521498880, 934087680],
+          postBalances: [999895000, 2039280, 2039280, 1, 521498880, 934087680],
+          preTokenBalances: [balance(1, PAYER, "80000000"), balance(2, TREASURY, "1000000")],
+          postTokenBalances: [balance(1, PAYER, "55000000"), balance(2, TREASURY, "26000000")],
+          rewards: [],
+          status: { Ok: null },
+          ...overrides.meta,
+        };
   const message = {
     accountKeys: KEYS,
     addressTableLookups: [],

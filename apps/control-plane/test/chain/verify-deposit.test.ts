@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { TokenTransfer, TransferFacts } from "../../src/services/chain/chain-client";
-import { DEPOSIT_REFUSAL_CODES, verifyDeposit } from "../../src/services/chain/verify-deposit";
 import type { ExpectedDeposit } from "../../src/services/chain/verify-deposit";
+import { DEPOSIT_REFUSAL_CODES, verifyDeposit } from "../../src/services/chain/verify-deposit";
 
 const USDC = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
 const OTHER_MINT = "Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB";
@@ -13,7 +13,16 @@ const EXPIRES_MS = Date.UTC(2025, 5, 1, 12, 30);
 const expected: ExpectedDeposit = { treasuryOwner: TREASURY, mint: USDC, amountBaseUnits: 25_000_000n, payer: PAYER, notAfterMs: EXPIRES_MS };
 
 function transfer(overrides: Partial<TokenTransfer> = {}): TokenTransfer {
-  return { mint: USDC, source: "payer-ata", destination: "treasury-ata", destinationOwner: TREASURY, authority: PAYER, amountBaseUnits: 25_000_000n, decimals: 6, ...overrides };
+  return {
+    mint: USDC,
+    source: "payer-ata",
+    destination: "treasury-ata",
+    destinationOwner: TREASURY,
+    authority: PAYER,
+    amountBaseUnits: 25_000_000n,
+    decimals: 6,
+    ...overrides,
+  };
 }
 
 /** Facts of a payment whose treasury balance moved exactly as its transfers say. */
@@ -24,7 +33,14 @@ function facts(transfers: TokenTransfer[], overrides: Partial<TransferFacts> = {
     blockTimeMs: EXPIRES_MS - 60_000,
     failed: false,
     transfers,
-    tokenBalanceDeltas: transfers.map((t, i) => ({ account: t.destination, accountIndex: i + 1, owner: t.destinationOwner, mint: t.mint, deltaBaseUnits: t.amountBaseUnits, decimals: t.decimals })),
+    tokenBalanceDeltas: transfers.map((t, i) => ({
+      account: t.destination,
+      accountIndex: i + 1,
+      owner: t.destinationOwner,
+      mint: t.mint,
+      deltaBaseUnits: t.amountBaseUnits,
+      decimals: t.decimals,
+    })),
     ...overrides,
   };
 }

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { Keypair } from "@solana/web3.js";
-import { createWeb3ChainClient } from "../../src/services/chain/web3-chain-client";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type { ChainLookup, TransferFacts } from "../../src/services/chain/chain-client";
-import { startFakeSolanaRpc } from "../support/fake-solana-rpc";
+import { createWeb3ChainClient } from "../../src/services/chain/web3-chain-client";
 import type { FakeSolanaRpc } from "../support/fake-solana-rpc";
-import { DEFAULT_BLOCK_TIME_MS, USDC_MINT, makeUsdcPayment } from "../support/solana-fixtures";
+import { startFakeSolanaRpc } from "../support/fake-solana-rpc";
+import { DEFAULT_BLOCK_TIME_MS, makeUsdcPayment, USDC_MINT } from "../support/solana-fixtures";
 
 let rpc: FakeSolanaRpc;
 beforeAll(async () => {

@@ -4,7 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newWallet, startHarness, type Harness } from "../support/harness";
+import { type Harness, newWallet, startHarness } from "../support/harness";
 
 const run = promisify(execFile);
 
@@ -21,7 +21,10 @@ describe("admin credit command", () => {
 
   it("credits a wallet through the ledger, visible as an ordinary transaction", async () => {
     const w = newWallet();
-    const { stdout } = await run("npx", ["tsx", "apps/control-plane/src/admin.ts", "credit", w.address, "2500", "trial"], { cwd: root, env: { ...process.env, DATABASE_URL: url } });
+    const { stdout } = await run("npx", ["tsx", "apps/control-plane/src/admin.ts", "credit", w.address, "2500", "trial"], {
+      cwd: root,
+      env: { ...process.env, DATABASE_URL: url },
+    });
     expect(stdout).toContain("credited 2500 credits");
     const s = await h.signIn(w);
     expect((await h.call("GET", "/credits/balance", { token: s.token })).json.balance).toEqual({ available: 2500, reserved: 0, totalUsed: 0 });
@@ -32,7 +35,9 @@ describe("admin credit command", () => {
 
   it("refuses bad input with a message and a non-zero exit, writing nothing", async () => {
     for (const args of [["credit", "not-a-wallet", "10"], ["credit", newWallet().address, "-5"], ["credit", newWallet().address, "1.5"], ["debit"]]) {
-      const r = await run("npx", ["tsx", "apps/control-plane/src/admin.ts", ...args], { cwd: root, env: { ...process.env, DATABASE_URL: url } }).catch((e) => e);
+      const r = await run("npx", ["tsx", "apps/control-plane/src/admin.ts", ...args], { cwd: root, env: { ...process.env, DATABASE_URL: url } }).catch(
+        (e) => e,
+      );
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/wallet|credits must|usage/);
     }

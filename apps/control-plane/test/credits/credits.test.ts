@@ -1,12 +1,11 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describeEachDatabase, sqliteDatabase } from "@cm/testkit";
 import { Keypair } from "@solana/web3.js";
 import bs58 from "bs58";
 import nacl from "tweetnacl";
-import { startFakeSolanaRpc, type FakeSolanaRpc } from "../support/fake-solana-rpc";
-import { makeUsdcPayment, USDC_MINT, type PaymentOptions } from "../support/solana-fixtures";
-import { startHarness, type Harness, type Wallet } from "../support/harness";
-import { describeEachDatabase, sqliteDatabase } from "@cm/testkit";
-
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type FakeSolanaRpc, startFakeSolanaRpc } from "../support/fake-solana-rpc";
+import { type Harness, startHarness, type Wallet } from "../support/harness";
+import { makeUsdcPayment, type PaymentOptions, USDC_MINT } from "../support/solana-fixtures";
 
 /** The tenant's Solana keypair doubles as its sign-in wallet, as a real wallet does. */
 function walletOf(kp: Keypair): Wallet {
@@ -53,11 +52,19 @@ describeEachDatabase("credits on $name", (db) => {
     return r.json.deposit as { depositId: string; amountStable: number; creditsToReceive: number; expiresAt: string };
   }
   function pay(t: { kp: Keypair }, o: Partial<PaymentOptions> = {}) {
-    const p = makeUsdcPayment({ payer: t.kp, treasuryOwner: treasury, amountBaseUnits: 50_000_000n, kind: "transferChecked", blockTimeMs: Math.floor(h.clock.now() / 1000) * 1000, ...o });
+    const p = makeUsdcPayment({
+      payer: t.kp,
+      treasuryOwner: treasury,
+      amountBaseUnits: 50_000_000n,
+      kind: "transferChecked",
+      blockTimeMs: Math.floor(h.clock.now() / 1000) * 1000,
+      ...o,
+    });
     rpc.addTransaction(p.tx, p.meta);
     return p.signature;
   }
-  const confirm = (t: { token: string }, depositId: string, txSignature: string) => h.call("POST", "/credits/deposit/confirm", { token: t.token, body: { depositId, txSignature } });
+  const confirm = (t: { token: string }, depositId: string, txSignature: string) =>
+    h.call("POST", "/credits/deposit/confirm", { token: t.token, body: { depositId, txSignature } });
 
   it("sells packages with bonuses", async () => {
     const t = await tenant();
@@ -75,7 +82,10 @@ describeEachDatabase("credits on $name", (db) => {
     expect(Date.parse(d.expiresAt)).toBe(h.clock.now() + 30 * 60_000);
     const bad = await h.call("POST", "/credits/deposit/initiate", { token: t.token, body: { packageId: "pkg_nope", walletAddress: t.wallet.address } });
     expect(bad.json.error.code).toBe("PACKAGE_NOT_FOUND");
-    const other = await h.call("POST", "/credits/deposit/initiate", { token: t.token, body: { packageId: "pkg_builder", walletAddress: Keypair.generate().publicKey.toBase58() } });
+    const other = await h.call("POST", "/credits/deposit/initiate", {
+      token: t.token,
+      body: { packageId: "pkg_builder", walletAddress: Keypair.generate().publicKey.toBase58() },
+    });
     expect(other.json.error.code).toBe("DEPOSIT_WALLET_MISMATCH");
     const garbage = await h.call("POST", "/credits/deposit/initiate", { token: t.token, body: { packageId: "pkg_builder", walletAddress: "xyz" } });
     expect(garbage.json.error.code).toBe("INVALID_WALLET_ADDRESS");
@@ -100,7 +110,11 @@ describeEachDatabase("credits on $name", (db) => {
   });
 
   it("accepts legacy and version-0 transactions, transfer and transferChecked", async () => {
-    for (const [kind, version] of [["transfer", "legacy"], ["transfer", 0], ["transferChecked", 0]] as const) {
+    for (const [kind, version] of [
+      ["transfer", "legacy"],
+      ["transfer", 0],
+      ["transferChecked", 0],
+    ] as const) {
       const t = await tenant();
       const d = await initiate(t);
       const r = await confirm(t, d.depositId, pay(t, { kind, version }));
@@ -239,7 +253,9 @@ describe("deposits where payments are not configured", () => {
       const initiate = (body: Record<string, unknown>) => h.call("POST", "/credits/deposit/initiate", { token: t.token, body });
       expect((await initiate({ packageId: "pkg_builder" })).json.error.code).toBe("VALIDATION_ERROR");
       expect((await initiate({ packageId: "pkg_builder", walletAddress: "xyz" })).json.error.code).toBe("INVALID_WALLET_ADDRESS");
-      expect((await initiate({ packageId: "pkg_builder", walletAddress: Keypair.generate().publicKey.toBase58() })).json.error.code).toBe("DEPOSIT_WALLET_MISMATCH");
+      expect((await initiate({ packageId: "pkg_builder", walletAddress: Keypair.generate().publicKey.toBase58() })).json.error.code).toBe(
+        "DEPOSIT_WALLET_MISMATCH",
+      );
       expect((await initiate({ packageId: "pkg_nope", walletAddress: t.wallet.address })).json.error.code).toBe("PACKAGE_NOT_FOUND");
       const good = await initiate({ packageId: "pkg_builder", walletAddress: t.wallet.address });
       expect(good.status).toBe(503);

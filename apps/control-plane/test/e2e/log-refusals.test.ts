@@ -3,10 +3,10 @@
 // no later acknowledgement skips them: the stored log has no gap. The outage is
 // the log store's writes failing for a while, inside the real control plane.
 import { execFileSync } from "node:child_process";
+import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureScriptImage } from "../../../agent/test/support/script-image";
-import { startSystem, until, type System } from "./support/system";
-import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
+import { type System, startSystem, until } from "./support/system";
 
 const COUNTER = 'i=1; while true; do echo "line $i"; i=$((i+1)); usleep 2000; done';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -56,11 +56,18 @@ needs("docker", "busybox").describe("log batches refused during an outage, with 
     const [container] = execFileSync("docker", ["ps", "-q", "--filter", `label=cm.deployment-id=${id}`], { encoding: "utf8" }).split("\n");
     const written = () => execFileSync("docker", ["logs", container!], { encoding: "utf8" }).split("\n").filter(Boolean).length;
     const target = written();
-    await until("the lines written so far stored", async () => (await s.h.deps.repos.logs.tail(id, 10_000)).length >= target, 20_000, s.explain(id, token)).catch(() => undefined);
+    await until(
+      "the lines written so far stored",
+      async () => (await s.h.deps.repos.logs.tail(id, 10_000)).length >= target,
+      20_000,
+      s.explain(id, token),
+    ).catch(() => undefined);
     const rows = await s.h.deps.repos.logs.tail(id, 10_000);
     const numbers = rows.map((row) => Number(row.message.replace("line ", "")));
     const missing = Array.from({ length: Math.max(...numbers) }, (_, i) => i + 1).filter((n) => !numbers.includes(n));
-    console.log(`real control plane, ${refused} log writes refused in 3 outages: ${rows.length} lines stored, ${missing.length} missing, ${rows.length - new Set(numbers).size} twice`);
+    console.log(
+      `real control plane, ${refused} log writes refused in 3 outages: ${rows.length} lines stored, ${missing.length} missing, ${rows.length - new Set(numbers).size} twice`,
+    );
     expect(missing).toEqual([]);
     expect(new Set(numbers).size).toBe(rows.length);
     expect(rows.length).toBeGreaterThanOrEqual(target);

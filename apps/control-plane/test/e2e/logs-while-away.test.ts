@@ -4,15 +4,19 @@
 // and the control plane takes logs of a stopped or deleted deployment until its
 // agent reports it gone.
 import { execFileSync } from "node:child_process";
+import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureScriptImage } from "../../../agent/test/support/script-image";
-import { startSystem, until, type System } from "./support/system";
-import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
+import { type System, startSystem, until } from "./support/system";
 
 const COUNTER = 'trap "exit 0" TERM; i=1; while true; do echo "line $i"; i=$((i+1)); usleep 2000; done';
 
-const containerOf = (deploymentId: string) => execFileSync("docker", ["ps", "-aq", "--filter", `label=cm.deployment-id=${deploymentId}`], { encoding: "utf8" }).trim();
-const dockerLineCount = (id: string) => execFileSync("docker", ["logs", id], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 }).split("\n").filter(Boolean).length;
+const containerOf = (deploymentId: string) =>
+  execFileSync("docker", ["ps", "-aq", "--filter", `label=cm.deployment-id=${deploymentId}`], { encoding: "utf8" }).trim();
+const dockerLineCount = (id: string) =>
+  execFileSync("docker", ["logs", id], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 })
+    .split("\n")
+    .filter(Boolean).length;
 const isRunning = (id: string) => execFileSync("docker", ["inspect", "-f", "{{.State.Running}}", id], { encoding: "utf8" }).trim() === "true";
 
 needs("docker", "busybox").describe("lines written while the agent is away, with the real control plane", () => {
@@ -62,9 +66,13 @@ needs("docker", "busybox").describe("lines written while the agent is away, with
     // Without its agent the control plane shows it stopped at once; the container stops when the agent is back.
     await until("the container stopped", async () => !isRunning(containerOf(id)), 30_000, s.explain(id, token));
     const written = dockerLineCount(containerOf(id));
-    await until("every line stored", async () => (await s.h.deps.repos.logs.tail(id, 10_000)).length >= written, 20_000, s.explain(id, token)).catch(() => undefined);
+    await until("every line stored", async () => (await s.h.deps.repos.logs.tail(id, 10_000)).length >= written, 20_000, s.explain(id, token)).catch(
+      () => undefined,
+    );
     const stored = await storedLines(id);
-    console.log(`real control plane, stopped while away: ${atDeath} stored at the agent's stop, ${written} written, ${stored} stored, ${Date.now() - back} ms after the agent came back`);
+    console.log(
+      `real control plane, stopped while away: ${atDeath} stored at the agent's stop, ${written} written, ${stored} stored, ${Date.now() - back} ms after the agent came back`,
+    );
     expect(written).toBeGreaterThan(atDeath + 100);
     expect(stored).toBe(written);
   }, 90_000);
@@ -79,7 +87,12 @@ needs("docker", "busybox").describe("lines written while the agent is away, with
     const writtenBefore = dockerLineCount(container);
     await s.agent().start();
     // Reported removed: the container, its sandbox and network are gone (cleanup must not race their removal).
-    await until("removed from the node", async () => (await s.h.deps.repos.deployments.getOnNode(id, s.nodeId))?.removedFromNodeAt != null, 30_000, s.explain(id, token));
+    await until(
+      "removed from the node",
+      async () => (await s.h.deps.repos.deployments.getOnNode(id, s.nodeId))?.removedFromNodeAt != null,
+      30_000,
+      s.explain(id, token),
+    );
     expect(containerOf(id)).toBe("");
     const stored = await storedLines(id);
     console.log(`real control plane, deleted while away: ${atDeath} stored at the agent's stop, at least ${writtenBefore} written, ${stored} stored`);

@@ -1,14 +1,14 @@
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import https from "node:https";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { WebSocket } from "ws";
+import { type System, startSystem, until } from "./support/system";
 import { ensureWebImage } from "./support/web-image";
-import { startSystem, until, type System } from "./support/system";
-import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
 
 // deploy/nginx/marketplace.conf, as an operator would install it, in front of
 // a real deployment: TLS at nginx, endpoints and the API behind it.
@@ -41,7 +41,27 @@ needs("docker", "busybox", "nginx", "openssl").describe("the example nginx confi
     image = ensureWebImage();
     s = await startSystem(sqlite, { GATEWAY_DOMAIN: DOMAIN, PUBLIC_DOMAIN: API_DOMAIN, TRUSTED_PROXIES: "127.0.0.1" });
     const cpPort = new URL(s.h.url).port;
-    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", `/CN=${API_DOMAIN}`, "-addext", `subjectAltName=DNS:${API_DOMAIN},DNS:*.${DOMAIN}`, "-keyout", `${dir}/key.pem`, "-out", `${dir}/cert.pem`], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        `/CN=${API_DOMAIN}`,
+        "-addext",
+        `subjectAltName=DNS:${API_DOMAIN},DNS:*.${DOMAIN}`,
+        "-keyout",
+        `${dir}/key.pem`,
+        "-out",
+        `${dir}/cert.pem`,
+      ],
+      { stdio: "ignore" },
+    );
     ca = readFileSync(`${dir}/cert.pem`);
     nginxPort = await freePort();
     const site = readFileSync(path.join(root, "deploy/nginx/marketplace.conf"), "utf8")
@@ -57,17 +77,34 @@ needs("docker", "busybox", "nginx", "openssl").describe("the example nginx confi
       `worker_processes 1; pid ${dir}/nginx.pid; error_log ${dir}/error.log; daemon off;\nevents {}\nhttp { access_log off; client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; include ${dir}/site.conf; }\n`,
     );
     nginx = spawn("nginx", ["-c", `${dir}/nginx.conf`, "-p", dir], { stdio: "inherit" });
-    await until("nginx listening", async () => new Promise<boolean>((r) => net.connect(nginxPort, "127.0.0.1").once("connect", function (this: net.Socket) { this.destroy(); r(true); }).once("error", () => r(false))));
+    await until(
+      "nginx listening",
+      async () =>
+        new Promise<boolean>((r) =>
+          net
+            .connect(nginxPort, "127.0.0.1")
+            .once("connect", function (this: net.Socket) {
+              this.destroy();
+              r(true);
+            })
+            .once("error", () => r(false)),
+        ),
+    );
 
     await s.agent().start();
     const t = await s.h.signIn();
     await s.h.grantCredits(t.user.id, 1000);
     await until("node online", async () => (await s.h.call("GET", `/nodes/${s.nodeId}`)).json.node.status === "online");
     const r = await s.h.call("POST", "/deployments", { token: t.token, body: { nodeId: s.nodeId, customImage: image, ports: [8080] } });
-    const d = await until("endpoint ready", async () => {
-      const x = (await s.h.call("GET", `/deployments/${r.json.deployment.id}`, { token: t.token })).json.deployment;
-      return x.endpoints[0]?.ready && x;
-    }, 60_000, s.explain(r.json.deployment.id, t.token));
+    const d = await until(
+      "endpoint ready",
+      async () => {
+        const x = (await s.h.call("GET", `/deployments/${r.json.deployment.id}`, { token: t.token })).json.deployment;
+        return x.endpoints[0]?.ready && x;
+      },
+      60_000,
+      s.explain(r.json.deployment.id, t.token),
+    );
     expect(d.endpoints[0].url).toMatch(new RegExp(`^https://[a-z2-7]{16}-8080\\.${DOMAIN.replace(".", "\\.")}$`));
     endpointHost = new URL(d.endpoints[0].url).host;
   }, 120_000);

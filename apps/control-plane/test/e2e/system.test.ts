@@ -1,10 +1,10 @@
 import { execFileSync } from "node:child_process";
 import http from "node:http";
+import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { WebSocket } from "ws";
+import { type System, startSystem, until } from "./support/system";
 import { ensureWebImage } from "./support/web-image";
-import { startSystem, until, type System } from "./support/system";
-import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
 
 // The product end to end: a real agent runs a real container for a tenant who
 // only talks to the public API, and the container is reached through its
@@ -14,7 +14,9 @@ let image = "";
 
 const inspect = (id: string) => JSON.parse(execFileSync("docker", ["inspect", id], { encoding: "utf8" }))[0];
 const containersOf = (deploymentId: string) =>
-  execFileSync("docker", ["ps", "-aq", "--filter", `label=cm.deployment-id=${deploymentId}`], { encoding: "utf8" }).split("\n").filter(Boolean);
+  execFileSync("docker", ["ps", "-aq", "--filter", `label=cm.deployment-id=${deploymentId}`], { encoding: "utf8" })
+    .split("\n")
+    .filter(Boolean);
 
 needs("docker", "busybox").describe("the system end to end", () => {
   let s: System;
@@ -99,10 +101,15 @@ needs("docker", "busybox").describe("the system end to end", () => {
   });
 
   it("gives the running deployment an endpoint URL that reaches the container through the tunnel", async () => {
-    const d = await until("endpoint ready", async () => {
-      const x = await detail();
-      return x.endpoints.length === 1 && x.endpoints[0].ready && x;
-    }, undefined, s.explain(dep.id, tenant.token));
+    const d = await until(
+      "endpoint ready",
+      async () => {
+        const x = await detail();
+        return x.endpoints.length === 1 && x.endpoints[0].ready && x;
+      },
+      undefined,
+      s.explain(dep.id, tenant.token),
+    );
     expect(d.endpoints[0]).toMatchObject({ type: "https", internalPort: 8080 });
     expect(d.endpoints[0].url).toMatch(new RegExp(`^http://[a-z2-7]{16}-8080\\.localhost:${port}$`));
     dep = d;
@@ -123,10 +130,12 @@ needs("docker", "busybox").describe("the system end to end", () => {
     const client = new http.Agent({ keepAlive: false });
     const get = () =>
       new Promise<number>((resolve, reject) => {
-        http.get({ host: "127.0.0.1", port, path: "/", headers: { host: new URL(url).host }, agent: client }, (res) => {
-          res.resume();
-          res.on("end", () => resolve(res.statusCode!));
-        }).on("error", reject);
+        http
+          .get({ host: "127.0.0.1", port, path: "/", headers: { host: new URL(url).host }, agent: client }, (res) => {
+            res.resume();
+            res.on("end", () => resolve(res.statusCode!));
+          })
+          .on("error", reject);
       });
     try {
       expect(await Promise.all([get(), get(), get()])).toEqual([200, 200, 200]);
@@ -164,10 +173,15 @@ needs("docker", "busybox").describe("the system end to end", () => {
   it("exposes a custom image's EXPOSE ports when the tenant names none", async () => {
     const r = await api("POST", "/deployments", { nodeId: s.nodeId, customImage: image });
     expect(r.json.deployment.ports).toEqual([]);
-    const d = await until("endpoint from EXPOSE", async () => {
-      const x = await detail(r.json.deployment.id);
-      return x.endpoints[0]?.ready && x;
-    }, undefined, s.explain(r.json.deployment.id, tenant.token));
+    const d = await until(
+      "endpoint from EXPOSE",
+      async () => {
+        const x = await detail(r.json.deployment.id);
+        return x.endpoints[0]?.ready && x;
+      },
+      undefined,
+      s.explain(r.json.deployment.id, tenant.token),
+    );
     expect(d.ports).toEqual([8080]);
     expect(d.endpoints).toHaveLength(1);
     await until("served", async () => (await viaEndpoint(d.endpoints[0].url, "/")).status === 200);
@@ -223,7 +237,9 @@ needs("docker", "busybox").describe("the system end to end", () => {
     expect((await api("DELETE", `/deployments/${dep.id}`)).json.success).toBe(true);
     await until("container removed", async () => containersOf(dep.id).length === 0);
     expect((await api("GET", `/deployments/${dep.id}`)).status).toBe(404);
-    const usage = (await api("GET", "/credits/transactions?type=usage&limit=100")).json.transactions.filter((t: { deploymentId: string }) => t.deploymentId === dep.id);
+    const usage = (await api("GET", "/credits/transactions?type=usage&limit=100")).json.transactions.filter(
+      (t: { deploymentId: string }) => t.deploymentId === dep.id,
+    );
     expect(usage.length).toBeGreaterThan(0);
     expect(usage.every((t: { amount: number }) => t.amount < 0)).toBe(true);
     // The ledger charged at least what the deployment showed before delete settled the rest.
@@ -242,10 +258,15 @@ needs("docker", "busybox").describe("the system end to end", () => {
 
   it("answers 503 with Retry-After while the node's agent is away", async () => {
     const r = await api("POST", "/deployments", { nodeId: s.nodeId, customImage: image, ports: [8080] });
-    const d = await until("running", async () => {
-      const x = await detail(r.json.deployment.id);
-      return x.status === "running" && x.endpoints[0]?.ready && x;
-    }, undefined, s.explain(r.json.deployment.id, tenant.token));
+    const d = await until(
+      "running",
+      async () => {
+        const x = await detail(r.json.deployment.id);
+        return x.status === "running" && x.endpoints[0]?.ready && x;
+      },
+      undefined,
+      s.explain(r.json.deployment.id, tenant.token),
+    );
     await s.stopAgents();
     const away = await viaEndpoint(d.endpoints[0].url, "/");
     expect(away.status).toBe(503);

@@ -1,16 +1,16 @@
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync } from "node:fs";
 import https from "node:https";
 import os from "node:os";
 import path from "node:path";
+import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { readSlowly } from "../../../agent/test/support/read-slowly";
 import { ensureScriptImage } from "../../../agent/test/support/script-image";
 import { systemClock } from "../../src/services/ids";
-import { startHarness, type Harness } from "../support/harness";
+import { type Harness, startHarness } from "../support/harness";
 import { removeLabelled, until } from "./support/system";
-import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
 
 // Production's shape: the control plane speaks HTTPS itself (TLS_CERT/TLS_KEY)
 // and the agent, run as its command runs on a GPU machine, trusts the
@@ -35,20 +35,50 @@ needs("docker", "busybox", "openssl").describe("endpoints through an agent conne
 
   beforeAll(async () => {
     image = ensureScriptImage();
-    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", `/CN=${DOMAIN}`, "-addext", `subjectAltName=DNS:${DOMAIN},DNS:*.${DOMAIN},IP:127.0.0.1`, "-keyout", `${dir}/key.pem`, "-out", `${dir}/cert.pem`], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        `/CN=${DOMAIN}`,
+        "-addext",
+        `subjectAltName=DNS:${DOMAIN},DNS:*.${DOMAIN},IP:127.0.0.1`,
+        "-keyout",
+        `${dir}/key.pem`,
+        "-out",
+        `${dir}/cert.pem`,
+      ],
+      { stdio: "ignore" },
+    );
     ca = readFileSync(`${dir}/cert.pem`);
-    h = await startHarness(sqlite, { config: { TLS_CERT: `${dir}/cert.pem`, TLS_KEY: `${dir}/key.pem`, GATEWAY_DOMAIN: DOMAIN, HEARTBEAT_INTERVAL_MS: 2_000 }, overrides: { clock: systemClock } });
+    h = await startHarness(sqlite, {
+      config: { TLS_CERT: `${dir}/cert.pem`, TLS_KEY: `${dir}/key.pem`, GATEWAY_DOMAIN: DOMAIN, HEARTBEAT_INTERVAL_MS: 2_000 },
+      overrides: { clock: systemClock },
+    });
     expect(h.url).toMatch(/^https:\/\/127\.0\.0\.1:/);
     const operator = await h.signIn();
-    const node = await h.call("POST", "/operator/nodes", { token: operator.token, body: { name: "tls", region: "eu-west", country: "DE", hourlyRateCents: 10, maxDeployments: 4 } });
-    nodeId = node.json.node.id;
-    agent = spawn(process.execPath, ["--import", "tsx", "apps/agent/src/index.ts", "--control-plane", h.url, "--token", node.json.agentToken, "--state-dir", `${dir}/agent`], {
-      cwd: root,
-      // AGENT_EGRESS_POLICY=off: an agent run as root would put its egress policy on this machine's firewall and,
-      // as agents do when they stop, leave it there; the policy has its own tests (apps/agent/test/egress).
-      env: { ...process.env, NODE_TLS_REJECT_UNAUTHORIZED: "", NODE_EXTRA_CA_CERTS: `${dir}/cert.pem`, LOG_LEVEL: "warn", AGENT_EGRESS_POLICY: "off" },
-      stdio: ["ignore", "ignore", "inherit"],
+    const node = await h.call("POST", "/operator/nodes", {
+      token: operator.token,
+      body: { name: "tls", region: "eu-west", country: "DE", hourlyRateCents: 10, maxDeployments: 4 },
     });
+    nodeId = node.json.node.id;
+    agent = spawn(
+      process.execPath,
+      ["--import", "tsx", "apps/agent/src/index.ts", "--control-plane", h.url, "--token", node.json.agentToken, "--state-dir", `${dir}/agent`],
+      {
+        cwd: root,
+        // AGENT_EGRESS_POLICY=off: an agent run as root would put its egress policy on this machine's firewall and,
+        // as agents do when they stop, leave it there; the policy has its own tests (apps/agent/test/egress).
+        env: { ...process.env, NODE_TLS_REJECT_UNAUTHORIZED: "", NODE_EXTRA_CA_CERTS: `${dir}/cert.pem`, LOG_LEVEL: "warn", AGENT_EGRESS_POLICY: "off" },
+        stdio: ["ignore", "ignore", "inherit"],
+      },
+    );
     await until("node online", async () => (await h.call("GET", `/nodes/${nodeId}`)).json.node.status === "online", 30_000);
 
     const tenant = await h.signIn();
@@ -56,10 +86,15 @@ needs("docker", "busybox", "openssl").describe("endpoints through an agent conne
     // Random bytes and their digest, served by busybox httpd.
     const SCRIPT = `mkdir -p /tmp/www && head -c ${BIG} /dev/urandom > /tmp/www/big && sha256sum /tmp/www/big > /tmp/www/big.sha && httpd -f -p 8080 -h /tmp/www`;
     const r = await h.call("POST", "/deployments", { token: tenant.token, body: { nodeId, customImage: image, ports: [8080], env: { SCRIPT } } });
-    const d = await until("endpoint ready", async () => {
-      const x = (await h.call("GET", `/deployments/${r.json.deployment.id}`, { token: tenant.token })).json.deployment;
-      return x.endpoints[0]?.ready && x;
-    }, 60_000, async () => `deployment: ${JSON.stringify((await h.call("GET", `/deployments/${r.json.deployment.id}`, { token: tenant.token })).json.deployment)}`);
+    const d = await until(
+      "endpoint ready",
+      async () => {
+        const x = (await h.call("GET", `/deployments/${r.json.deployment.id}`, { token: tenant.token })).json.deployment;
+        return x.endpoints[0]?.ready && x;
+      },
+      60_000,
+      async () => `deployment: ${JSON.stringify((await h.call("GET", `/deployments/${r.json.deployment.id}`, { token: tenant.token })).json.deployment)}`,
+    );
     endpointHost = new URL(d.endpoints[0].url).host;
   }, 120_000);
 

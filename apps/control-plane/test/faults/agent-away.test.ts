@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
 import { needs } from "@cm/testkit";
-import { sleep, startFaultSystem, until, type FaultSystem } from "./support/fault-system";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type FaultSystem, sleep, startFaultSystem, until } from "./support/fault-system";
 
 // A node is offline after 12 s of silence: longer than the agent is away here.
 const HEARTBEAT_MS = 4000;

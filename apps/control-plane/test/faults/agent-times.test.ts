@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
 import { needs } from "@cm/testkit";
-import { sleep, startFaultSystem, until, type FaultSystem } from "./support/fault-system";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type FaultSystem, sleep, startFaultSystem, until } from "./support/fault-system";
 
 // A window (15 s) longer than the stall, so only billing is under test here.
 const HEARTBEAT_MS = 5000;

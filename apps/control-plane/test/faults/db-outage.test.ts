@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
 import { needs } from "@cm/testkit";
-import { sleep, startFaultSystem, until, type FaultSystem } from "./support/fault-system";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type FaultSystem, sleep, startFaultSystem, until } from "./support/fault-system";
 
 // Heartbeats every 5 s: a node is offline after 15 s of silence. Each outage is
 // a little shorter than that window, as a 20-27 s outage is under the default 30 s one.
@@ -54,7 +54,9 @@ needs("docker", "busybox", "postgres-server").describe("database outages", () =>
     const hungAt = Date.now();
     // Once the probe has noticed (a second or two), calls fail fast instead of hanging with the queries.
     await sleep(3000);
-    const list = await sys.call("GET", "/deployments", { token: sys.token, timeoutMs: HUNG_MS + 10_000 }).catch((err: unknown) => ({ status: 0, ms: -1, err: String(err) }));
+    const list = await sys
+      .call("GET", "/deployments", { token: sys.token, timeoutMs: HUNG_MS + 10_000 })
+      .catch((err: unknown) => ({ status: 0, ms: -1, err: String(err) }));
     figures.hungApiMs = list.ms;
     expect(list.status).toBe(503);
     await sleep(HUNG_MS - (Date.now() - hungAt));

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { needs } from "@cm/testkit";
 import { AGENT_RECONNECT_MAX_MS } from "@cm/protocol";
-import { sleep, startFaultSystem, type FaultSystem } from "./support/fault-system";
+import { needs } from "@cm/testkit";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type FaultSystem, sleep, startFaultSystem } from "./support/fault-system";
 
 // Short heartbeats (a node is offline after 6 s of silence), where a restart of
 // the control plane shorter than that window used to read as a lost node: the

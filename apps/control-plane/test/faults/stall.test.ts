@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
 import { needs } from "@cm/testkit";
-import { sleep, startFaultSystem, type FaultSystem } from "./support/fault-system";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type FaultSystem, sleep, startFaultSystem } from "./support/fault-system";
 
 // Heartbeats every 5 s (a node is offline after 15 s of silence): a busy 2-core
 // machine can starve a process for a few seconds, and that must not read as a lost node.

@@ -4,10 +4,10 @@
 // refuse, handing the connection to Node. A request the two read apart is how
 // one gets smuggled past a proxy.
 import http from "node:http";
-import net from "node:net";
 import type { AddressInfo } from "node:net";
+import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BodyWalker, MAX_HEAD_BYTES, closesAfter, headEnd, parseRequestHead, requestFraming } from "../../src/gateway/http1";
+import { BodyWalker, closesAfter, headEnd, MAX_HEAD_BYTES, parseRequestHead, requestFraming } from "../../src/gateway/http1";
 
 type Parsed = { method: string; target: string; body: string; upgrade: boolean };
 /** `closed`: the last request ended the connection, so whatever follows is read by nobody. */
@@ -118,7 +118,10 @@ const CORPUS: Array<[name: string, text: string, oursRefuses?: boolean]> = [
   ["a plain GET", "GET /a?b=1 HTTP/1.1\r\nHost: x\r\n\r\n"],
   ["pipelined GETs", "GET /1 HTTP/1.1\r\nHost: x\r\n\r\nGET /2 HTTP/1.1\r\nHost: x\r\n\r\nHEAD /3 HTTP/1.1\r\nHost: x\r\n\r\n"],
   ["a body by Content-Length, then another request", "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhelloGET /next HTTP/1.1\r\nHost: x\r\n\r\n"],
-  ["a chunked body with extensions and trailers", "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6;name=\"v\";flag\r\n world\r\n0\r\nX-Trailer: t\r\n\r\nGET /after HTTP/1.1\r\nHost: x\r\n\r\n"],
+  [
+    "a chunked body with extensions and trailers",
+    'POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n6;name="v";flag\r\n world\r\n0\r\nX-Trailer: t\r\n\r\nGET /after HTTP/1.1\r\nHost: x\r\n\r\n',
+  ],
   ["white space before a chunk extension", "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5 ;ext\r\nhello\r\n0\r\n\r\n", true],
   ["a method Node does not know", "HELLOGET /m HTTP/1.1\r\nHost: x\r\n\r\n", true],
   ["a Content-Length among the trailers", "POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nContent-Length: 3\r\n\r\nabc", true],
@@ -147,7 +150,10 @@ const CORPUS: Array<[name: string, text: string, oursRefuses?: boolean]> = [
   ["a NUL in a header value", "GET /f HTTP/1.1\r\nHost: x\r\nX-A: a\u0000b\r\n\r\n", true],
   ["a request line with two spaces", "GET  /f HTTP/1.1\r\nHost: x\r\n\r\n", true],
   ["HTTP/2.0 in a request line", "GET /f HTTP/2.0\r\nHost: x\r\n\r\n", true],
-  ["a WebSocket upgrade with bytes after it", "GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n\u0081\u0005hello"],
+  [
+    "a WebSocket upgrade with bytes after it",
+    "GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n\u0081\u0005hello",
+  ],
   ["an HTTP/1.0 request", "GET /old HTTP/1.0\r\nHost: x\r\n\r\n"],
   ["a tab around a header value", "GET /t HTTP/1.1\r\nHost: x\r\nX-A:\tv\t\r\n\r\n"],
 ];
@@ -167,8 +173,24 @@ describe("the relay's HTTP/1 parser against Node's", () => {
       seed = (seed * 1103515245 + 12345) % 2 ** 31;
       return seed / 2 ** 31;
     };
-    const pick = <T,>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
-    const pieces = ["\r\n", "\n", "\r", " ", "\t", ",", ";", "0", "5", "chunked", "Content-Length: 3\r\n", "Transfer-Encoding: chunked\r\n", ":", "\u0000", "\u00ff"];
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+    const pieces = [
+      "\r\n",
+      "\n",
+      "\r",
+      " ",
+      "\t",
+      ",",
+      ";",
+      "0",
+      "5",
+      "chunked",
+      "Content-Length: 3\r\n",
+      "Transfer-Encoding: chunked\r\n",
+      ":",
+      "\u0000",
+      "\u00ff",
+    ];
     // Edits that keep a message well formed as often as not, so the parsers are compared on accepted input too.
     const structured: Array<(text: string) => string> = [
       (t) => t.replace(/Content-Length: \d+/i, () => `Content-Length: ${Math.floor(random() * 12)}`),

@@ -1,6 +1,16 @@
 // The relay's HTTP/1.1 framing: where messages end, what is refused, what is forwarded.
 import { describe, expect, it } from "vitest";
-import { BodyWalker, closesAfter, forwardRequestHead, forwardResponseHead, headEnd, parseRequestHead, parseResponseHead, requestFraming, responseFraming } from "../../src/gateway/http1";
+import {
+  BodyWalker,
+  closesAfter,
+  forwardRequestHead,
+  forwardResponseHead,
+  headEnd,
+  parseRequestHead,
+  parseResponseHead,
+  requestFraming,
+  responseFraming,
+} from "../../src/gateway/http1";
 
 const req = (text: string) => {
   const b = Buffer.from(text, "latin1");
@@ -15,7 +25,11 @@ describe("request heads", () => {
   it("reads the request line and fields, keeping names as sent", () => {
     const h = req("POST /up?x=1 HTTP/1.1\r\nHost: a.gw.test\r\nContent-Length:  12 \r\nX-Thing: v\r\n\r\n")!;
     expect(h).toMatchObject({ method: "POST", target: "/up?x=1", version: "1.1", hosts: ["a.gw.test"] });
-    expect(h.fields.map(([n, v]) => [n, v])).toEqual([["Host", "a.gw.test"], ["Content-Length", "12"], ["X-Thing", "v"]]);
+    expect(h.fields.map(([n, v]) => [n, v])).toEqual([
+      ["Host", "a.gw.test"],
+      ["Content-Length", "12"],
+      ["X-Thing", "v"],
+    ]);
     expect(requestFraming(h)).toEqual({ kind: "length", bytes: 12 });
   });
 
@@ -43,7 +57,9 @@ describe("request heads", () => {
   });
 
   it("drops hop-by-hop fields and those Connection names, and adds X-Forwarded-*", () => {
-    const h = req("GET / HTTP/1.1\r\nHost: a.gw.test\r\nConnection: keep-alive, X-Private\r\nX-Private: 1\r\nKeep-Alive: 5\r\nTE: trailers\r\nX-Forwarded-For: 1.2.3.4\r\nAccept: */*\r\n\r\n")!;
+    const h = req(
+      "GET / HTTP/1.1\r\nHost: a.gw.test\r\nConnection: keep-alive, X-Private\r\nX-Private: 1\r\nKeep-Alive: 5\r\nTE: trailers\r\nX-Forwarded-For: 1.2.3.4\r\nAccept: */*\r\n\r\n",
+    )!;
     expect(forwardRequestHead(h, { ip: "5.6.7.8", proto: "https", host: "a.gw.test" }, undefined)).toBe(
       "GET / HTTP/1.1\r\nHost: a.gw.test\r\nAccept: */*\r\nx-forwarded-for: 1.2.3.4, 5.6.7.8\r\nx-forwarded-proto: https\r\nx-forwarded-host: a.gw.test\r\n\r\n",
     );
@@ -81,7 +97,9 @@ describe("response heads", () => {
     expect(forwardResponseHead(h, { close: false, upgrade: false })).toBe("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
     expect(forwardResponseHead(h, { close: true, upgrade: false })).toBe("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nconnection: close\r\n\r\n");
     // A container speaking HTTP/1.0 is answered for in HTTP/1.1, which the client asked in.
-    expect(forwardResponseHead(res("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n")!, { close: false, upgrade: false })).toBe("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n");
+    expect(forwardResponseHead(res("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n")!, { close: false, upgrade: false })).toBe(
+      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n",
+    );
   });
 });
 

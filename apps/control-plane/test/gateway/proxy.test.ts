@@ -1,12 +1,12 @@
 import http from "node:http";
+import type { AddressInfo } from "node:net";
 import net from "node:net";
 import type { Duplex } from "node:stream";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket, WebSocketServer } from "ws";
-import { createGateway } from "../../src/gateway/proxy";
-import { DialError, type EndpointTarget, type GatewayTimeouts, type Resolution } from "../../src/gateway/ports";
 import { endpointLabel, forwardRequestHeaders, hostOnlyCookie } from "../../src/gateway/headers";
+import { DialError, type EndpointTarget, type GatewayTimeouts, type Resolution } from "../../src/gateway/ports";
+import { createGateway } from "../../src/gateway/proxy";
 import { asSocketLike } from "../../src/gateway/socket-like";
 import { createLogger } from "../../src/services/logger";
 
@@ -16,7 +16,7 @@ import { createLogger } from "../../src/services/logger";
 
 let upstream: http.Server;
 let upstreamPort: number;
-let fronts: http.Server[] = [];
+const fronts: http.Server[] = [];
 const ports = { relay: 0, http: 0 };
 const seen: http.IncomingHttpHeaders[] = [];
 let dials = 0;
@@ -69,7 +69,14 @@ beforeAll(async () => {
     if (req.url === "/until-close") return void req.socket.end("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nthe body ends when the connection does");
     if (req.url === "/slow") return void setTimeout(() => res.end("late"), 3_000);
     // A header with raw UTF-8 bytes, as servers send file names: a proxy passes bytes, not characters.
-    if (req.url === "/raw-header") return void req.socket.end(Buffer.concat([Buffer.from("HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-disposition: attachment; filename=\""), Buffer.from("résumé.pdf"), Buffer.from("\"\r\ncontent-length: 2\r\n\r\nok")]));
+    if (req.url === "/raw-header")
+      return void req.socket.end(
+        Buffer.concat([
+          Buffer.from('HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-disposition: attachment; filename="'),
+          Buffer.from("résumé.pdf"),
+          Buffer.from('"\r\ncontent-length: 2\r\n\r\nok'),
+        ]),
+      );
     // Answers no HTTP client should send on: a status under 100, a control character in the reason.
     if (req.url === "/status-99") return void req.socket.end("HTTP/1.1 099 Odd\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
     if (req.url === "/bad-reason") return void req.socket.end("HTTP/1.1 200 O\x01K\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
@@ -80,7 +87,12 @@ beforeAll(async () => {
     }
     if (req.url === "/close-after") return void res.setHeader("connection", "close").end("bye");
     if (req.url === "/cookies") {
-      res.setHeader("set-cookie", ["toss=1; Domain=gw.test; Path=/; Secure", "mine=2; path=/; HttpOnly", "odd=3;DOMAIN=.test;SameSite=Lax", "v=a=b; domain=app-1.gw.test"]);
+      res.setHeader("set-cookie", [
+        "toss=1; Domain=gw.test; Path=/; Secure",
+        "mine=2; path=/; HttpOnly",
+        "odd=3;DOMAIN=.test;SameSite=Lax",
+        "v=a=b; domain=app-1.gw.test",
+      ]);
       return void res.end("cookies");
     }
     if (req.url === "/old") return void req.socket.end("HTTP/1.0 200 OK\r\ncontent-length: 3\r\n\r\nold");
@@ -93,7 +105,8 @@ beforeAll(async () => {
   const wss = new WebSocketServer({ noServer: true }).on("connection", (ws) => ws.on("message", (m, binary) => ws.send(m, { binary })));
   upstream.on("upgrade", (req, socket, head) => {
     // Switches, then hangs up: what a container that dies mid-WebSocket does.
-    if (req.url === "/switch-then-close") return void socket.write("HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: raw\r\n\r\n", () => setTimeout(() => socket.end(), 50));
+    if (req.url === "/switch-then-close")
+      return void socket.write("HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: raw\r\n\r\n", () => setTimeout(() => socket.end(), 50));
     // Switches late, then answers with every byte it got once the client has ended its side.
     if (req.url === "/late-switch")
       return void setTimeout(() => {
@@ -170,11 +183,14 @@ afterAll(async () => {
 let frontPort = 0;
 function get(host: string, path: string, init: { method?: string; body?: Buffer | string; headers?: Record<string, string>; agent?: http.Agent } = {}) {
   return new Promise<{ status: number; headers: http.IncomingHttpHeaders; body: Buffer }>((resolve, reject) => {
-    const req = http.request({ host: "127.0.0.1", port: frontPort, path, method: init.method ?? "GET", headers: { host, ...init.headers }, agent: init.agent }, (res) => {
-      const parts: Buffer[] = [];
-      res.on("data", (c: Buffer) => parts.push(c));
-      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) }));
-    });
+    const req = http.request(
+      { host: "127.0.0.1", port: frontPort, path, method: init.method ?? "GET", headers: { host, ...init.headers }, agent: init.agent },
+      (res) => {
+        const parts: Buffer[] = [];
+        res.on("data", (c: Buffer) => parts.push(c));
+        res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(parts) }));
+      },
+    );
     req.on("error", reject);
     req.end(init.body);
   });
@@ -199,10 +215,12 @@ describe("gateway headers", () => {
   });
 
   it("drops hop-by-hop headers and adds X-Forwarded-*", () => {
-    const h = forwardRequestHeaders({ connection: "keep-alive, x-private", "x-private": "1", "keep-alive": "5", te: "trailers", accept: "*/*", "x-forwarded-for": "1.2.3.4" }, { ip: "5.6.7.8", proto: "https", host: "a.gw.test" });
+    const h = forwardRequestHeaders(
+      { connection: "keep-alive, x-private", "x-private": "1", "keep-alive": "5", te: "trailers", accept: "*/*", "x-forwarded-for": "1.2.3.4" },
+      { ip: "5.6.7.8", proto: "https", host: "a.gw.test" },
+    );
     expect(h).toEqual({ accept: "*/*", "x-forwarded-for": "1.2.3.4, 5.6.7.8", "x-forwarded-proto": "https", "x-forwarded-host": "a.gw.test" });
   });
-
 });
 
 describe.each(["relay", "http"] as const)("gateway (%s)", (mode) => {
@@ -319,7 +337,9 @@ describe.each(["relay", "http"] as const)("gateway (%s)", (mode) => {
 
   it("refuses a request with both Content-Length and Transfer-Encoding before it reaches the container", async () => {
     const before = seen.length;
-    const text = await exchange("POST /echo HTTP/1.1\r\nHost: app-1.gw.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: app-1.gw.test\r\n\r\n");
+    const text = await exchange(
+      "POST /echo HTTP/1.1\r\nHost: app-1.gw.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: app-1.gw.test\r\n\r\n",
+    );
     expect(text).toMatch(/^HTTP\/1\.1 400 /);
     expect(seen.length).toBe(before);
   });
@@ -334,7 +354,9 @@ describe.each(["relay", "http"] as const)("gateway (%s)", (mode) => {
 
   it("passes header bytes outside ASCII through unchanged, both ways", async () => {
     const name = Buffer.from("José", "utf8");
-    const text = await exchangeBytes(Buffer.concat([Buffer.from("GET /raw-header HTTP/1.1\r\nHost: app-1.gw.test\r\nX-Name: "), name, Buffer.from("\r\nConnection: close\r\n\r\n")]));
+    const text = await exchangeBytes(
+      Buffer.concat([Buffer.from("GET /raw-header HTTP/1.1\r\nHost: app-1.gw.test\r\nX-Name: "), name, Buffer.from("\r\nConnection: close\r\n\r\n")]),
+    );
     // Node reads header values as latin1: the same bytes give the same string.
     expect(seen.at(-1)!["x-name"]).toBe(name.toString("latin1"));
     expect(text).toContain(`filename="${Buffer.from("résumé.pdf").toString("latin1")}"`);
@@ -412,13 +434,17 @@ describe("gateway (relay) connections", () => {
 
   it("sends pipelined requests after a refused upgrade on, and survives a WebSocket whose container hangs up", async () => {
     const host = "Host: app-1.gw.test\r\n";
-    const text = await exchange(`GET /refuse HTTP/1.1\r\n${host}Connection: Upgrade\r\nUpgrade: something\r\n\r\nGET /last HTTP/1.1\r\n${host}Connection: close\r\n\r\n`);
+    const text = await exchange(
+      `GET /refuse HTTP/1.1\r\n${host}Connection: Upgrade\r\nUpgrade: something\r\n\r\nGET /last HTTP/1.1\r\n${host}Connection: close\r\n\r\n`,
+    );
     expect(text).toMatch(/^HTTP\/1\.1 426 Upgrade Required\r\n/);
     expect(text).toMatch(/refused/);
     expect(text).toMatch(/hello GET \/last$/);
     // The client writes on after the container has hung up: the gateway must neither crash nor hang.
     const switched = await new Promise<string>((resolve, reject) => {
-      const s = net.connect({ port: frontPort, host: "127.0.0.1", allowHalfOpen: true }, () => s.write(`GET /switch-then-close HTTP/1.1\r\n${host}Connection: Upgrade\r\nUpgrade: raw\r\n\r\n`));
+      const s = net.connect({ port: frontPort, host: "127.0.0.1", allowHalfOpen: true }, () =>
+        s.write(`GET /switch-then-close HTTP/1.1\r\n${host}Connection: Upgrade\r\nUpgrade: raw\r\n\r\n`),
+      );
       let got = "";
       s.on("data", (c) => (got += c.toString("latin1")));
       s.on("end", () => {
@@ -567,7 +593,9 @@ describe("gateway (relay) connections", () => {
   });
 
   it("carries bytes sent before the switch and the client's end to an upgraded container", async () => {
-    const text = await exchange("GET /late-switch HTTP/1.1\r\nHost: app-1.gw.test\r\nConnection: Upgrade\r\nUpgrade: raw\r\n\r\nearly bytes", { halfClose: true });
+    const text = await exchange("GET /late-switch HTTP/1.1\r\nHost: app-1.gw.test\r\nConnection: Upgrade\r\nUpgrade: raw\r\n\r\nearly bytes", {
+      halfClose: true,
+    });
     expect(text).toMatch(/^HTTP\/1\.1 101 /);
     expect(text).toMatch(/got:early bytes$/);
   });

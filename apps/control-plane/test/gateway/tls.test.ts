@@ -1,15 +1,14 @@
 import { execFileSync } from "node:child_process";
-import https from "node:https";
 import { mkdtempSync } from "node:fs";
+import https from "node:https";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { startHarness, type Harness } from "../support/harness";
 import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type Harness, startHarness } from "../support/harness";
 
 // TLS terminated by the control plane itself, with a wildcard certificate for
 // the gateway domain: the API and every endpoint host on one HTTPS listener.
-
 
 needs("openssl").describe("HTTPS with TLS_CERT and TLS_KEY", () => {
   let h: Harness;
@@ -18,7 +17,27 @@ needs("openssl").describe("HTTPS with TLS_CERT and TLS_KEY", () => {
   const key = path.join(dir, "key.pem");
 
   beforeAll(async () => {
-    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=gpu.test", "-addext", "subjectAltName=DNS:gpu.test,DNS:*.gpu.test", "-keyout", key, "-out", cert], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=gpu.test",
+        "-addext",
+        "subjectAltName=DNS:gpu.test,DNS:*.gpu.test",
+        "-keyout",
+        key,
+        "-out",
+        cert,
+      ],
+      { stdio: "ignore" },
+    );
     h = await startHarness(sqlite, { config: { TLS_CERT: cert, TLS_KEY: key, GATEWAY_DOMAIN: "gpu.test" } });
   });
   afterAll(() => h.close());

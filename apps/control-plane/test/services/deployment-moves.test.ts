@@ -1,6 +1,6 @@
-import { describe, expect, it } from "vitest";
 import type { DeploymentRow } from "@cm/db";
-import { DEPLOYMENT_STATUSES, DESIRED_STATES, isLive, ObservedStatus, TENANT_ACTIONS, type DeploymentStatus } from "@cm/protocol";
+import { DEPLOYMENT_STATUSES, DESIRED_STATES, type DeploymentStatus, isLive, ObservedStatus, TENANT_ACTIONS } from "@cm/protocol";
+import { describe, expect, it } from "vitest";
 import { planReport } from "../../src/agents/status-reports";
 import { MOVES } from "../../src/services/deployment-moves";
 
@@ -28,15 +28,40 @@ describe("the moves table", () => {
 
   it("has every move an agent's report, a lost node and the meter make", () => {
     const base = {
-      id: "dep_1", userId: "usr_1", nodeId: "node_1", templateId: null, name: null, image: "busybox", statusReason: null, exitCode: null, env: {}, ports: [],
-      endpoints: [], hourlyRateCents: 50, totalCostMicro: 0, reservedMicro: 0, billedUntil: null, billedMs: 0, runSeq: 2, createdAt: 0, startedAt: null,
-      stoppedAt: null, updatedAt: 0, deletedAt: null, removedFromNodeAt: null, endpointKey: "k",
+      id: "dep_1",
+      userId: "usr_1",
+      nodeId: "node_1",
+      templateId: null,
+      name: null,
+      image: "busybox",
+      statusReason: null,
+      exitCode: null,
+      env: {},
+      ports: [],
+      endpoints: [],
+      hourlyRateCents: 50,
+      totalCostMicro: 0,
+      reservedMicro: 0,
+      billedUntil: null,
+      billedMs: 0,
+      runSeq: 2,
+      createdAt: 0,
+      startedAt: null,
+      stoppedAt: null,
+      updatedAt: 0,
+      deletedAt: null,
+      removedFromNodeAt: null,
+      endpointKey: "k",
     } satisfies Omit<DeploymentRow, "status" | "desiredState">;
     for (const status of DEPLOYMENT_STATUSES) {
       for (const desiredState of DESIRED_STATES) {
         for (const reported of ObservedStatus.options) {
           for (const exitCode of [undefined, 0, 1]) {
-            const plan = planReport({ ...base, status, desiredState }, { at: 1000, runSeq: 2, status: reported, ...(exitCode === undefined ? {} : { exitCode }) }, 2000);
+            const plan = planReport(
+              { ...base, status, desiredState },
+              { at: 1000, runSeq: 2, status: reported, ...(exitCode === undefined ? {} : { exitCode }) },
+              2000,
+            );
             if (plan.kind === "move") expect(allowed(status, plan.to), `${status} (${desiredState}) reported ${reported}: to ${plan.to}`).toBe(true);
           }
         }

@@ -1,11 +1,6 @@
-import { PublicKey, TransactionInstruction } from "@solana/web3.js";
+import { decodeTransferCheckedInstruction, decodeTransferInstruction, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from "@solana/spl-token";
 import type { TransactionError, VersionedTransaction } from "@solana/web3.js";
-import {
-  TOKEN_2022_PROGRAM_ID,
-  TOKEN_PROGRAM_ID,
-  decodeTransferCheckedInstruction,
-  decodeTransferInstruction,
-} from "@solana/spl-token";
+import { PublicKey, TransactionInstruction } from "@solana/web3.js";
 import bs58 from "bs58";
 
 /**
@@ -116,9 +111,7 @@ export function encodeTransaction(landed: LandedTx, encoding: WireEncoding): unk
     source: i < staticCount ? "transaction" : "lookupTable",
     writable: i < staticCount ? message.isAccountWritable(i) : i < staticCount + loadedWritable,
   }));
-  const instructions = message.compiledInstructions.map((ix) =>
-    encodeParsedInstruction(keys, ix.programIdIndex, ix.accountKeyIndexes, ix.data, null),
-  );
+  const instructions = message.compiledInstructions.map((ix) => encodeParsedInstruction(keys, ix.programIdIndex, ix.accountKeyIndexes, ix.data, null));
   return { message: { accountKeys, instructions, recentBlockhash: message.recentBlockhash, ...lookups }, signatures };
 }
 
@@ -137,13 +130,7 @@ export function uiTokenAmount(amount: bigint, decimals: number) {
 }
 
 /** jsonParsed form of one instruction: spl-token transfers parsed, anything else partially decoded. */
-function encodeParsedInstruction(
-  keys: string[],
-  programIdIndex: number,
-  accountIndexes: number[],
-  data: Uint8Array,
-  stackHeight: number | null,
-): unknown {
+function encodeParsedInstruction(keys: string[], programIdIndex: number, accountIndexes: number[], data: Uint8Array, stackHeight: number | null): unknown {
   const programId = keys[programIdIndex] ?? "";
   const accounts = accountIndexes.map((i) => keys[i] ?? "");
   const parsed = TOKEN_PROGRAMS.has(programId) ? parseTokenTransfer(programId, accounts, data) : null;

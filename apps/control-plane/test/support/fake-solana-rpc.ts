@@ -1,11 +1,11 @@
-import { createServer } from "node:http";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { VersionedTransaction } from "@solana/web3.js";
 import type { Transaction, TransactionError } from "@solana/web3.js";
+import { VersionedTransaction } from "@solana/web3.js";
 import bs58 from "bs58";
-import { WIRE_ENCODINGS, encodeMeta, encodeTransaction, wireStatus } from "./fake-rpc-wire-format";
 import type { FakeInnerInstructions, FakeTokenBalance, LandedTx, WireEncoding } from "./fake-rpc-wire-format";
+import { encodeMeta, encodeTransaction, WIRE_ENCODINGS, wireStatus } from "./fake-rpc-wire-format";
 
 export type { FakeInnerInstructions, FakeTokenBalance } from "./fake-rpc-wire-format";
 export { uiTokenAmount } from "./fake-rpc-wire-format";
@@ -46,8 +46,14 @@ export interface FakeSolanaRpc {
   close(): Promise<void>;
 }
 
-interface Stored extends LandedTx { meta: FakeTxMeta; commitment: FakeCommitment }
-interface RpcError { code: number; message: string }
+interface Stored extends LandedTx {
+  meta: FakeTxMeta;
+  commitment: FakeCommitment;
+}
+interface RpcError {
+  code: number;
+  message: string;
+}
 type RpcAnswer = { result: unknown } | { error: RpcError };
 
 const CORE_VERSION = "2.2.16";

@@ -1,8 +1,8 @@
+import { creditsToMicro } from "@cm/db";
+import type { TestDatabase } from "@cm/db/testing";
 import bs58 from "bs58";
 import nacl from "tweetnacl";
-import type { TestDatabase } from "@cm/db/testing";
-import { creditsToMicro } from "@cm/db";
-import { testConfig, type Config } from "../../src/config";
+import { type Config, testConfig } from "../../src/config";
 import { createDeps, type Deps, type DepsOverrides } from "../../src/deps";
 import { startServer } from "../../src/server";
 import { createLogger } from "../../src/services/logger";
@@ -60,18 +60,40 @@ export async function startHarness(db: TestDatabase, opts: { config?: Partial<Co
     const n = await call("POST", "/auth/nonce", { body: { walletAddress: wallet.address } });
     const v = await call("POST", "/auth/verify", { body: { walletAddress: wallet.address, message: n.json.message, signature: wallet.sign(n.json.message) } });
     if (v.status !== 200) throw new Error(`sign-in failed: ${v.status} ${v.text}`);
-    return { wallet, token: v.json.accessToken as string, refreshToken: v.json.refreshToken as string, user: v.json.user as { id: string; walletAddress: string; isOperator: boolean } };
+    return {
+      wallet,
+      token: v.json.accessToken as string,
+      refreshToken: v.json.refreshToken as string,
+      user: v.json.user as { id: string; walletAddress: string; isOperator: boolean },
+    };
   }
 
   /** Credits a user through the ledger, as the admin command does. */
   async function grantCredits(userId: string, credits: number) {
     await deps.repos.handle.transaction((tx) =>
-      deps.repos.ledger.post(tx, { id: deps.ids("txn"), userId, type: "deposit", amountMicro: creditsToMicro(credits), description: "test grant", createdAt: clock.now() }),
+      deps.repos.ledger.post(tx, {
+        id: deps.ids("txn"),
+        userId,
+        type: "deposit",
+        amountMicro: creditsToMicro(credits),
+        description: "test grant",
+        createdAt: clock.now(),
+      }),
     );
   }
 
   /** An operator's node, brought online with the given inventory as an agent would report it. */
-  async function onlineNode(operatorToken: string, o: { gpus?: Array<{ name: string; vramMb: number }>; cpuCores?: number; ramMb?: number; hourlyRateCents?: number; maxDeployments?: number; region?: string } = {}) {
+  async function onlineNode(
+    operatorToken: string,
+    o: {
+      gpus?: Array<{ name: string; vramMb: number }>;
+      cpuCores?: number;
+      ramMb?: number;
+      hourlyRateCents?: number;
+      maxDeployments?: number;
+      region?: string;
+    } = {},
+  ) {
     const r = await call("POST", "/operator/nodes", {
       token: operatorToken,
       body: { name: "node", region: o.region ?? "eu-west", country: "DE", hourlyRateCents: o.hourlyRateCents ?? 50, maxDeployments: o.maxDeployments ?? 4 },
@@ -80,7 +102,17 @@ export async function startHarness(db: TestDatabase, opts: { config?: Partial<Co
     const id = r.json.node.id as string;
     await deps.repos.nodes.updateInventory(
       id,
-      { cpuModel: "AMD EPYC 7763", cpuCores: o.cpuCores ?? 32, cpuThreads: (o.cpuCores ?? 32) * 2, ramMb: o.ramMb ?? 128_000, diskGb: 2000, diskType: "NVMe", networkSpeedMbps: 10_000, os: "Ubuntu 22.04", containerVersion: "27.0.3" },
+      {
+        cpuModel: "AMD EPYC 7763",
+        cpuCores: o.cpuCores ?? 32,
+        cpuThreads: (o.cpuCores ?? 32) * 2,
+        ramMb: o.ramMb ?? 128_000,
+        diskGb: 2000,
+        diskType: "NVMe",
+        networkSpeedMbps: 10_000,
+        os: "Ubuntu 22.04",
+        containerVersion: "27.0.3",
+      },
       (o.gpus ?? []).map((g) => ({ ...g, computeVersion: "9.0", brand: "NVIDIA", computeCores: 16896, tensorCores: 528, driverVersion: "550.54.15" })),
     );
     await deps.repos.nodes.markOnline(id, clock.now());
@@ -89,7 +121,13 @@ export async function startHarness(db: TestDatabase, opts: { config?: Partial<Co
   }
 
   return {
-    url: server.url, deps, clock, call, signIn, grantCredits, onlineNode,
+    url: server.url,
+    deps,
+    clock,
+    call,
+    signIn,
+    grantCredits,
+    onlineNode,
     close: async () => {
       await server.close();
       await deps.close();
@@ -97,4 +135,3 @@ export async function startHarness(db: TestDatabase, opts: { config?: Partial<Co
     },
   };
 }
-

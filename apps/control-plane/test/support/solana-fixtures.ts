@@ -1,10 +1,5 @@
+import { createTransferCheckedInstruction, createTransferInstruction, getAssociatedTokenAddressSync, TOKEN_PROGRAM_ID } from "@solana/spl-token";
 import { Keypair, PublicKey, Transaction, TransactionInstruction, TransactionMessage, VersionedTransaction } from "@solana/web3.js";
-import {
-  TOKEN_PROGRAM_ID,
-  createTransferCheckedInstruction,
-  createTransferInstruction,
-  getAssociatedTokenAddressSync,
-} from "@solana/spl-token";
 import bs58 from "bs58";
 import type { FakeCommitment, FakeInnerInstructions, FakeTokenBalance, FakeTxMeta } from "./fake-solana-rpc";
 
@@ -91,14 +86,8 @@ export function makeUsdcPayment(options: PaymentOptions): FixturePayment {
     fee: FEE_LAMPORTS,
     slot: options.slot ?? 330_000_123,
     blockTimeSeconds: Math.floor((options.blockTimeMs ?? DEFAULT_BLOCK_TIME_MS) / 1000),
-    preTokenBalances: [
-      balance(source, payer.publicKey, payerStart),
-      balance(destination, treasuryOwner, treasuryStart),
-    ].sort(byIndex),
-    postTokenBalances: [
-      balance(source, payer.publicKey, payerStart - moved),
-      balance(destination, treasuryOwner, treasuryStart + moved),
-    ].sort(byIndex),
+    preTokenBalances: [balance(source, payer.publicKey, payerStart), balance(destination, treasuryOwner, treasuryStart)].sort(byIndex),
+    postTokenBalances: [balance(source, payer.publicKey, payerStart - moved), balance(destination, treasuryOwner, treasuryStart + moved)].sort(byIndex),
     innerInstructions,
     ...(options.commitment ? { commitment: options.commitment } : {}),
   };

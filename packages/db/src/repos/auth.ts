@@ -4,7 +4,15 @@ import type { UserRow } from "../types";
 
 export type ConsumeNonceResult = { ok: true } | { ok: false; reason: "not_found" | "expired" };
 export type SessionKind = "access" | "refresh";
-export type SessionRow = { tokenHash: string; kind: SessionKind; userId: string; familyId: string; expiresAt: number; usedAt: number | null; revokedAt: number | null };
+export type SessionRow = {
+  tokenHash: string;
+  kind: SessionKind;
+  userId: string;
+  familyId: string;
+  expiresAt: number;
+  usedAt: number | null;
+  revokedAt: number | null;
+};
 
 export function createAuthRepo(h: DbHandle) {
   const { users, authNonces, sessions } = h.t;
@@ -62,7 +70,10 @@ export function createAuthRepo(h: DbHandle) {
      */
     async spendRefreshToken(tokenHash: string, nowMs: number): Promise<{ ok: true; session: SessionRow } | { ok: false }> {
       return h.transaction(async (db) => {
-        const [row] = await db.select().from(sessions).where(and(eq(sessions.tokenHash, tokenHash), eq(sessions.kind, "refresh")));
+        const [row] = await db
+          .select()
+          .from(sessions)
+          .where(and(eq(sessions.tokenHash, tokenHash), eq(sessions.kind, "refresh")));
         if (!row || row.revokedAt !== null || row.expiresAt <= nowMs) return { ok: false } as const;
         const spent = await db
           .update(sessions)
@@ -70,7 +81,10 @@ export function createAuthRepo(h: DbHandle) {
           .where(and(eq(sessions.tokenHash, tokenHash), isNull(sessions.usedAt)))
           .returning({ tokenHash: sessions.tokenHash });
         if (spent.length === 0) {
-          await db.update(sessions).set({ revokedAt: nowMs }).where(and(eq(sessions.familyId, row.familyId), isNull(sessions.revokedAt)));
+          await db
+            .update(sessions)
+            .set({ revokedAt: nowMs })
+            .where(and(eq(sessions.familyId, row.familyId), isNull(sessions.revokedAt)));
           return { ok: false } as const;
         }
         return { ok: true, session: row } as const;

@@ -32,7 +32,11 @@ export function createBillingRepo(h: DbHandle) {
       return h.transaction(async (db) => {
         // A no-op write takes the row lock on PostgreSQL (SQLite's BEGIN IMMEDIATE
         // already serialises) and returns the latest committed version.
-        const [dep] = await db.update(deployments).set({ billedMs: sql`${deployments.billedMs}` }).where(eq(deployments.id, id)).returning();
+        const [dep] = await db
+          .update(deployments)
+          .set({ billedMs: sql`${deployments.billedMs}` })
+          .where(eq(deployments.id, id))
+          .returning();
         return dep ? fn(db, dep) : undefined;
       });
     },
@@ -47,7 +51,11 @@ export function createBillingRepo(h: DbHandle) {
     async holdMore(db: Db, dep: DeploymentRow, amountMicro: number): Promise<DeploymentRow | null> {
       if (amountMicro <= 0) return dep;
       if (!(await ledger.reserve(db, dep.userId, amountMicro))) return null;
-      const [row] = await db.update(deployments).set({ reservedMicro: dep.reservedMicro + amountMicro }).where(eq(deployments.id, dep.id)).returning();
+      const [row] = await db
+        .update(deployments)
+        .set({ reservedMicro: dep.reservedMicro + amountMicro })
+        .where(eq(deployments.id, dep.id))
+        .returning();
       return row!;
     },
 
@@ -56,15 +64,29 @@ export function createBillingRepo(h: DbHandle) {
      * cost (so available is untouched), with one usage row on the ledger.
      */
     async consume(db: Db, dep: DeploymentRow, c: Consumption): Promise<DeploymentRow> {
-      if (c.costMicro < 0 || c.costMicro > dep.reservedMicro) throw new Error(`billing: charge ${c.costMicro} outside the hold ${dep.reservedMicro} of ${dep.id}`);
+      if (c.costMicro < 0 || c.costMicro > dep.reservedMicro)
+        throw new Error(`billing: charge ${c.costMicro} outside the hold ${dep.reservedMicro} of ${dep.id}`);
       const [row] = await db
         .update(deployments)
-        .set({ billedMs: c.billedMs, billedUntil: c.billedUntil, totalCostMicro: dep.totalCostMicro + c.costMicro, reservedMicro: dep.reservedMicro - c.costMicro })
+        .set({
+          billedMs: c.billedMs,
+          billedUntil: c.billedUntil,
+          totalCostMicro: dep.totalCostMicro + c.costMicro,
+          reservedMicro: dep.reservedMicro - c.costMicro,
+        })
         .where(eq(deployments.id, dep.id))
         .returning();
       if (c.costMicro > 0) {
         await ledger.release(db, dep.userId, c.costMicro);
-        await ledger.post(db, { id: c.txnId, userId: dep.userId, type: "usage", amountMicro: -c.costMicro, description: c.description, deploymentId: dep.id, createdAt: c.nowMs });
+        await ledger.post(db, {
+          id: c.txnId,
+          userId: dep.userId,
+          type: "usage",
+          amountMicro: -c.costMicro,
+          description: c.description,
+          deploymentId: dep.id,
+          createdAt: c.nowMs,
+        });
       }
       return row!;
     },

@@ -1,19 +1,40 @@
+import { type DeploymentStatus, LIVE_STATUSES } from "@cm/protocol";
 import { and, count, desc, eq, inArray, isNull, lt, sql } from "drizzle-orm";
-import { LIVE_STATUSES, type DeploymentStatus } from "@cm/protocol";
 import type { Db, DbHandle } from "../client";
 import type { DeploymentRow } from "../types";
 import { ledgerOps } from "./ledger";
 
 export type OccupyRefusal = "NODE_OFFLINE" | "NODE_AT_CAPACITY" | "INSUFFICIENT_CREDITS";
-export type NewDeployment = Omit<DeploymentRow, "totalCostMicro" | "reservedMicro" | "billedUntil" | "billedMs" | "removedFromNodeAt" | "runSeq" | "startedAt" | "stoppedAt" | "deletedAt" | "statusReason" | "exitCode" | "endpoints" | "desiredState" | "status" | "updatedAt">;
+export type NewDeployment = Omit<
+  DeploymentRow,
+  | "totalCostMicro"
+  | "reservedMicro"
+  | "billedUntil"
+  | "billedMs"
+  | "removedFromNodeAt"
+  | "runSeq"
+  | "startedAt"
+  | "stoppedAt"
+  | "deletedAt"
+  | "statusReason"
+  | "exitCode"
+  | "endpoints"
+  | "desiredState"
+  | "status"
+  | "updatedAt"
+>;
 /** What a move may write besides the status, as its caller decides. */
-export type TransitionPatch = Partial<Pick<DeploymentRow, "statusReason" | "exitCode" | "startedAt" | "stoppedAt" | "endpoints" | "billedUntil" | "desiredState" | "deletedAt">>;
+export type TransitionPatch = Partial<
+  Pick<DeploymentRow, "statusReason" | "exitCode" | "startedAt" | "stoppedAt" | "endpoints" | "billedUntil" | "desiredState" | "deletedAt">
+>;
 /** A move's fields with the bookkeeping the move settles (the hold, the run). */
 export type MoveFields = TransitionPatch & Partial<Pick<DeploymentRow, "reservedMicro" | "runSeq">>;
 
 /** Thrown inside a transaction to roll it back; turned into a result outside it. */
 export class OccupyRefused extends Error {
-  constructor(readonly reason: OccupyRefusal) { super(reason); }
+  constructor(readonly reason: OccupyRefusal) {
+    super(reason);
+  }
 }
 
 export function createDeploymentsRepo(h: DbHandle) {
@@ -54,7 +75,10 @@ export function createDeploymentsRepo(h: DbHandle) {
 
     /** Gives back the deployment's slot on its node and what is still held for it. */
     async vacate(db: Db, dep: DeploymentRow) {
-      await db.update(nodes).set({ activeDeployments: sql`case when ${nodes.activeDeployments} > 0 then ${nodes.activeDeployments} - 1 else 0 end` }).where(eq(nodes.id, dep.nodeId));
+      await db
+        .update(nodes)
+        .set({ activeDeployments: sql`case when ${nodes.activeDeployments} > 0 then ${nodes.activeDeployments} - 1 else 0 end` })
+        .where(eq(nodes.id, dep.nodeId));
       await ledger.release(db, dep.userId, dep.reservedMicro);
     },
 
@@ -88,7 +112,13 @@ export function createDeploymentsRepo(h: DbHandle) {
     async list({ userId, status, page, limit }: { userId: string; status?: DeploymentStatus | undefined; page: number; limit: number }) {
       return h.run(async (db) => {
         const w = and(eq(deployments.userId, userId), notDeleted, status ? eq(deployments.status, status) : undefined);
-        const rows = await db.select().from(deployments).where(w).orderBy(desc(deployments.createdAt), desc(deployments.id)).limit(limit).offset((page - 1) * limit);
+        const rows = await db
+          .select()
+          .from(deployments)
+          .where(w)
+          .orderBy(desc(deployments.createdAt), desc(deployments.id))
+          .limit(limit)
+          .offset((page - 1) * limit);
         const [c] = await db.select({ n: count() }).from(deployments).where(w);
         return { rows, total: Number(c?.n ?? 0) };
       });
@@ -97,17 +127,34 @@ export function createDeploymentsRepo(h: DbHandle) {
     /** What a node should converge to: all its deployments except the deleted ones its agent confirmed gone. */
     async desiredForNode(nodeId: string): Promise<DeploymentRow[]> {
       return h.run((db) =>
-        db.select().from(deployments).where(and(eq(deployments.nodeId, nodeId), isNull(deployments.removedFromNodeAt))).orderBy(deployments.createdAt, deployments.id),
+        db
+          .select()
+          .from(deployments)
+          .where(and(eq(deployments.nodeId, nodeId), isNull(deployments.removedFromNodeAt)))
+          .orderBy(deployments.createdAt, deployments.id),
       );
     },
 
     /** One of the node's deployments, deleted or not: its agent reports on it until it is gone from the node. */
     async getOnNode(id: string, nodeId: string): Promise<DeploymentRow | undefined> {
-      return h.run(async (db) => (await db.select().from(deployments).where(and(eq(deployments.id, id), eq(deployments.nodeId, nodeId))))[0]);
+      return h.run(
+        async (db) =>
+          (
+            await db
+              .select()
+              .from(deployments)
+              .where(and(eq(deployments.id, id), eq(deployments.nodeId, nodeId)))
+          )[0],
+      );
     },
 
     async liveOnNode(nodeId: string): Promise<DeploymentRow[]> {
-      return h.run((db) => db.select().from(deployments).where(and(eq(deployments.nodeId, nodeId), inArray(deployments.status, [...LIVE_STATUSES]))));
+      return h.run((db) =>
+        db
+          .select()
+          .from(deployments)
+          .where(and(eq(deployments.nodeId, nodeId), inArray(deployments.status, [...LIVE_STATUSES]))),
+      );
     },
 
     async runningIds(): Promise<Array<{ id: string; nodeId: string }>> {
@@ -129,19 +176,31 @@ export function createDeploymentsRepo(h: DbHandle) {
     /** Progress text while an image is pulled; leaves updatedAt alone, so it never races a transition. */
     async notePulling(id: string, nodeId: string, reason: string) {
       await h.run((db) =>
-        db.update(deployments).set({ statusReason: reason }).where(and(eq(deployments.id, id), eq(deployments.nodeId, nodeId), eq(deployments.status, "pulling"))),
+        db
+          .update(deployments)
+          .set({ statusReason: reason })
+          .where(and(eq(deployments.id, id), eq(deployments.nodeId, nodeId), eq(deployments.status, "pulling"))),
       );
     },
 
     /** The deployment behind a public endpoint host, deleted ones excluded. */
     async byEndpointKey(key: string): Promise<DeploymentRow | undefined> {
-      return h.run(async (db) => (await db.select().from(deployments).where(and(eq(deployments.endpointKey, key), notDeleted)))[0]);
+      return h.run(
+        async (db) =>
+          (
+            await db
+              .select()
+              .from(deployments)
+              .where(and(eq(deployments.endpointKey, key), notDeleted))
+          )[0],
+      );
     },
 
     /** Records which exposed ports answer, as the node's agent last probed them. */
     async setEndpointReadiness(id: string, nodeId: string, ready: Array<{ port: number; ready: boolean }>) {
       await h.run((db) =>
-        db.update(deployments)
+        db
+          .update(deployments)
           .set({ endpoints: ready.map((r) => ({ internalPort: r.port, ready: r.ready })) })
           .where(and(eq(deployments.id, id), eq(deployments.nodeId, nodeId))),
       );
@@ -149,7 +208,12 @@ export function createDeploymentsRepo(h: DbHandle) {
 
     /** Ports learned from the image when the tenant named none (a custom image's EXPOSE). */
     async setPortsIfEmpty(id: string, nodeId: string, ports: number[]) {
-      const rows = await h.run((db) => db.select({ ports: deployments.ports }).from(deployments).where(and(eq(deployments.id, id), eq(deployments.nodeId, nodeId))));
+      const rows = await h.run((db) =>
+        db
+          .select({ ports: deployments.ports })
+          .from(deployments)
+          .where(and(eq(deployments.id, id), eq(deployments.nodeId, nodeId))),
+      );
       if (rows[0] && rows[0].ports.length === 0 && ports.length > 0) {
         await h.run((db) => db.update(deployments).set({ ports }).where(eq(deployments.id, id)));
       }

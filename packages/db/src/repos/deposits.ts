@@ -38,10 +38,26 @@ export function createDepositsRepo(h: DbHandle) {
     },
 
     async create(row: Omit<DepositRow, "status" | "txSignature" | "transactionId" | "confirmedAt">): Promise<DepositRow> {
-      return h.run(async (db) => (await db.insert(deposits).values({ ...row, status: "pending" }).returning())[0]!);
+      return h.run(
+        async (db) =>
+          (
+            await db
+              .insert(deposits)
+              .values({ ...row, status: "pending" })
+              .returning()
+          )[0]!,
+      );
     },
     async get(id: string, userId: string): Promise<DepositRow | undefined> {
-      return h.run(async (db) => (await db.select().from(deposits).where(and(eq(deposits.id, id), eq(deposits.userId, userId))))[0]);
+      return h.run(
+        async (db) =>
+          (
+            await db
+              .select()
+              .from(deposits)
+              .where(and(eq(deposits.id, id), eq(deposits.userId, userId)))
+          )[0],
+      );
     },
     async transactionBySignature(signature: string): Promise<CreditTransactionRow | undefined> {
       return h.run(async (db) => (await db.select().from(creditTransactions).where(eq(creditTransactions.txSignature, signature)))[0]);

@@ -48,9 +48,17 @@ export function ledgerOps(h: DbHandle) {
       const [row] = await db
         .insert(creditTransactions)
         .values({
-          id: e.id, userId: e.userId, type: e.type, amountMicro: e.amountMicro, balanceAfterMicro: u.balanceMicro,
-          description: e.description, txSignature: e.txSignature ?? null, deploymentId: e.deploymentId ?? null,
-          depositId: e.depositId ?? null, createdAt: e.createdAt, seq: u.ledgerSeq,
+          id: e.id,
+          userId: e.userId,
+          type: e.type,
+          amountMicro: e.amountMicro,
+          balanceAfterMicro: u.balanceMicro,
+          description: e.description,
+          txSignature: e.txSignature ?? null,
+          deploymentId: e.deploymentId ?? null,
+          depositId: e.depositId ?? null,
+          createdAt: e.createdAt,
+          seq: u.ledgerSeq,
         })
         .returning();
       return row!;
@@ -91,7 +99,13 @@ export function createLedgerRepo(h: DbHandle) {
     async list(userId: string, type: LedgerType | undefined, page: number, limit: number) {
       return h.run(async (db) => {
         const w = and(eq(creditTransactions.userId, userId), type ? eq(creditTransactions.type, type) : undefined);
-        const rows = await db.select().from(creditTransactions).where(w).orderBy(desc(creditTransactions.seq)).limit(limit).offset((page - 1) * limit);
+        const rows = await db
+          .select()
+          .from(creditTransactions)
+          .where(w)
+          .orderBy(desc(creditTransactions.seq))
+          .limit(limit)
+          .offset((page - 1) * limit);
         const [c] = await db.select({ n: count() }).from(creditTransactions).where(w);
         return { rows, total: Number(c?.n ?? 0) };
       });
@@ -99,7 +113,10 @@ export function createLedgerRepo(h: DbHandle) {
     /** The slow way, for audits and tests: the sum of every ledger row. */
     async sumOfRows(userId: string): Promise<number> {
       return h.run(async (db) => {
-        const [r] = await db.select({ s: sum(creditTransactions.amountMicro) }).from(creditTransactions).where(eq(creditTransactions.userId, userId));
+        const [r] = await db
+          .select({ s: sum(creditTransactions.amountMicro) })
+          .from(creditTransactions)
+          .where(eq(creditTransactions.userId, userId));
         return Number(r?.s ?? 0);
       });
     },

@@ -1,7 +1,7 @@
-import { and, eq, inArray, lt, max, sql, type SQL } from "drizzle-orm";
+import { and, eq, inArray, lt, max, type SQL, sql } from "drizzle-orm";
 import type { DbHandle } from "../client";
-import { execRaw } from "./raw";
 import type { NewLogLine } from "./logs";
+import { execRaw } from "./raw";
 
 export type StoredLogCursor = { seq: number; dockerTs: string | null };
 

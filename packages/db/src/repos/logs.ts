@@ -1,4 +1,4 @@
-import { and, desc, eq, gte } from "drizzle-orm";
+import { and, asc, desc, eq, gt, gte } from "drizzle-orm";
 import type { DbHandle } from "../client";
 import type { LogRow } from "../types";
 
@@ -19,6 +19,18 @@ export function createLogsRepo(h: DbHandle) {
           .limit(tail);
         return rows.reverse();
       });
+    },
+
+    /** Up to `limit` lines after the line numbered `afterSeq`, oldest first, optionally only those at or after `sinceMs`: what a follower has not seen. */
+    async after(deploymentId: string, afterSeq: number, limit: number, sinceMs?: number): Promise<LogRow[]> {
+      return h.run((db) =>
+        db
+          .select()
+          .from(logs)
+          .where(and(eq(logs.deploymentId, deploymentId), gt(logs.seq, afterSeq), sinceMs !== undefined ? gte(logs.tsMs, sinceMs) : undefined))
+          .orderBy(asc(logs.seq))
+          .limit(limit),
+      );
     },
   };
 }

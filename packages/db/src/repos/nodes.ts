@@ -1,7 +1,7 @@
-import { and, count, desc, eq, gte, isNull, lte, gt, sql, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, gt, gte, isNull, lte, type SQL, sql } from "drizzle-orm";
 import type { DbHandle } from "../client";
-import { execRaw } from "./raw";
 import type { Gpu, NodeRow, NodeSpecs } from "../types";
+import { execRaw } from "./raw";
 
 export type NodeFilter = {
   status?: NodeRow["status"];
@@ -14,7 +14,15 @@ export type NodeFilter = {
 };
 
 export const EMPTY_SPECS: NodeSpecs = {
-  cpuModel: "", cpuCores: 0, cpuThreads: 0, ramMb: 0, diskGb: 0, diskType: "", networkSpeedMbps: 0, os: "", containerVersion: "",
+  cpuModel: "",
+  cpuCores: 0,
+  cpuThreads: 0,
+  ramMb: 0,
+  diskGb: 0,
+  diskType: "",
+  networkSpeedMbps: 0,
+  os: "",
+  containerVersion: "",
 };
 
 export function createNodesRepo(h: DbHandle) {
@@ -37,8 +45,15 @@ export function createNodesRepo(h: DbHandle) {
 
   return {
     async create(row: {
-      id: string; operatorId: string; name: string; region: string; country: string;
-      hourlyRateCents: number; maxDeployments: number; agentTokenHash: string; createdAt: number;
+      id: string;
+      operatorId: string;
+      name: string;
+      region: string;
+      country: string;
+      hourlyRateCents: number;
+      maxDeployments: number;
+      agentTokenHash: string;
+      createdAt: number;
     }): Promise<NodeRow> {
       return h.run(async (db) => {
         const [created] = await db
@@ -58,9 +73,15 @@ export function createNodesRepo(h: DbHandle) {
     async createWithinQuota(row: Parameters<typeof this.create>[0], maxNodes: number): Promise<NodeRow | undefined> {
       return h.transaction(async (db) => {
         if (h.dialect === "pg") await db.execute(sql`select pg_advisory_xact_lock(hashtext(${`node-quota:${row.operatorId}`}))`);
-        const [held] = await db.select({ n: count() }).from(nodes).where(and(eq(nodes.operatorId, row.operatorId), visible));
+        const [held] = await db
+          .select({ n: count() })
+          .from(nodes)
+          .where(and(eq(nodes.operatorId, row.operatorId), visible));
         if ((held?.n ?? 0) >= maxNodes) return undefined;
-        const [created] = await db.insert(nodes).values({ ...row, status: "offline", specs: EMPTY_SPECS, gpus: [] }).returning();
+        const [created] = await db
+          .insert(nodes)
+          .values({ ...row, status: "offline", specs: EMPTY_SPECS, gpus: [] })
+          .returning();
         return created!;
       });
     },
@@ -69,7 +90,13 @@ export function createNodesRepo(h: DbHandle) {
     async list(f: NodeFilter, page: number, limit: number): Promise<{ rows: NodeRow[]; total: number }> {
       return h.run(async (db) => {
         const w = where(f);
-        const rows = await db.select().from(nodes).where(w).orderBy(desc(nodes.createdAt), desc(nodes.id)).limit(limit).offset((page - 1) * limit);
+        const rows = await db
+          .select()
+          .from(nodes)
+          .where(w)
+          .orderBy(desc(nodes.createdAt), desc(nodes.id))
+          .limit(limit)
+          .offset((page - 1) * limit);
         const [c] = await db.select({ n: count() }).from(nodes).where(w);
         return { rows, total: Number(c?.n ?? 0) };
       });
@@ -77,17 +104,34 @@ export function createNodesRepo(h: DbHandle) {
 
     async get(id: string, opts: { includeRetired?: boolean } = {}): Promise<NodeRow | undefined> {
       return h.run(async (db) => {
-        const [row] = await db.select().from(nodes).where(opts.includeRetired ? eq(nodes.id, id) : and(eq(nodes.id, id), visible));
+        const [row] = await db
+          .select()
+          .from(nodes)
+          .where(opts.includeRetired ? eq(nodes.id, id) : and(eq(nodes.id, id), visible));
         return row;
       });
     },
 
     async byAgentTokenHash(hash: string): Promise<NodeRow | undefined> {
-      return h.run(async (db) => (await db.select().from(nodes).where(and(eq(nodes.agentTokenHash, hash), visible)))[0]);
+      return h.run(
+        async (db) =>
+          (
+            await db
+              .select()
+              .from(nodes)
+              .where(and(eq(nodes.agentTokenHash, hash), visible))
+          )[0],
+      );
     },
 
     async listByOperator(operatorId: string): Promise<NodeRow[]> {
-      return h.run((db) => db.select().from(nodes).where(and(eq(nodes.operatorId, operatorId), visible)).orderBy(desc(nodes.createdAt)));
+      return h.run((db) =>
+        db
+          .select()
+          .from(nodes)
+          .where(and(eq(nodes.operatorId, operatorId), visible))
+          .orderBy(desc(nodes.createdAt)),
+      );
     },
 
     async retire(id: string, operatorId: string, nowMs: number): Promise<boolean> {
@@ -106,7 +150,8 @@ export function createNodesRepo(h: DbHandle) {
         db
           .update(nodes)
           .set({
-            specs, gpus,
+            specs,
+            gpus,
             gpuCount: gpus.length,
             maxGpuVramMb: gpus.reduce((m, g) => Math.max(m, g.vramMb), 0),
             cpuCores: specs.cpuCores,
@@ -119,7 +164,8 @@ export function createNodesRepo(h: DbHandle) {
     /** Online from the first heartbeat; the online time feeds uptimePercent. */
     async markOnline(id: string, nowMs: number) {
       await h.run((db) =>
-        db.update(nodes)
+        db
+          .update(nodes)
           .set({ status: "online", lastHeartbeat: nowMs, onlineSince: sql`coalesce(${nodes.onlineSince}, ${nowMs})` })
           .where(and(eq(nodes.id, id), visible)),
       );
@@ -127,7 +173,8 @@ export function createNodesRepo(h: DbHandle) {
 
     async markOffline(id: string, nowMs: number) {
       await h.run((db) =>
-        db.update(nodes)
+        db
+          .update(nodes)
           .set({
             status: sql`case when ${nodes.status} = 'maintenance' then 'maintenance' else 'offline' end`,
             onlineMsTotal: sql`${nodes.onlineMsTotal} + coalesce(${nowMs} - ${nodes.onlineSince}, 0)`,
@@ -143,18 +190,30 @@ export function createNodesRepo(h: DbHandle) {
      */
     async recordHeartbeats(beats: ReadonlyArray<readonly [nodeId: string, atMs: number]>) {
       for (let i = 0; i < beats.length; i += 1000) {
-        const rows = sql.join(beats.slice(i, i + 1000).map(([id, ms]) => sql`(${id}, cast(${ms} as bigint))`), sql`, `);
+        const rows = sql.join(
+          beats.slice(i, i + 1000).map(([id, ms]) => sql`(${id}, cast(${ms} as bigint))`),
+          sql`, `,
+        );
         await h.run((db) =>
-          execRaw(h, db, sql`with beat(id, ms) as (values ${rows})
+          execRaw(
+            h,
+            db,
+            sql`with beat(id, ms) as (values ${rows})
             update nodes set last_heartbeat = beat.ms from beat
-            where nodes.id = beat.id and (nodes.last_heartbeat is null or nodes.last_heartbeat < beat.ms)`),
+            where nodes.id = beat.id and (nodes.last_heartbeat is null or nodes.last_heartbeat < beat.ms)`,
+          ),
         );
       }
     },
 
     /** Nodes whose last heartbeat is older than the cutoff but still count as online. */
     async staleOnline(cutoffMs: number): Promise<NodeRow[]> {
-      return h.run((db) => db.select().from(nodes).where(and(eq(nodes.status, "online"), lte(nodes.lastHeartbeat, cutoffMs))));
+      return h.run((db) =>
+        db
+          .select()
+          .from(nodes)
+          .where(and(eq(nodes.status, "online"), lte(nodes.lastHeartbeat, cutoffMs))),
+      );
     },
   };
 }

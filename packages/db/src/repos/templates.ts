@@ -19,10 +19,24 @@ export function createTemplatesRepo(h: DbHandle) {
       if (f.category) c.push(eq(templates.category, f.category));
       if (f.requiresGpu !== undefined) c.push(eq(templates.requiresGpu, f.requiresGpu));
       if (f.search) c.push(or(containsIgnoreCase(templates.name, f.search), containsIgnoreCase(templates.description, f.search)));
-      return h.run((db) => db.select().from(templates).where(and(...c)).orderBy(asc(templates.sortOrder)));
+      return h.run((db) =>
+        db
+          .select()
+          .from(templates)
+          .where(and(...c))
+          .orderBy(asc(templates.sortOrder)),
+      );
     },
     async getByIdOrSlug(idOrSlug: string): Promise<TemplateRow | undefined> {
-      return h.run(async (db) => (await db.select().from(templates).where(or(eq(templates.id, idOrSlug), eq(templates.slug, idOrSlug))))[0]);
+      return h.run(
+        async (db) =>
+          (
+            await db
+              .select()
+              .from(templates)
+              .where(or(eq(templates.id, idOrSlug), eq(templates.slug, idOrSlug)))
+          )[0],
+      );
     },
   };
 }

@@ -1,6 +1,6 @@
-import { pgTable, text, bigint, integer, boolean, jsonb, serial, index, uniqueIndex } from "drizzle-orm/pg-core";
 import { DEPLOYMENT_STATUSES, DESIRED_STATES, NODE_STATUSES, TRANSACTION_TYPES } from "@cm/protocol";
-import { DEPOSIT_STATUSES, type NodeSpecs, type Gpu, type TemplatePort, type StoredEndpoint } from "../types";
+import { bigint, boolean, index, integer, jsonb, pgTable, serial, text, uniqueIndex } from "drizzle-orm/pg-core";
+import { DEPOSIT_STATUSES, type Gpu, type NodeSpecs, type StoredEndpoint, type TemplatePort } from "../types";
 
 // Kept column-for-column in step with sqlite.ts: drizzle has no dialect-neutral schema.
 // Times are epoch milliseconds (UTC by construction); money is integer micro-credits.
@@ -16,55 +16,67 @@ export const users = pgTable("users", {
   createdAt: bigint("created_at", { mode: "number" }).notNull(),
 });
 
-export const authNonces = pgTable("auth_nonces", {
-  nonce: text("nonce").primaryKey(),
-  walletAddress: text("wallet_address").notNull(),
-  message: text("message").notNull(),
-  expiresAt: bigint("expires_at", { mode: "number" }).notNull(),
-  usedAt: bigint("used_at", { mode: "number" }),
-}, (t) => [index("auth_nonces_wallet_idx").on(t.walletAddress)]);
+export const authNonces = pgTable(
+  "auth_nonces",
+  {
+    nonce: text("nonce").primaryKey(),
+    walletAddress: text("wallet_address").notNull(),
+    message: text("message").notNull(),
+    expiresAt: bigint("expires_at", { mode: "number" }).notNull(),
+    usedAt: bigint("used_at", { mode: "number" }),
+  },
+  (t) => [index("auth_nonces_wallet_idx").on(t.walletAddress)],
+);
 
-export const sessions = pgTable("sessions", {
-  tokenHash: text("token_hash").primaryKey(),
-  kind: text("kind", { enum: ["access", "refresh"] }).notNull(),
-  userId: text("user_id").notNull(),
-  familyId: text("family_id").notNull(),
-  expiresAt: bigint("expires_at", { mode: "number" }).notNull(),
-  usedAt: bigint("used_at", { mode: "number" }),
-  revokedAt: bigint("revoked_at", { mode: "number" }),
-  createdAt: bigint("created_at", { mode: "number" }).notNull(),
-}, (t) => [index("sessions_family_idx").on(t.familyId)]);
+export const sessions = pgTable(
+  "sessions",
+  {
+    tokenHash: text("token_hash").primaryKey(),
+    kind: text("kind", { enum: ["access", "refresh"] }).notNull(),
+    userId: text("user_id").notNull(),
+    familyId: text("family_id").notNull(),
+    expiresAt: bigint("expires_at", { mode: "number" }).notNull(),
+    usedAt: bigint("used_at", { mode: "number" }),
+    revokedAt: bigint("revoked_at", { mode: "number" }),
+    createdAt: bigint("created_at", { mode: "number" }).notNull(),
+  },
+  (t) => [index("sessions_family_idx").on(t.familyId)],
+);
 
-export const nodes = pgTable("nodes", {
-  id: text("id").primaryKey(),
-  operatorId: text("operator_id").notNull(),
-  name: text("name").notNull(),
-  region: text("region").notNull(),
-  country: text("country").notNull(),
-  hourlyRateCents: integer("hourly_rate_cents").notNull(),
-  maxDeployments: integer("max_deployments").notNull(),
-  status: text("status", { enum: NODE_STATUSES }).notNull(),
-  agentTokenHash: text("agent_token_hash").notNull().unique(),
-  specs: jsonb("specs").notNull().$type<NodeSpecs>(),
-  gpus: jsonb("gpus").notNull().$type<Gpu[]>(),
-  // Denormalised from specs/gpus so the catalogue filters run on indexes.
-  gpuCount: integer("gpu_count").notNull().default(0),
-  maxGpuVramMb: integer("max_gpu_vram_mb").notNull().default(0),
-  cpuCores: integer("cpu_cores").notNull().default(0),
-  ramMb: integer("ram_mb").notNull().default(0),
-  activeDeployments: integer("active_deployments").notNull().default(0),
-  lastHeartbeat: bigint("last_heartbeat", { mode: "number" }),
-  onlineSince: bigint("online_since", { mode: "number" }),
-  onlineMsTotal: bigint("online_ms_total", { mode: "number" }).notNull().default(0),
-  createdAt: bigint("created_at", { mode: "number" }).notNull(),
-  retiredAt: bigint("retired_at", { mode: "number" }),
-}, (t) => [
-  // The catalogue is listed newest first: this index lets a page stop after `limit` rows.
-  index("nodes_created_idx").on(t.createdAt, t.id),
-  index("nodes_status_idx").on(t.status, t.createdAt),
-  index("nodes_operator_idx").on(t.operatorId),
-  index("nodes_region_idx").on(t.region),
-]);
+export const nodes = pgTable(
+  "nodes",
+  {
+    id: text("id").primaryKey(),
+    operatorId: text("operator_id").notNull(),
+    name: text("name").notNull(),
+    region: text("region").notNull(),
+    country: text("country").notNull(),
+    hourlyRateCents: integer("hourly_rate_cents").notNull(),
+    maxDeployments: integer("max_deployments").notNull(),
+    status: text("status", { enum: NODE_STATUSES }).notNull(),
+    agentTokenHash: text("agent_token_hash").notNull().unique(),
+    specs: jsonb("specs").notNull().$type<NodeSpecs>(),
+    gpus: jsonb("gpus").notNull().$type<Gpu[]>(),
+    // Denormalised from specs/gpus so the catalogue filters run on indexes.
+    gpuCount: integer("gpu_count").notNull().default(0),
+    maxGpuVramMb: integer("max_gpu_vram_mb").notNull().default(0),
+    cpuCores: integer("cpu_cores").notNull().default(0),
+    ramMb: integer("ram_mb").notNull().default(0),
+    activeDeployments: integer("active_deployments").notNull().default(0),
+    lastHeartbeat: bigint("last_heartbeat", { mode: "number" }),
+    onlineSince: bigint("online_since", { mode: "number" }),
+    onlineMsTotal: bigint("online_ms_total", { mode: "number" }).notNull().default(0),
+    createdAt: bigint("created_at", { mode: "number" }).notNull(),
+    retiredAt: bigint("retired_at", { mode: "number" }),
+  },
+  (t) => [
+    // The catalogue is listed newest first: this index lets a page stop after `limit` rows.
+    index("nodes_created_idx").on(t.createdAt, t.id),
+    index("nodes_status_idx").on(t.status, t.createdAt),
+    index("nodes_operator_idx").on(t.operatorId),
+    index("nodes_region_idx").on(t.region),
+  ],
+);
 
 export const templates = pgTable("templates", {
   id: text("id").primaryKey(),
@@ -84,56 +96,64 @@ export const templates = pgTable("templates", {
   sortOrder: integer("sort_order").notNull(),
 });
 
-export const deployments = pgTable("deployments", {
-  id: text("id").primaryKey(),
-  userId: text("user_id").notNull(),
-  nodeId: text("node_id").notNull(),
-  templateId: text("template_id"),
-  name: text("name"),
-  image: text("image").notNull(),
-  status: text("status", { enum: DEPLOYMENT_STATUSES }).notNull(),
-  desiredState: text("desired_state", { enum: DESIRED_STATES }).notNull(),
-  statusReason: text("status_reason"),
-  exitCode: integer("exit_code"),
-  env: jsonb("env").notNull().$type<Record<string, string>>(),
-  ports: jsonb("ports").notNull().$type<number[]>(),
-  endpoints: jsonb("endpoints").notNull().$type<StoredEndpoint[]>(),
-  hourlyRateCents: integer("hourly_rate_cents").notNull(),
-  totalCostMicro: bigint("total_cost_micro", { mode: "number" }).notNull().default(0),
-  reservedMicro: bigint("reserved_micro", { mode: "number" }).notNull().default(0),
-  billedUntil: bigint("billed_until", { mode: "number" }),
-  // Running time charged so far, over every run: the cost is derived from it, so rounding never drifts.
-  billedMs: bigint("billed_ms", { mode: "number" }).notNull().default(0),
-  runSeq: integer("run_seq").notNull().default(0),
-  createdAt: bigint("created_at", { mode: "number" }).notNull(),
-  startedAt: bigint("started_at", { mode: "number" }),
-  stoppedAt: bigint("stopped_at", { mode: "number" }),
-  updatedAt: bigint("updated_at", { mode: "number" }).notNull(),
-  deletedAt: bigint("deleted_at", { mode: "number" }),
-  // When the agent confirmed a deleted deployment gone from the node: from then on it is no longer in the node's sync.
-  /** Lowercase and unguessable: each exposed port's public host is `<endpointKey>-<port>.<GATEWAY_DOMAIN>`. */
-  endpointKey: text("endpoint_key").unique(),
-  removedFromNodeAt: bigint("removed_from_node_at", { mode: "number" }),
-}, (t) => [
-  index("deployments_user_idx").on(t.userId, t.createdAt),
-  index("deployments_node_idx").on(t.nodeId, t.status),
-  // The meter walks the running deployments every minute.
-  index("deployments_status_idx").on(t.status),
-]);
+export const deployments = pgTable(
+  "deployments",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id").notNull(),
+    nodeId: text("node_id").notNull(),
+    templateId: text("template_id"),
+    name: text("name"),
+    image: text("image").notNull(),
+    status: text("status", { enum: DEPLOYMENT_STATUSES }).notNull(),
+    desiredState: text("desired_state", { enum: DESIRED_STATES }).notNull(),
+    statusReason: text("status_reason"),
+    exitCode: integer("exit_code"),
+    env: jsonb("env").notNull().$type<Record<string, string>>(),
+    ports: jsonb("ports").notNull().$type<number[]>(),
+    endpoints: jsonb("endpoints").notNull().$type<StoredEndpoint[]>(),
+    hourlyRateCents: integer("hourly_rate_cents").notNull(),
+    totalCostMicro: bigint("total_cost_micro", { mode: "number" }).notNull().default(0),
+    reservedMicro: bigint("reserved_micro", { mode: "number" }).notNull().default(0),
+    billedUntil: bigint("billed_until", { mode: "number" }),
+    // Running time charged so far, over every run: the cost is derived from it, so rounding never drifts.
+    billedMs: bigint("billed_ms", { mode: "number" }).notNull().default(0),
+    runSeq: integer("run_seq").notNull().default(0),
+    createdAt: bigint("created_at", { mode: "number" }).notNull(),
+    startedAt: bigint("started_at", { mode: "number" }),
+    stoppedAt: bigint("stopped_at", { mode: "number" }),
+    updatedAt: bigint("updated_at", { mode: "number" }).notNull(),
+    deletedAt: bigint("deleted_at", { mode: "number" }),
+    // When the agent confirmed a deleted deployment gone from the node: from then on it is no longer in the node's sync.
+    /** Lowercase and unguessable: each exposed port's public host is `<endpointKey>-<port>.<GATEWAY_DOMAIN>`. */
+    endpointKey: text("endpoint_key").unique(),
+    removedFromNodeAt: bigint("removed_from_node_at", { mode: "number" }),
+  },
+  (t) => [
+    index("deployments_user_idx").on(t.userId, t.createdAt),
+    index("deployments_node_idx").on(t.nodeId, t.status),
+    // The meter walks the running deployments every minute.
+    index("deployments_status_idx").on(t.status),
+  ],
+);
 
-export const creditTransactions = pgTable("credit_transactions", {
-  id: text("id").primaryKey(),
-  userId: text("user_id").notNull(),
-  type: text("type", { enum: TRANSACTION_TYPES }).notNull(),
-  amountMicro: bigint("amount_micro", { mode: "number" }).notNull(),
-  balanceAfterMicro: bigint("balance_after_micro", { mode: "number" }).notNull(),
-  description: text("description").notNull(),
-  txSignature: text("tx_signature").unique(),
-  deploymentId: text("deployment_id"),
-  depositId: text("deposit_id"),
-  createdAt: bigint("created_at", { mode: "number" }).notNull(),
-  seq: integer("seq").notNull(),
-}, (t) => [index("credit_tx_user_idx").on(t.userId, t.seq), index("credit_tx_dep_idx").on(t.deploymentId)]);
+export const creditTransactions = pgTable(
+  "credit_transactions",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id").notNull(),
+    type: text("type", { enum: TRANSACTION_TYPES }).notNull(),
+    amountMicro: bigint("amount_micro", { mode: "number" }).notNull(),
+    balanceAfterMicro: bigint("balance_after_micro", { mode: "number" }).notNull(),
+    description: text("description").notNull(),
+    txSignature: text("tx_signature").unique(),
+    deploymentId: text("deployment_id"),
+    depositId: text("deposit_id"),
+    createdAt: bigint("created_at", { mode: "number" }).notNull(),
+    seq: integer("seq").notNull(),
+  },
+  (t) => [index("credit_tx_user_idx").on(t.userId, t.seq), index("credit_tx_dep_idx").on(t.deploymentId)],
+);
 
 export const creditPackages = pgTable("credit_packages", {
   id: text("id").primaryKey(),
@@ -144,33 +164,41 @@ export const creditPackages = pgTable("credit_packages", {
   sortOrder: integer("sort_order").notNull(),
 });
 
-export const deposits = pgTable("deposits", {
-  id: text("id").primaryKey(),
-  userId: text("user_id").notNull(),
-  packageId: text("package_id").notNull(),
-  walletAddress: text("wallet_address").notNull(),
-  amountStableBase: bigint("amount_stable_base", { mode: "number" }).notNull(),
-  stableDecimals: integer("stable_decimals").notNull(),
-  creditsMicro: bigint("credits_micro", { mode: "number" }).notNull(),
-  treasuryWallet: text("treasury_wallet").notNull(),
-  stableMint: text("stable_mint").notNull(),
-  status: text("status", { enum: DEPOSIT_STATUSES }).notNull(),
-  txSignature: text("tx_signature").unique(),
-  transactionId: text("transaction_id"),
-  expiresAt: bigint("expires_at", { mode: "number" }).notNull(),
-  createdAt: bigint("created_at", { mode: "number" }).notNull(),
-  confirmedAt: bigint("confirmed_at", { mode: "number" }),
-}, (t) => [index("deposits_user_idx").on(t.userId)]);
+export const deposits = pgTable(
+  "deposits",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id").notNull(),
+    packageId: text("package_id").notNull(),
+    walletAddress: text("wallet_address").notNull(),
+    amountStableBase: bigint("amount_stable_base", { mode: "number" }).notNull(),
+    stableDecimals: integer("stable_decimals").notNull(),
+    creditsMicro: bigint("credits_micro", { mode: "number" }).notNull(),
+    treasuryWallet: text("treasury_wallet").notNull(),
+    stableMint: text("stable_mint").notNull(),
+    status: text("status", { enum: DEPOSIT_STATUSES }).notNull(),
+    txSignature: text("tx_signature").unique(),
+    transactionId: text("transaction_id"),
+    expiresAt: bigint("expires_at", { mode: "number" }).notNull(),
+    createdAt: bigint("created_at", { mode: "number" }).notNull(),
+    confirmedAt: bigint("confirmed_at", { mode: "number" }),
+  },
+  (t) => [index("deposits_user_idx").on(t.userId)],
+);
 
-export const deploymentLogs = pgTable("deployment_logs", {
-  id: serial("id").primaryKey(),
-  deploymentId: text("deployment_id").notNull(),
-  seq: integer("seq").notNull(),
-  ts: text("ts").notNull(),
-  tsMs: bigint("ts_ms", { mode: "number" }).notNull(),
-  stream: text("stream").notNull(),
-  message: text("message").notNull(),
-}, (t) => [uniqueIndex("deployment_logs_seq_idx").on(t.deploymentId, t.seq), index("deployment_logs_ts_idx").on(t.deploymentId, t.tsMs)]);
+export const deploymentLogs = pgTable(
+  "deployment_logs",
+  {
+    id: serial("id").primaryKey(),
+    deploymentId: text("deployment_id").notNull(),
+    seq: integer("seq").notNull(),
+    ts: text("ts").notNull(),
+    tsMs: bigint("ts_ms", { mode: "number" }).notNull(),
+    stream: text("stream").notNull(),
+    message: text("message").notNull(),
+  },
+  (t) => [uniqueIndex("deployment_logs_seq_idx").on(t.deploymentId, t.seq), index("deployment_logs_ts_idx").on(t.deploymentId, t.tsMs)],
+);
 
 export const settings = pgTable("settings", {
   key: text("key").primaryKey(),

@@ -1,6 +1,6 @@
-import { sqliteTable, text, integer, index, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { DEPLOYMENT_STATUSES, DESIRED_STATES, NODE_STATUSES, TRANSACTION_TYPES } from "@cm/protocol";
-import { DEPOSIT_STATUSES, type NodeSpecs, type Gpu, type TemplatePort, type StoredEndpoint } from "../types";
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { DEPOSIT_STATUSES, type Gpu, type NodeSpecs, type StoredEndpoint, type TemplatePort } from "../types";
 
 // Kept column-for-column in step with pg.ts: drizzle has no dialect-neutral schema.
 // Times are epoch milliseconds (UTC by construction); money is integer micro-credits.
@@ -16,55 +16,67 @@ export const users = sqliteTable("users", {
   createdAt: integer("created_at").notNull(),
 });
 
-export const authNonces = sqliteTable("auth_nonces", {
-  nonce: text("nonce").primaryKey(),
-  walletAddress: text("wallet_address").notNull(),
-  message: text("message").notNull(),
-  expiresAt: integer("expires_at").notNull(),
-  usedAt: integer("used_at"),
-}, (t) => [index("auth_nonces_wallet_idx").on(t.walletAddress)]);
+export const authNonces = sqliteTable(
+  "auth_nonces",
+  {
+    nonce: text("nonce").primaryKey(),
+    walletAddress: text("wallet_address").notNull(),
+    message: text("message").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    usedAt: integer("used_at"),
+  },
+  (t) => [index("auth_nonces_wallet_idx").on(t.walletAddress)],
+);
 
-export const sessions = sqliteTable("sessions", {
-  tokenHash: text("token_hash").primaryKey(),
-  kind: text("kind", { enum: ["access", "refresh"] }).notNull(),
-  userId: text("user_id").notNull(),
-  familyId: text("family_id").notNull(),
-  expiresAt: integer("expires_at").notNull(),
-  usedAt: integer("used_at"),
-  revokedAt: integer("revoked_at"),
-  createdAt: integer("created_at").notNull(),
-}, (t) => [index("sessions_family_idx").on(t.familyId)]);
+export const sessions = sqliteTable(
+  "sessions",
+  {
+    tokenHash: text("token_hash").primaryKey(),
+    kind: text("kind", { enum: ["access", "refresh"] }).notNull(),
+    userId: text("user_id").notNull(),
+    familyId: text("family_id").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    usedAt: integer("used_at"),
+    revokedAt: integer("revoked_at"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("sessions_family_idx").on(t.familyId)],
+);
 
-export const nodes = sqliteTable("nodes", {
-  id: text("id").primaryKey(),
-  operatorId: text("operator_id").notNull(),
-  name: text("name").notNull(),
-  region: text("region").notNull(),
-  country: text("country").notNull(),
-  hourlyRateCents: integer("hourly_rate_cents").notNull(),
-  maxDeployments: integer("max_deployments").notNull(),
-  status: text("status", { enum: NODE_STATUSES }).notNull(),
-  agentTokenHash: text("agent_token_hash").notNull().unique(),
-  specs: text("specs", { mode: "json" }).notNull().$type<NodeSpecs>(),
-  gpus: text("gpus", { mode: "json" }).notNull().$type<Gpu[]>(),
-  // Denormalised from specs/gpus so the catalogue filters run on indexes.
-  gpuCount: integer("gpu_count").notNull().default(0),
-  maxGpuVramMb: integer("max_gpu_vram_mb").notNull().default(0),
-  cpuCores: integer("cpu_cores").notNull().default(0),
-  ramMb: integer("ram_mb").notNull().default(0),
-  activeDeployments: integer("active_deployments").notNull().default(0),
-  lastHeartbeat: integer("last_heartbeat"),
-  onlineSince: integer("online_since"),
-  onlineMsTotal: integer("online_ms_total").notNull().default(0),
-  createdAt: integer("created_at").notNull(),
-  retiredAt: integer("retired_at"),
-}, (t) => [
-  // The catalogue is listed newest first: this index lets a page stop after `limit` rows.
-  index("nodes_created_idx").on(t.createdAt, t.id),
-  index("nodes_status_idx").on(t.status, t.createdAt),
-  index("nodes_operator_idx").on(t.operatorId),
-  index("nodes_region_idx").on(t.region),
-]);
+export const nodes = sqliteTable(
+  "nodes",
+  {
+    id: text("id").primaryKey(),
+    operatorId: text("operator_id").notNull(),
+    name: text("name").notNull(),
+    region: text("region").notNull(),
+    country: text("country").notNull(),
+    hourlyRateCents: integer("hourly_rate_cents").notNull(),
+    maxDeployments: integer("max_deployments").notNull(),
+    status: text("status", { enum: NODE_STATUSES }).notNull(),
+    agentTokenHash: text("agent_token_hash").notNull().unique(),
+    specs: text("specs", { mode: "json" }).notNull().$type<NodeSpecs>(),
+    gpus: text("gpus", { mode: "json" }).notNull().$type<Gpu[]>(),
+    // Denormalised from specs/gpus so the catalogue filters run on indexes.
+    gpuCount: integer("gpu_count").notNull().default(0),
+    maxGpuVramMb: integer("max_gpu_vram_mb").notNull().default(0),
+    cpuCores: integer("cpu_cores").notNull().default(0),
+    ramMb: integer("ram_mb").notNull().default(0),
+    activeDeployments: integer("active_deployments").notNull().default(0),
+    lastHeartbeat: integer("last_heartbeat"),
+    onlineSince: integer("online_since"),
+    onlineMsTotal: integer("online_ms_total").notNull().default(0),
+    createdAt: integer("created_at").notNull(),
+    retiredAt: integer("retired_at"),
+  },
+  (t) => [
+    // The catalogue is listed newest first: this index lets a page stop after `limit` rows.
+    index("nodes_created_idx").on(t.createdAt, t.id),
+    index("nodes_status_idx").on(t.status, t.createdAt),
+    index("nodes_operator_idx").on(t.operatorId),
+    index("nodes_region_idx").on(t.region),
+  ],
+);
 
 export const templates = sqliteTable("templates", {
   id: text("id").primaryKey(),
@@ -84,56 +96,64 @@ export const templates = sqliteTable("templates", {
   sortOrder: integer("sort_order").notNull(),
 });
 
-export const deployments = sqliteTable("deployments", {
-  id: text("id").primaryKey(),
-  userId: text("user_id").notNull(),
-  nodeId: text("node_id").notNull(),
-  templateId: text("template_id"),
-  name: text("name"),
-  image: text("image").notNull(),
-  status: text("status", { enum: DEPLOYMENT_STATUSES }).notNull(),
-  desiredState: text("desired_state", { enum: DESIRED_STATES }).notNull(),
-  statusReason: text("status_reason"),
-  exitCode: integer("exit_code"),
-  env: text("env", { mode: "json" }).notNull().$type<Record<string, string>>(),
-  ports: text("ports", { mode: "json" }).notNull().$type<number[]>(),
-  endpoints: text("endpoints", { mode: "json" }).notNull().$type<StoredEndpoint[]>(),
-  hourlyRateCents: integer("hourly_rate_cents").notNull(),
-  totalCostMicro: integer("total_cost_micro").notNull().default(0),
-  reservedMicro: integer("reserved_micro").notNull().default(0),
-  billedUntil: integer("billed_until"),
-  // Running time charged so far, over every run: the cost is derived from it, so rounding never drifts.
-  billedMs: integer("billed_ms").notNull().default(0),
-  runSeq: integer("run_seq").notNull().default(0),
-  createdAt: integer("created_at").notNull(),
-  startedAt: integer("started_at"),
-  stoppedAt: integer("stopped_at"),
-  updatedAt: integer("updated_at").notNull(),
-  deletedAt: integer("deleted_at"),
-  // When the agent confirmed a deleted deployment gone from the node: from then on it is no longer in the node's sync.
-  /** Lowercase and unguessable: each exposed port's public host is `<endpointKey>-<port>.<GATEWAY_DOMAIN>`. */
-  endpointKey: text("endpoint_key").unique(),
-  removedFromNodeAt: integer("removed_from_node_at"),
-}, (t) => [
-  index("deployments_user_idx").on(t.userId, t.createdAt),
-  index("deployments_node_idx").on(t.nodeId, t.status),
-  // The meter walks the running deployments every minute.
-  index("deployments_status_idx").on(t.status),
-]);
+export const deployments = sqliteTable(
+  "deployments",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id").notNull(),
+    nodeId: text("node_id").notNull(),
+    templateId: text("template_id"),
+    name: text("name"),
+    image: text("image").notNull(),
+    status: text("status", { enum: DEPLOYMENT_STATUSES }).notNull(),
+    desiredState: text("desired_state", { enum: DESIRED_STATES }).notNull(),
+    statusReason: text("status_reason"),
+    exitCode: integer("exit_code"),
+    env: text("env", { mode: "json" }).notNull().$type<Record<string, string>>(),
+    ports: text("ports", { mode: "json" }).notNull().$type<number[]>(),
+    endpoints: text("endpoints", { mode: "json" }).notNull().$type<StoredEndpoint[]>(),
+    hourlyRateCents: integer("hourly_rate_cents").notNull(),
+    totalCostMicro: integer("total_cost_micro").notNull().default(0),
+    reservedMicro: integer("reserved_micro").notNull().default(0),
+    billedUntil: integer("billed_until"),
+    // Running time charged so far, over every run: the cost is derived from it, so rounding never drifts.
+    billedMs: integer("billed_ms").notNull().default(0),
+    runSeq: integer("run_seq").notNull().default(0),
+    createdAt: integer("created_at").notNull(),
+    startedAt: integer("started_at"),
+    stoppedAt: integer("stopped_at"),
+    updatedAt: integer("updated_at").notNull(),
+    deletedAt: integer("deleted_at"),
+    // When the agent confirmed a deleted deployment gone from the node: from then on it is no longer in the node's sync.
+    /** Lowercase and unguessable: each exposed port's public host is `<endpointKey>-<port>.<GATEWAY_DOMAIN>`. */
+    endpointKey: text("endpoint_key").unique(),
+    removedFromNodeAt: integer("removed_from_node_at"),
+  },
+  (t) => [
+    index("deployments_user_idx").on(t.userId, t.createdAt),
+    index("deployments_node_idx").on(t.nodeId, t.status),
+    // The meter walks the running deployments every minute.
+    index("deployments_status_idx").on(t.status),
+  ],
+);
 
-export const creditTransactions = sqliteTable("credit_transactions", {
-  id: text("id").primaryKey(),
-  userId: text("user_id").notNull(),
-  type: text("type", { enum: TRANSACTION_TYPES }).notNull(),
-  amountMicro: integer("amount_micro").notNull(),
-  balanceAfterMicro: integer("balance_after_micro").notNull(),
-  description: text("description").notNull(),
-  txSignature: text("tx_signature").unique(),
-  deploymentId: text("deployment_id"),
-  depositId: text("deposit_id"),
-  createdAt: integer("created_at").notNull(),
-  seq: integer("seq").notNull(),
-}, (t) => [index("credit_tx_user_idx").on(t.userId, t.seq), index("credit_tx_dep_idx").on(t.deploymentId)]);
+export const creditTransactions = sqliteTable(
+  "credit_transactions",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id").notNull(),
+    type: text("type", { enum: TRANSACTION_TYPES }).notNull(),
+    amountMicro: integer("amount_micro").notNull(),
+    balanceAfterMicro: integer("balance_after_micro").notNull(),
+    description: text("description").notNull(),
+    txSignature: text("tx_signature").unique(),
+    deploymentId: text("deployment_id"),
+    depositId: text("deposit_id"),
+    createdAt: integer("created_at").notNull(),
+    seq: integer("seq").notNull(),
+  },
+  (t) => [index("credit_tx_user_idx").on(t.userId, t.seq), index("credit_tx_dep_idx").on(t.deploymentId)],
+);
 
 export const creditPackages = sqliteTable("credit_packages", {
   id: text("id").primaryKey(),
@@ -144,33 +164,41 @@ export const creditPackages = sqliteTable("credit_packages", {
   sortOrder: integer("sort_order").notNull(),
 });
 
-export const deposits = sqliteTable("deposits", {
-  id: text("id").primaryKey(),
-  userId: text("user_id").notNull(),
-  packageId: text("package_id").notNull(),
-  walletAddress: text("wallet_address").notNull(),
-  amountStableBase: integer("amount_stable_base").notNull(),
-  stableDecimals: integer("stable_decimals").notNull(),
-  creditsMicro: integer("credits_micro").notNull(),
-  treasuryWallet: text("treasury_wallet").notNull(),
-  stableMint: text("stable_mint").notNull(),
-  status: text("status", { enum: DEPOSIT_STATUSES }).notNull(),
-  txSignature: text("tx_signature").unique(),
-  transactionId: text("transaction_id"),
-  expiresAt: integer("expires_at").notNull(),
-  createdAt: integer("created_at").notNull(),
-  confirmedAt: integer("confirmed_at"),
-}, (t) => [index("deposits_user_idx").on(t.userId)]);
+export const deposits = sqliteTable(
+  "deposits",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id").notNull(),
+    packageId: text("package_id").notNull(),
+    walletAddress: text("wallet_address").notNull(),
+    amountStableBase: integer("amount_stable_base").notNull(),
+    stableDecimals: integer("stable_decimals").notNull(),
+    creditsMicro: integer("credits_micro").notNull(),
+    treasuryWallet: text("treasury_wallet").notNull(),
+    stableMint: text("stable_mint").notNull(),
+    status: text("status", { enum: DEPOSIT_STATUSES }).notNull(),
+    txSignature: text("tx_signature").unique(),
+    transactionId: text("transaction_id"),
+    expiresAt: integer("expires_at").notNull(),
+    createdAt: integer("created_at").notNull(),
+    confirmedAt: integer("confirmed_at"),
+  },
+  (t) => [index("deposits_user_idx").on(t.userId)],
+);
 
-export const deploymentLogs = sqliteTable("deployment_logs", {
-  id: integer("id").primaryKey({ autoIncrement: true }),
-  deploymentId: text("deployment_id").notNull(),
-  seq: integer("seq").notNull(),
-  ts: text("ts").notNull(),
-  tsMs: integer("ts_ms").notNull(),
-  stream: text("stream").notNull(),
-  message: text("message").notNull(),
-}, (t) => [uniqueIndex("deployment_logs_seq_idx").on(t.deploymentId, t.seq), index("deployment_logs_ts_idx").on(t.deploymentId, t.tsMs)]);
+export const deploymentLogs = sqliteTable(
+  "deployment_logs",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    deploymentId: text("deployment_id").notNull(),
+    seq: integer("seq").notNull(),
+    ts: text("ts").notNull(),
+    tsMs: integer("ts_ms").notNull(),
+    stream: text("stream").notNull(),
+    message: text("message").notNull(),
+  },
+  (t) => [uniqueIndex("deployment_logs_seq_idx").on(t.deploymentId, t.seq), index("deployment_logs_ts_idx").on(t.deploymentId, t.tsMs)],
+);
 
 export const settings = sqliteTable("settings", {
   key: text("key").primaryKey(),

@@ -33,7 +33,8 @@ export const CLOSE_CODES = {
  * its three heartbeat intervals before finding it silent.
  */
 export const AGENT_RECONNECT_MAX_MS = 30_000;
-export const RETRYABLE_CLOSE = (code: number) => code !== CLOSE_CODES.UNAUTHORIZED && code !== CLOSE_CODES.REPLACED && code !== CLOSE_CODES.UNSUPPORTED_PROTOCOL;
+export const RETRYABLE_CLOSE = (code: number) =>
+  code !== CLOSE_CODES.UNAUTHORIZED && code !== CLOSE_CODES.REPLACED && code !== CLOSE_CODES.UNSUPPORTED_PROTOCOL;
 
 // ---- shared pieces ---------------------------------------------------------
 
@@ -159,7 +160,18 @@ export const EndpointsFrame = z.object({
   ports: z.array(z.object({ port: z.number().int().min(1).max(65535), ready: z.boolean() })).max(64),
 });
 
-export const AgentFrame = z.discriminatedUnion("type", [HelloFrame, SpecsFrame, HeartbeatFrame, StatusFrame, PullProgressFrame, LogsFrame, AckFrame, TunnelErrorFrame, EndpointsFrame, z.object({ type: z.literal("error"), code: z.string().max(64), message: Reason })]);
+export const AgentFrame = z.discriminatedUnion("type", [
+  HelloFrame,
+  SpecsFrame,
+  HeartbeatFrame,
+  StatusFrame,
+  PullProgressFrame,
+  LogsFrame,
+  AckFrame,
+  TunnelErrorFrame,
+  EndpointsFrame,
+  z.object({ type: z.literal("error"), code: z.string().max(64), message: Reason }),
+]);
 export type AgentFrame = z.infer<typeof AgentFrame>;
 
 // ---- control plane -> agent ------------------------------------------------
@@ -193,7 +205,12 @@ export const ServerErrorFrame = z.object({ type: z.literal("error"), code: z.str
  * `/agent/tunnel?id=<tunnelId>` (with its agent token), upgrade it to
  * AGENT_TUNNEL_UPGRADE and splice the two. On failure it answers `tunnel_error`.
  */
-export const OpenTunnelFrame = z.object({ type: z.literal("open_tunnel"), tunnelId: z.string(), deploymentId: z.string(), port: z.number().int().min(1).max(65535) });
+export const OpenTunnelFrame = z.object({
+  type: z.literal("open_tunnel"),
+  tunnelId: z.string(),
+  deploymentId: z.string(),
+  port: z.number().int().min(1).max(65535),
+});
 export const AGENT_TUNNEL_PATH = "/agent/tunnel";
 /** Where the agent opens its one control connection (a WebSocket). */
 export const AGENT_WS_PATH = "/agent/ws";

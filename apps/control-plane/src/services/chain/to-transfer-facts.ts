@@ -1,9 +1,4 @@
-import type {
-  ParsedInstruction,
-  ParsedTransactionWithMeta,
-  PartiallyDecodedInstruction,
-  TokenBalance,
-} from "@solana/web3.js";
+import type { ParsedInstruction, ParsedTransactionWithMeta, PartiallyDecodedInstruction, TokenBalance } from "@solana/web3.js";
 import type { TokenBalanceDelta, TokenTransfer, TransferFacts } from "./chain-client";
 
 /**
@@ -32,8 +27,7 @@ export function toTransferFacts(parsed: ParsedTransactionWithMeta): TransferFact
   const accountKeys = parsed.transaction.message.accountKeys.map((key) => key.pubkey.toBase58());
   const pre = meta?.preTokenBalances ?? [];
   const post = meta?.postTokenBalances ?? [];
-  const balanceAt = (index: number): TokenBalance | undefined =>
-    post.find((b) => b.accountIndex === index) ?? pre.find((b) => b.accountIndex === index);
+  const balanceAt = (index: number): TokenBalance | undefined => post.find((b) => b.accountIndex === index) ?? pre.find((b) => b.accountIndex === index);
 
   const transfers: TokenTransfer[] = [];
   parsed.transaction.message.instructions.forEach((instruction, index) => {
@@ -56,12 +50,7 @@ export function toTransferFacts(parsed: ParsedTransactionWithMeta): TransferFact
   };
 }
 
-function pushTransfer(
-  out: TokenTransfer[],
-  instruction: AnyInstruction,
-  accountKeys: string[],
-  balanceAt: (index: number) => TokenBalance | undefined,
-): void {
+function pushTransfer(out: TokenTransfer[], instruction: AnyInstruction, accountKeys: string[], balanceAt: (index: number) => TokenBalance | undefined): void {
   if (!("parsed" in instruction) || !TOKEN_PROGRAM_IDS.has(instruction.programId.toBase58())) return;
   const parsed: unknown = instruction.parsed;
   if (!isRecord(parsed) || typeof parsed.type !== "string" || !TRANSFER_TYPES.has(parsed.type)) return;
@@ -80,8 +69,7 @@ function pushTransfer(
   const destinationIndex = accountKeys.indexOf(destination);
   const destinationBalance = destinationIndex >= 0 ? balanceAt(destinationIndex) : undefined;
   const mint = stringField(info, "mint") ?? destinationBalance?.mint;
-  const decimals =
-    tokenAmount && typeof tokenAmount.decimals === "number" ? tokenAmount.decimals : destinationBalance?.uiTokenAmount.decimals;
+  const decimals = tokenAmount && typeof tokenAmount.decimals === "number" ? tokenAmount.decimals : destinationBalance?.uiTokenAmount.decimals;
   // Without a mint the transfer proves nothing about what moved.
   if (mint === undefined || decimals === undefined) return;
 

@@ -24,9 +24,7 @@ export interface ExpectedDeposit {
   notAfterMs: number;
 }
 
-export type DepositVerdict =
-  | { ok: true; receivedBaseUnits: bigint }
-  | { ok: false; code: DepositRefusalCode; message: string };
+export type DepositVerdict = { ok: true; receivedBaseUnits: bigint } | { ok: false; code: DepositRefusalCode; message: string };
 
 /**
  * Decides whether a landed transaction pays for a deposit. Pure. Credit needs two
@@ -63,10 +61,7 @@ export function verifyDeposit(facts: TransferFacts, expected: ExpectedDeposit): 
   // other signers in the same transaction is not the payer's.
   const receivedBaseUnits = sentByPayer < treasuryGrowth ? sentByPayer : treasuryGrowth;
   if (receivedBaseUnits < expected.amountBaseUnits) {
-    return refuse(
-      "AMOUNT_TOO_LOW",
-      `The treasury received ${receivedBaseUnits} base units from the payer; the deposit needs ${expected.amountBaseUnits}.`,
-    );
+    return refuse("AMOUNT_TOO_LOW", `The treasury received ${receivedBaseUnits} base units from the payer; the deposit needs ${expected.amountBaseUnits}.`);
   }
   return { ok: true, receivedBaseUnits };
 }

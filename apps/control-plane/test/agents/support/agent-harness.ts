@@ -1,6 +1,6 @@
+import type { TestDatabase } from "@cm/db/testing";
 import { expect } from "vitest";
 import type { Config } from "../../../src/config";
-import type { TestDatabase } from "@cm/db/testing";
 import { startHarness } from "../../support/harness";
 import { SimAgent } from "./sim-agent";
 
@@ -9,7 +9,10 @@ export type NodeOptions = { hourlyRateCents?: number; maxDeployments?: number; g
 
 /** The API harness with timers off (tests tick the monitor and the meter), tokens that outlive the hours a test moves the clock, and helpers for nodes with agents. */
 export async function startAgentHarness(db: TestDatabase, config: Partial<Config> = {}) {
-  const h = await startHarness(db, { config: { HEARTBEAT_INTERVAL_MS: 10_000, ACCESS_TOKEN_TTL_S: 365 * 24 * 3600, ...config }, overrides: { manualTicks: true } });
+  const h = await startHarness(db, {
+    config: { HEARTBEAT_INTERVAL_MS: 10_000, ACCESS_TOKEN_TTL_S: 365 * 24 * 3600, ...config },
+    overrides: { manualTicks: true },
+  });
 
   async function registerNode(operatorToken: string, o: NodeOptions = {}) {
     const r = await h.call("POST", "/operator/nodes", {

@@ -1,14 +1,29 @@
+import { AGENT_WS_PATH, type AgentFrame, CURRENT_PROTOCOL_VERSION, type DeploymentSpec, type ObservedStatus, parseFrame, ServerFrame } from "@cm/protocol";
 import WebSocket from "ws";
-import { AGENT_WS_PATH, CURRENT_PROTOCOL_VERSION, ServerFrame, parseFrame, type AgentFrame, type DeploymentSpec, type ObservedStatus } from "@cm/protocol";
 
 type FrameOf<T extends ServerFrame["type"]> = Extract<ServerFrame, { type: T }>;
 type Waiter = { match(f: ServerFrame): boolean; resolve(f: ServerFrame): void };
 
 export const SPECS = {
-  cpuModel: "AMD EPYC 7763", cpuCores: 32, cpuThreads: 64, ramMb: 128_000, diskGb: 2000, diskType: "NVMe",
-  networkSpeedMbps: 10_000, os: "Ubuntu 22.04", containerVersion: "27.0.3",
+  cpuModel: "AMD EPYC 7763",
+  cpuCores: 32,
+  cpuThreads: 64,
+  ramMb: 128_000,
+  diskGb: 2000,
+  diskType: "NVMe",
+  networkSpeedMbps: 10_000,
+  os: "Ubuntu 22.04",
+  containerVersion: "27.0.3",
 };
-export const GPU = { name: "NVIDIA GeForce RTX 4090", vramMb: 24564, computeVersion: "8.9", brand: "NVIDIA", computeCores: 16384, tensorCores: 512, driverVersion: "550.54.15" };
+export const GPU = {
+  name: "NVIDIA GeForce RTX 4090",
+  vramMb: 24564,
+  computeVersion: "8.9",
+  brand: "NVIDIA",
+  computeCores: 16384,
+  tensorCores: 512,
+  driverVersion: "550.54.15",
+};
 
 /**
  * A real `ws` client playing the agent: it speaks the wire frames and keeps
@@ -47,7 +62,8 @@ export class SimAgent {
     a.send({ type: "hello", token, agentVersion: "sim-1", protocolVersions: [CURRENT_PROTOCOL_VERSION] });
     const welcome = await a.next("welcome");
     const sync = await a.next("sync");
-    if (o.specs !== false) a.send({ type: "specs", specs: SPECS, gpus: Array.from({ length: o.gpus ?? 1 }, (_, i) => ({ ...GPU, index: i, uuid: `GPU-${i}` })) });
+    if (o.specs !== false)
+      a.send({ type: "specs", specs: SPECS, gpus: Array.from({ length: o.gpus ?? 1 }, (_, i) => ({ ...GPU, index: i, uuid: `GPU-${i}` })) });
     return { agent: a, welcome, sync };
   }
 

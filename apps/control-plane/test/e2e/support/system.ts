@@ -1,16 +1,16 @@
-import { randomBytes } from "node:crypto";
 import { execFileSync } from "node:child_process";
-import { createAgent, type Agent } from "../../../../agent/src/agent";
+import { randomBytes } from "node:crypto";
+import type { TestDatabase } from "@cm/db/testing";
+import { type Agent, createAgent } from "../../../../agent/src/agent";
 import { systemClock } from "../../../../agent/src/clock";
 import { parseAgentConfig } from "../../../../agent/src/config";
 import { wsSocketFactory } from "../../../../agent/src/connection/socket";
 import { SystemHostProbe } from "../../../../agent/src/host/probe";
 import { createLogger } from "../../../../agent/src/logger";
 import { DockerRuntime } from "../../../../agent/src/runtime/docker-runtime";
-import { systemClock as cpClock } from "../../../src/services/ids";
-import { startHarness, type Harness } from "../../support/harness";
-import type { TestDatabase } from "@cm/db/testing";
 import type { Config } from "../../../src/config";
+import { systemClock as cpClock } from "../../../src/services/ids";
+import { type Harness, startHarness } from "../../support/harness";
 
 /**
  * The whole product on one machine: the real control plane on a real socket
@@ -28,7 +28,10 @@ export async function startSystem(db: TestDatabase, config: Partial<Config> = {}
   });
   const runLabel = { "cm.test-run": `e2e-${randomBytes(4).toString("hex")}` };
   const operator = await h.signIn();
-  const node = await h.call("POST", "/operator/nodes", { token: operator.token, body: { name: "e2e", region: "eu-west", country: "DE", hourlyRateCents: 36, maxDeployments: 8 } });
+  const node = await h.call("POST", "/operator/nodes", {
+    token: operator.token,
+    body: { name: "e2e", region: "eu-west", country: "DE", hourlyRateCents: 36, maxDeployments: 8 },
+  });
   const agents: Agent[] = [];
   // The agents' own log, kept (not printed) so a wait that times out can say what they did.
   const agentLines: string[] = [];
@@ -79,9 +82,13 @@ export type System = Awaited<ReturnType<typeof startSystem>>;
 
 /** Removes the containers, then the networks, carrying a label (`key=value`): what a test's agents left. */
 export function removeLabelled(label: string) {
-  const ids = execFileSync("docker", ["ps", "-aq", "--filter", `label=${label}`], { encoding: "utf8" }).split("\n").filter(Boolean);
+  const ids = execFileSync("docker", ["ps", "-aq", "--filter", `label=${label}`], { encoding: "utf8" })
+    .split("\n")
+    .filter(Boolean);
   if (ids.length) execFileSync("docker", ["rm", "-f", ...ids], { stdio: "ignore" });
-  const nets = execFileSync("docker", ["network", "ls", "-q", "--filter", `label=${label}`], { encoding: "utf8" }).split("\n").filter(Boolean);
+  const nets = execFileSync("docker", ["network", "ls", "-q", "--filter", `label=${label}`], { encoding: "utf8" })
+    .split("\n")
+    .filter(Boolean);
   if (nets.length) execFileSync("docker", ["network", "rm", ...nets], { stdio: "ignore" });
 }
 

@@ -5,8 +5,8 @@ import { execFileSync } from "node:child_process";
 import { copyFileSync, cpSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { imageExists } from "../../../../agent/test/support/busybox-image";
 import path from "node:path";
+import { imageExists } from "../../../../agent/test/support/busybox-image";
 
 export const WEB_IMAGE = "cm-test-web:5";
 
@@ -31,7 +31,9 @@ export function ensureWebImage(): string {
     put(path.join(import.meta.dirname, "web-server.mjs"), "/app/server.mjs");
     const require = createRequire(import.meta.url);
     cpSync(path.dirname(require.resolve("ws/package.json")), path.join(root, "app/node_modules/ws"), { recursive: true });
-    execFileSync("sh", ["-c", `tar -C ${root} -c . | docker import -c 'ENV PATH=/bin' -c 'EXPOSE 8080' -c 'CMD ["node", "/app/server.mjs"]' - ${WEB_IMAGE}`], { stdio: "ignore" });
+    execFileSync("sh", ["-c", `tar -C ${root} -c . | docker import -c 'ENV PATH=/bin' -c 'EXPOSE 8080' -c 'CMD ["node", "/app/server.mjs"]' - ${WEB_IMAGE}`], {
+      stdio: "ignore",
+    });
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

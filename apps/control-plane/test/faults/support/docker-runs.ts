@@ -12,7 +12,9 @@ export function watchDockerRuns(nodeId: string) {
   const runs = new Map<string, Run[]>();
   const created = new Set<string>();
   const waiters = new Set<() => void>();
-  const proc = spawn("docker", ["events", "--filter", "type=container", "--filter", `label=cm.node-id=${nodeId}`, "--format", "{{json .}}"], { stdio: ["ignore", "pipe", "ignore"] });
+  const proc = spawn("docker", ["events", "--filter", "type=container", "--filter", `label=cm.node-id=${nodeId}`, "--format", "{{json .}}"], {
+    stdio: ["ignore", "pipe", "ignore"],
+  });
   let buf = "";
   proc.stdout.on("data", (chunk: Buffer) => {
     buf += chunk.toString("utf8");

@@ -1,13 +1,13 @@
 import { execFileSync } from "node:child_process";
-import { expect } from "vitest";
 import { creditsToMicro, openRepos, type Repos } from "@cm/db";
+import { expect } from "vitest";
 import { ensureScriptImage } from "../../../../agent/test/support/script-image";
 import { costMicro } from "../../../src/services/charges";
 import { newWallet } from "../../support/harness";
-import { removeNodeContainers, watchDockerRuns, type DockerRuns } from "./docker-runs";
-import { startPgCluster, freePort, type PgCluster } from "./pg-cluster";
-import { startProgram, type Program } from "./processes";
 import { until } from "../../support/until";
+import { type DockerRuns, removeNodeContainers, watchDockerRuns } from "./docker-runs";
+import { freePort, type PgCluster, startPgCluster } from "./pg-cluster";
+import { type Program, startProgram } from "./processes";
 
 /** 1 credit a second: a deployment's cost in micro-credits is its billed milliseconds x 1000. */
 export const RATE_CENTS_PER_HOUR = 3600;
@@ -29,7 +29,10 @@ export async function startFaultSystem(o: FaultSystemOptions) {
   // What was started, undone in reverse by close(), or at once if a later step fails.
   const undo: Array<() => unknown> = [() => pg.destroy()];
   const close = async () => {
-    for (const step of undo.splice(0).reverse()) await Promise.resolve().then(step).catch(() => undefined);
+    for (const step of undo.splice(0).reverse())
+      await Promise.resolve()
+        .then(step)
+        .catch(() => undefined);
   };
   try {
     return await assemble(o, image, pg, undo, close);
@@ -43,9 +46,15 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const cpEnv = {
-    PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: pg.url, LOG_LEVEL: "info",
-    HEARTBEAT_INTERVAL_MS: String(o.heartbeatIntervalMs), HEARTBEAT_FLUSH_MS: "200",
-    METER_INTERVAL_MS: String(o.meterIntervalMs ?? 1000), AUTH_RATE_LIMIT_PER_MIN: "100000", ACCESS_TOKEN_TTL_S: "3600",
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    DATABASE_URL: pg.url,
+    LOG_LEVEL: "info",
+    HEARTBEAT_INTERVAL_MS: String(o.heartbeatIntervalMs),
+    HEARTBEAT_FLUSH_MS: "200",
+    METER_INTERVAL_MS: String(o.meterIntervalMs ?? 1000),
+    AUTH_RATE_LIMIT_PER_MIN: "100000",
+    ACCESS_TOKEN_TTL_S: "3600",
     ...o.env,
   };
   const startControlPlane = async () => {
@@ -66,12 +75,20 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
     if (init.token) headers.authorization = `Bearer ${init.token}`;
     if (init.body !== undefined) headers["content-type"] = "application/json";
     const started = Date.now();
-    const send = () => fetch(url + path, { method, headers, body: init.body === undefined ? undefined : JSON.stringify(init.body), signal: AbortSignal.timeout(init.timeoutMs ?? 20_000) });
+    const send = () =>
+      fetch(url + path, {
+        method,
+        headers,
+        body: init.body === undefined ? undefined : JSON.stringify(init.body),
+        signal: AbortSignal.timeout(init.timeoutMs ?? 20_000),
+      });
     // A kept-alive connection the server closed (idle 5 s) just as it was reused: the request never arrived, send it again.
     const res = await send()
       .catch((err: unknown) => ((err as { cause?: { code?: string } }).cause?.code === "UND_ERR_SOCKET" ? send() : Promise.reject(err)))
       .catch((err: unknown) => {
-        throw new Error(`${method} ${path}: ${String(err)} (${String((err as { cause?: unknown }).cause)}); control plane ${cp.running ? "running" : "exited"}:\n${cp.tail(30)}`);
+        throw new Error(
+          `${method} ${path}: ${String(err)} (${String((err as { cause?: unknown }).cause)}); control plane ${cp.running ? "running" : "exited"}:\n${cp.tail(30)}`,
+        );
       });
     const text = await res.text();
     let json: any;
@@ -86,13 +103,25 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
   // One user is the node's operator and its tenant.
   const wallet = newWallet();
   const nonce = await call("POST", "/auth/nonce", { body: { walletAddress: wallet.address } });
-  const verified = await call("POST", "/auth/verify", { body: { walletAddress: wallet.address, message: nonce.json.message, signature: wallet.sign(nonce.json.message) } });
+  const verified = await call("POST", "/auth/verify", {
+    body: { walletAddress: wallet.address, message: nonce.json.message, signature: wallet.sign(nonce.json.message) },
+  });
   const token = verified.json.accessToken as string;
   const userId = verified.json.user.id as string;
   await repos.handle.transaction((tx) =>
-    repos.ledger.post(tx, { id: `txn_fault_${Date.now()}`, userId, type: "deposit", amountMicro: creditsToMicro(1_000_000), description: "fault suite grant", createdAt: Date.now() }),
+    repos.ledger.post(tx, {
+      id: `txn_fault_${Date.now()}`,
+      userId,
+      type: "deposit",
+      amountMicro: creditsToMicro(1_000_000),
+      description: "fault suite grant",
+      createdAt: Date.now(),
+    }),
   );
-  const node = await call("POST", "/operator/nodes", { token, body: { name: "fault", region: "eu-west", country: "DE", hourlyRateCents: RATE_CENTS_PER_HOUR, maxDeployments: 16 } });
+  const node = await call("POST", "/operator/nodes", {
+    token,
+    body: { name: "fault", region: "eu-west", country: "DE", hourlyRateCents: RATE_CENTS_PER_HOUR, maxDeployments: 16 },
+  });
   nodeId = node.json.node.id as string;
   const agentToken = node.json.agentToken as string;
   runs = watchDockerRuns(nodeId);
@@ -144,7 +173,12 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
 
   const deployment = async (id: string) => (await call("GET", `/deployments/${id}`, { token })).json?.deployment;
   const waitStatus = (id: string, status: string, timeoutMs = 60_000) =>
-    until(`${id} ${status}`, async () => (await deployment(id))?.status === status, timeoutMs, async () => `${JSON.stringify(await deployment(id))}\n${agent?.tail(20)}\n${cp.tail(20)}`);
+    until(
+      `${id} ${status}`,
+      async () => (await deployment(id))?.status === status,
+      timeoutMs,
+      async () => `${JSON.stringify(await deployment(id))}\n${agent?.tail(20)}\n${cp.tail(20)}`,
+    );
 
   /** Line numbers the API holds for a deployment: how many of 1..max are missing, and how many came twice. */
   async function lineCounts(id: string) {
@@ -191,10 +225,29 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
   }
 
   return {
-    pg, repos, url, token, userId, nodeId, runs: runs!,
-    get cp() { return cp; },
-    get agent() { return agent; },
-    call, startAgent, deploy, stop, deployment, waitStatus, lineCounts, checkBooks, checkBilled, checkNothingUnwanted,
+    pg,
+    repos,
+    url,
+    token,
+    userId,
+    nodeId,
+    runs: runs!,
+    get cp() {
+      return cp;
+    },
+    get agent() {
+      return agent;
+    },
+    call,
+    startAgent,
+    deploy,
+    stop,
+    deployment,
+    waitStatus,
+    lineCounts,
+    checkBooks,
+    checkBilled,
+    checkNothingUnwanted,
     /** Stops the control plane (SIGTERM), waits `downMs` more, and starts it again on the same port and database. */
     async restartControlPlane(downMs = 0) {
       await cp.stop();

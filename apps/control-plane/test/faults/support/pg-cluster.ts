@@ -36,7 +36,8 @@ export type PgCluster = Awaited<ReturnType<typeof startPgCluster>>;
 export async function startPgCluster() {
   const dir = mkdtempSync(join(tmpdir(), "cm-fault-pg-"));
   const data = join(dir, "data");
-  if (process.getuid?.() === 0) chownSync(dir, Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" })), Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" })));
+  if (process.getuid?.() === 0)
+    chownSync(dir, Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" })), Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" })));
   asPostgres("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]);
   const port = await freePort();
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
@@ -47,7 +48,10 @@ export async function startPgCluster() {
   // (connections open, no answer) rather than one that refuses.
   const processes = () => {
     const postmaster = Number(readFileSync(join(data, "postmaster.pid"), "utf8").split("\n")[0]);
-    const children = execFileSync("pgrep", ["-P", String(postmaster)], { encoding: "utf8" }).split("\n").filter(Boolean).map(Number);
+    const children = execFileSync("pgrep", ["-P", String(postmaster)], { encoding: "utf8" })
+      .split("\n")
+      .filter(Boolean)
+      .map(Number);
     return [postmaster, ...children];
   };
   start();
