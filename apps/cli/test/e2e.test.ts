@@ -1,6 +1,10 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { needs, sqliteDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type System, startSystem, until } from "../../control-plane/test/e2e/support/system";
+import { removeLabelled, type System, startSystem, until } from "../../control-plane/test/e2e/support/system";
 import { ensureWebImage } from "../../control-plane/test/e2e/support/web-image";
 import { terminal } from "./support/cli";
 
@@ -77,4 +81,32 @@ needs("docker", "busybox").describe("cm with a real agent and Docker", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/\nerror DEPLOYMENT_ENDED: deployment dep_\S+ is failed: .+\n$/);
   });
+
+  it("operator add prints the one command that brings the node online", async () => {
+    const op = terminal({ CM_API_URL: s.h.url });
+    op.keypair();
+    expect((await op.cm(["login"])).code).toBe(0);
+    const add = await op.cm(["operator", "add", "--name", "from-cli", "--region", "eu-west", "--country", "DE", "--rate", "10", "--max", "1"]);
+    expect(add.code, add.stderr).toBe(0);
+    const [nodeId, command] = add.stdout.trim().split("\n");
+    expect(command).toMatch(/^npm run agent -- --control-plane \S+ --token \S+$/);
+    const state = mkdtempSync(join(tmpdir(), "cm-agent-state-"));
+    // The printed line as an operator pastes it; no warm sandboxes, so the node's containers are only its own.
+    const agent = spawn("sh", ["-c", command!], {
+      cwd: resolve(import.meta.dirname, "../../.."),
+      env: { ...process.env, AGENT_STATE_DIR: state, AGENT_SANDBOX_POOL: "0", LOG_LEVEL: "warn" },
+      detached: true,
+      stdio: "ignore",
+    });
+    try {
+      await until("the node online", async () => JSON.parse((await op.cm(["nodes", "show", nodeId!, "--json"])).stdout).node.status === "online", 90_000);
+      expect((await op.cm(["operator", "nodes"])).stdout).toMatch(new RegExp(`^${nodeId}\tfrom-cli\tonline\t`, "m"));
+    } finally {
+      if (agent.pid) process.kill(-agent.pid, "SIGTERM");
+      await new Promise((done) => (agent.exitCode === null ? agent.once("exit", done) : done(undefined)));
+      removeLabelled(`cm.node-id=${nodeId}`);
+      rmSync(state, { recursive: true, force: true });
+      op.close();
+    }
+  }, 150_000);
 });

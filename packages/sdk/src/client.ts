@@ -1,4 +1,5 @@
 import { type BuyOptions, buyCredits, type Payer } from "./chain";
+import { ApiError } from "./errors";
 import { type FollowOptions, follow, type PollOptions, type WaitOptions, waitFor, watch } from "./follow";
 import { type Signer, signText, walletAddress } from "./signer";
 import { type ClientOptions, Transport } from "./transport";
@@ -32,8 +33,23 @@ export function createClient(options: ClientOptions) {
     /** Rotates the token pair now (protected calls do this by themselves). */
     refresh: () => t.refresh(),
     me: () => get<T.MeResponse>("/auth/me"),
-    /** Forgets the session here. */
+    /**
+     * Revokes the session on the API (its refresh token's whole family) and forgets it
+     * here; forgotten even when the API cannot be told (the error is thrown after).
+     */
     async signOut(): Promise<void> {
+      const session = await t.store.load();
+      if (!session) return;
+      try {
+        await t.json<T.LogoutResponse>("POST", "/auth/logout", { body: { refreshToken: session.refreshToken } });
+      } catch (err) {
+        // Already revoked or unknown there, or a control plane without the route: nothing left to revoke.
+        const gone = err instanceof ApiError && (err.code === "INVALID_REFRESH_TOKEN" || err.code === "NOT_FOUND");
+        if (!gone) {
+          await t.store.clear();
+          throw err;
+        }
+      }
       await t.store.clear();
     },
     session: () => t.store.load(),

@@ -14,6 +14,7 @@ export type VerifyRequest = In<typeof P.VerifyRequest>;
 export type VerifyResponse = Out<typeof P.VerifyResponse>;
 export type TokenPair = Out<typeof P.TokenPair>;
 export type MeResponse = Out<typeof P.MeResponse>;
+export type LogoutResponse = Out<typeof P.LogoutResponse>;
 
 export type NodeListQuery = Partial<Out<typeof P.NodeListQuery>>;
 export type NodeListResponse = Out<typeof P.NodeListResponse>;

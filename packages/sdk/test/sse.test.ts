@@ -16,7 +16,7 @@ const all = async (stream: ReadableStream<Uint8Array>) => {
 
 describe("readSse", () => {
   it("reads events split anywhere across chunks, with CRLF, comments and multi-line data", async () => {
-    const events = await all(body(": hello\r\n\r\nid: 7\r\nda", "ta: {\"a\":1}\r", "\n\r\nevent: end\ndata: x\ndata: y\n\n"));
+    const events = await all(body(": hello\r\n\r\nid: 7\r\nda", 'ta: {"a":1}\r', "\n\r\nevent: end\ndata: x\ndata: y\n\n"));
     expect(events).toEqual([
       { event: "message", data: '{"a":1}', id: "7" },
       { event: "end", data: "x\ny", id: "7" },

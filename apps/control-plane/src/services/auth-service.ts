@@ -88,6 +88,13 @@ export function createAuthService(repos: Repos, clock: Clock, ids: IdGenerator, 
       return issuePair(spent.session.userId, spent.session.familyId);
     },
 
+    /** Signs out: the refresh token's whole family (every access and refresh token issued from its sign-in) stops working. */
+    async logout(refreshToken: string) {
+      if (!(await repos.auth.revokeFamily(hashSecret(refreshToken), clock.now()))) {
+        throw new ApiError("INVALID_REFRESH_TOKEN", "this refresh token is unknown");
+      }
+    },
+
     /** The user behind an access token, or the reason there is none. */
     async authenticate(header: string | undefined): Promise<UserRow> {
       const m = header?.match(/^Bearer\s+(\S+)\s*$/i);

@@ -91,6 +91,26 @@ export function createAuthRepo(h: DbHandle) {
       });
     },
 
+    /**
+     * Revokes every token of a refresh token's family (sign-out): false when no refresh
+     * token has this hash. A spent or expired one still names its family: signing out
+     * with a stale copy ends the session it came from.
+     */
+    async revokeFamily(refreshTokenHash: string, nowMs: number): Promise<boolean> {
+      return h.transaction(async (db) => {
+        const [row] = await db
+          .select()
+          .from(sessions)
+          .where(and(eq(sessions.tokenHash, refreshTokenHash), eq(sessions.kind, "refresh")));
+        if (!row) return false;
+        await db
+          .update(sessions)
+          .set({ revokedAt: nowMs })
+          .where(and(eq(sessions.familyId, row.familyId), isNull(sessions.revokedAt)));
+        return true;
+      });
+    },
+
     async setOperator(userId: string) {
       await h.run((db) => db.update(users).set({ isOperator: true }).where(eq(users.id, userId)));
     },

@@ -27,3 +27,5 @@ export const TokenPair = z.object({
 export const VerifyResponse = TokenPair.extend({ user: User });
 export const RefreshRequest = z.strictObject({ refreshToken: text().max(200) });
 export const MeResponse = z.object({ user: User });
+export const LogoutRequest = z.strictObject({ refreshToken: text().max(200) });
+export const LogoutResponse = z.object({ success: z.boolean(), message: z.string() });
