@@ -5,6 +5,7 @@ import nacl from "tweetnacl";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Harness, startHarness, TestClock } from "../../../apps/control-plane/test/support/harness";
 import { ApiError, createClient, keypairSigner, type LogEntry, MemorySessionStore, NetworkError, type Session, SessionError, WaitError } from "../src";
+import { startFlakyProxy } from "./support/flaky-proxy";
 
 // The SDK against a real control plane (SQLite, port 0) whose clock the test moves.
 
@@ -172,5 +173,38 @@ describe("deployments", () => {
     await add(at(1), "a", "b");
     await following;
     expect(seen.map((l) => l.message)).toEqual(["old-2", "old-3", "a", "b", "c", "d", "e"]);
+  });
+
+  it("follow keeps going across a control-plane restart: no line lost or repeated", async () => {
+    const proxy = await startFlakyProxy(h.url);
+    const store = new MemorySessionStore(await client.auth.session());
+    const viaProxy = createClient({ baseUrl: proxy.url, store, now: clock.now });
+    const { deployment } = await viaProxy.deployments.create({ nodeId, customImage: "busybox:1.36" });
+    let seq = 0;
+    const add = (...messages: string[]) => {
+      const ts = new Date().toISOString();
+      return h.deps.repos.logIngest.append(
+        deployment.id,
+        messages.map((message) => ({ seq: ++seq, ts, tsMs: Date.parse(ts), stream: "stdout" as const, message })),
+      );
+    };
+    await add("1", "2");
+    const seen: string[] = [];
+    const following = (async () => {
+      for await (const line of viaProxy.deployments.follow(deployment.id, { intervalMs: 50 })) seen.push(line.message);
+    })();
+    const until = async (n: number) => {
+      while (seen.length < n) await new Promise((r) => setTimeout(r, 20));
+    };
+    await until(2);
+    const restarting = proxy.restart(1_000);
+    await add("3", "4");
+    await restarting;
+    await add("5");
+    await until(5);
+    await client.deployments.stop(deployment.id);
+    await following;
+    await proxy.close();
+    expect(seen).toEqual(["1", "2", "3", "4", "5"]);
   });
 });
