@@ -1,4 +1,4 @@
-import type { TENANT_ACTIONS } from "@cm/protocol";
+import type { LOG_STREAM_END_EVENT, TENANT_ACTIONS } from "@cm/protocol";
 import { ApiError, NetworkError, WaitError } from "./errors";
 import { readSse } from "./sse";
 import type { Transport } from "./transport";
@@ -10,6 +10,8 @@ export const ENDED_STATUSES = ["stopped", "exited", "failed"] as const;
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const _endedIsStartable: Same<(typeof ENDED_STATUSES)[number], (typeof TENANT_ACTIONS)["start"][number]> = true;
 void _endedIsStartable;
+// The protocol's word, typed from it (its value would load zod).
+const END_EVENT: typeof LOG_STREAM_END_EVENT = "end";
 export const hasEnded = (status: DeploymentStatus) => (ENDED_STATUSES as readonly string[]).includes(status);
 
 export interface PollOptions {
@@ -107,7 +109,7 @@ export async function* follow(t: Transport, id: string, options: FollowOptions =
     try {
       for await (const e of readSse(res.body!)) {
         lastId = e.id ?? lastId;
-        if (e.event === "end") return;
+        if (e.event === END_EVENT) return;
         if (e.event === "message") {
           attempt = 0;
           yield JSON.parse(e.data) as LogEntry;

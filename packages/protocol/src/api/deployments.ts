@@ -75,3 +75,20 @@ export const LogsQuery = z.strictObject({
   since: z.iso.datetime({ offset: true }).optional(),
 });
 export const LogsResponse = z.object({ logs: z.array(LogEntry) });
+
+/*
+ * GET /deployments/:id/logs/stream: Server-Sent Events. Each line is a message
+ * event whose id is the line's number and whose data is a LogEntry; the `end`
+ * event says the deployment has ended and its last lines are out.
+ */
+export const LOG_STREAM_END_EVENT = "end";
+/** A comment this often keeps proxies from closing a quiet stream. */
+export const LOG_STREAM_KEEP_ALIVE_MS = 15_000;
+export const LogStreamHeaders = z.object({
+  "last-event-id": z
+    .string()
+    .regex(/^\d{1,15}$/, "must be the id of an event this stream sent")
+    .optional()
+    .meta({ description: "Resume after this line: the id of the last event read (browsers' EventSource sends it by itself on reconnect)" }),
+});
+export const LogStreamEnd = z.object({ status: z.union([DeploymentStatus, z.literal("deleted")]) }).meta({ id: "LogStreamEnd" });
