@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { join } from "node:path";
 import { sqliteDatabase } from "@cm/testkit";
@@ -83,6 +83,17 @@ describe("bad inputs", () => {
     const r = await t.cm(["whoami"], api);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/^error NOT_SIGNED_IN: /);
+  });
+
+  it("says the session expired when it cannot be refreshed, and forgets it", async () => {
+    const other = terminal({ CM_API_URL: h.url });
+    const dir = join(other.home, ".config/cm/sessions");
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, `${h.url.replace("http://", "").replace(/[^A-Za-z0-9.-]+/g, "_")}.json`);
+    writeFileSync(file, JSON.stringify({ accessToken: "cma_old", refreshToken: "cmr_revoked", expiresAt: 0 }));
+    const r = await other.cm(["credits"]);
+    other.close();
+    expect(r).toMatchObject({ code: 1, stdout: "", stderr: "error SESSION_EXPIRED: the session expired and cannot be refreshed: sign in again\n" });
   });
 });
 
@@ -208,6 +219,24 @@ describe("credits and deployments", () => {
     const rm = await t.cm(["rm", id], api);
     expect(rm).toMatchObject({ code: 0, stderr: `deployment ${id} deleted.\n` });
     expect((await t.cm(["show", id], api)).stderr).toMatch(/^error DEPLOYMENT_NOT_FOUND/);
+  });
+
+  it("logs -f follows until Ctrl-C, then exits 130 with no stack trace", async () => {
+    const id = (await t.cm(["deploy", "--image", "nginx:1.27", "--node", nodeId], api)).stdout.trim();
+    const child = spawn(join(import.meta.dirname, "../../../node_modules/.bin/tsx"), ["apps/cli/src/index.ts", "logs", id, "-f"], {
+      cwd: join(import.meta.dirname, "../../.."),
+      env: { PATH: process.env.PATH ?? "", HOME: t.home, XDG_CONFIG_HOME: join(t.home, ".config"), CM_API_URL: h.url },
+    });
+    let stderr = "";
+    child.stderr.on("data", (d) => {
+      stderr += String(d);
+    });
+    await new Promise((r) => setTimeout(r, 4_000));
+    child.kill("SIGINT");
+    const code = await new Promise((done) => child.on("exit", (c) => done(c)));
+    expect(code).toBe(130);
+    expect(stderr).toBe("");
+    await t.cm(["rm", id], api);
   });
 
   it("refuses a deployment it cannot pay for, with the API's code", async () => {
