@@ -30,11 +30,11 @@ const decimal = (pattern: RegExp) => (value: unknown) => (typeof value === "stri
 
 export const pageQuery = (maxLimit: number) => ({
   page: queryInteger(z.number().int().min(1).max(Number.MAX_SAFE_INTEGER)).default(1),
-  // Past the maximum we answer the maximum (as GitHub's per_page does) rather than fail a page.
-  limit: queryInteger(z.number().int().min(1))
+  // Past the maximum is a 400 naming `limit`, as the document's `maximum` says: a
+  // client that asked for more than it gets would read a short page as the last one.
+  limit: queryInteger(z.number().int().min(1).max(maxLimit))
     .default(20)
-    .transform((n) => Math.min(n, maxLimit))
-    .meta({ description: `default 20, at most ${maxLimit} (a larger one is read as ${maxLimit})`, maximum: maxLimit }),
+    .meta({ description: `default 20, at most ${maxLimit}` }),
 });
 
 /** "true" or "false" (or "1", "0") in a query string, a boolean in the document; z.coerce.boolean would take "false" as true. */
