@@ -10,64 +10,34 @@
 // network per deployment, and the network's setup is off the deploy path.
 //
 // A sandbox is never reused: when its tenant's container is removed, it goes too.
-import { createHash, randomBytes } from "node:crypto";
-import { Readable } from "node:stream";
+import { randomBytes } from "node:crypto";
 import type Docker from "dockerode";
-import {
-  BRIDGE_NAME_OPTION,
-  bridgeName,
-  buildSandboxCreateOptions,
-  buildSandboxNetworkOptions,
-  DEFAULT_BRIDGE_PREFIX,
-  SANDBOX_PROGRAM_PATH,
-} from "./create-options";
+import { BRIDGE_NAME_OPTION, bridgeName, buildSandboxCreateOptions, buildSandboxNetworkOptions, DEFAULT_BRIDGE_PREFIX } from "./create-options";
 import { dockerStatusCode, ignoringStatus } from "./errors";
 import { LABEL_INSTALL_ID, LABEL_NODE_ID, LABEL_SANDBOX, LABEL_SANDBOX_NAME } from "./labels";
 import type { RuntimeLogger } from "./logger";
-import { isSandboxArch, pauseProgram, singleFileTar } from "./sandbox-program";
+import { SandboxImage } from "./sandbox-image";
+import {
+  CONFLICT,
+  DEFAULT_MAKING_GRACE_MS,
+  DEFAULT_SANDBOX_POOL,
+  DEFAULT_SPARE_CHECK_INTERVAL_MS,
+  NOT_FOUND,
+  REFILL_DELAY_MS,
+  REMOVAL_WAIT_MS,
+  type SandboxOwner,
+  type SandboxPoolOptions,
+} from "./sandbox-settings";
 
-/** Whose containers a sandbox is for: the node, and the agent's extra container labels. */
-export interface SandboxOwner {
-  nodeId: string;
-  labels: Record<string, string>;
-  /** the agent's install (install-identity.ts): stamped on sandboxes, and how those of its earlier nodes are known */
-  installId?: string;
-}
-
-/** How many ready sandboxes an agent keeps by default: a pair covers two deploys in a row. */
-export const DEFAULT_SANDBOX_POOL = 2;
-/** How often the spares are looked at: an operator's `docker rm -f` or a reboot tells the pool nothing. */
-export const DEFAULT_SPARE_CHECK_INTERVAL_MS = 15_000;
-
-export interface SandboxPoolOptions {
-  spareCheckIntervalMs?: number;
-  /** DEFAULT_MAKING_GRACE_MS */
-  makingGraceMs?: number;
-  /** DEFAULT_BRIDGE_PREFIX: what the egress policy's firewall rules match a deployment's bridge by */
-  bridgePrefix?: string;
-}
-/** Refilling waits this long after a take, so it never competes with the start it made fast. */
-const REFILL_DELAY_MS = 1_000;
-/**
- * A sandbox made but not running yet, or a network without its sandbox, this
- * young is being made by another pool on the engine (the previous agent of the
- * node finishing a deploy, another agent): its maker starts it, and no one else
- * may take or remove it meanwhile. Older, its maker died between the two steps.
- */
-export const DEFAULT_MAKING_GRACE_MS = 60_000;
-const SANDBOX_IMAGE_REPO = "cm-sandbox";
-const NOT_FOUND = 404;
-const CONFLICT = 409; // its removal is already in progress
-
-/** How long a removal someone else began (`docker rm -f`) is waited for before giving up on it. */
-const REMOVAL_WAIT_MS = 30_000;
+export type { SandboxOwner, SandboxPoolOptions } from "./sandbox-settings";
+export { DEFAULT_MAKING_GRACE_MS, DEFAULT_SANDBOX_POOL, DEFAULT_SPARE_CHECK_INTERVAL_MS } from "./sandbox-settings";
 
 export class DockerSandboxes {
   private owner: SandboxOwner | undefined;
   /** ready and unclaimed; changed in place only (an await may hold on to it) */
   private readonly spares: string[] = [];
   private readonly addresses = new Map<string, string>();
-  private image: Promise<string> | undefined;
+  private readonly sandboxImage: SandboxImage;
   private filling: Promise<void> | undefined;
   private refillTimer: NodeJS.Timeout | undefined;
   private checkTimer: NodeJS.Timeout | undefined;
@@ -88,7 +58,9 @@ export class DockerSandboxes {
     private readonly logger: RuntimeLogger,
     private readonly poolSize = DEFAULT_SANDBOX_POOL,
     private readonly options: SandboxPoolOptions = {},
-  ) {}
+  ) {
+    this.sandboxImage = new SandboxImage(docker, logger);
+  }
 
   /** Keeps `poolSize` sandboxes ready for `owner`: adopts those a previous agent left, makes the rest. */
   keepWarm(owner: SandboxOwner): void {
@@ -321,7 +293,7 @@ export class DockerSandboxes {
   }
 
   private async create(owner: SandboxOwner, imageRetry = true): Promise<string> {
-    const image = await this.ensureImage();
+    const image = await this.sandboxImage.get();
     const name = `cm-sbx-${randomBytes(6).toString("hex")}`;
     const labels = { ...owner.labels, [LABEL_NODE_ID]: owner.nodeId, ...(owner.installId ? { [LABEL_INSTALL_ID]: owner.installId } : {}) };
     this.logger.debug("Creating network sandbox", { sandbox: name });
@@ -335,7 +307,7 @@ export class DockerSandboxes {
       await this.remove(name).catch(() => {});
       if (imageRetry && dockerStatusCode(error) === NOT_FOUND) {
         // The image was removed (an operator's `docker image prune`): make it again, once.
-        this.image = undefined;
+        this.sandboxImage.forget();
         return this.create(owner, false);
       }
       throw error;
@@ -351,39 +323,5 @@ export class DockerSandboxes {
       if (dockerStatusCode(error) === NOT_FOUND) return false;
       throw error;
     }
-  }
-
-  /** The sandbox image, made locally from the pause program (no registry needed) the first time. */
-  private ensureImage(): Promise<string> {
-    this.image ??= this.makeImage().catch((error: unknown) => {
-      this.image = undefined; // try again next time
-      throw error;
-    });
-    return this.image;
-  }
-
-  private async makeImage(): Promise<string> {
-    const arch = ((await this.docker.info()) as { Architecture?: string }).Architecture ?? "";
-    if (!isSandboxArch(arch)) throw new Error(`this agent runs containers on x86_64 and aarch64 Docker engines; this one is "${arch}"`);
-    const program = pauseProgram(arch);
-    const tag = createHash("sha256").update(program).digest("hex").slice(0, 12);
-    const ref = `${SANDBOX_IMAGE_REPO}:${tag}`;
-    try {
-      await this.docker.getImage(ref).inspect();
-      return ref;
-    } catch (error) {
-      if (dockerStatusCode(error) !== NOT_FOUND) throw error;
-    }
-    this.logger.debug("Making the sandbox image", { ref, arch });
-    const archive = Readable.from([singleFileTar(SANDBOX_PROGRAM_PATH.slice(1), program)]);
-    const stream = await this.docker.importImage(archive, { repo: SANDBOX_IMAGE_REPO, tag });
-    await new Promise<void>((resolve, reject) => {
-      this.docker.modem.followProgress(stream, (error: Error | null, events: Array<{ error?: string }>) => {
-        const failure = error?.message ?? events.find((event) => event.error)?.error;
-        if (failure) reject(new Error(`could not make the sandbox image: ${failure}`));
-        else resolve();
-      });
-    });
-    return ref;
   }
 }
