@@ -3,22 +3,18 @@
 // by label) and does only what is missing, so converging twice does nothing the
 // second time, and a restarted agent picks up where the last one left off.
 import { type CommandAction, type DeploymentSpec, KeyedQueue } from "@cm/protocol";
-import type { Clock } from "../clock";
-import type { Logger } from "../logger";
-import type { LogShipping } from "../logs/log-shipping";
-import type { ContainerRuntime } from "../runtime/container-runtime";
 import { dockerMessage } from "../runtime/errors";
-import { LABEL_DEPLOYMENT_ID, LABEL_INSTALL_ID } from "../runtime/labels";
+import { LABEL_DEPLOYMENT_ID } from "../runtime/labels";
 import { hideNetworkDetails } from "../runtime/network-details";
 import type { ContainerExit, ContainerState } from "../runtime/types";
 import { describeExit } from "./exit-reason";
 import { ExitWatcher } from "./exit-watcher";
 import { runSeqOf } from "./labels";
-import type { NodeFacts } from "./start-deployment";
+import { leftByPreviousEnrolment, removeLeftOver } from "./previous-enrolment";
+import type { ConvergeResult, ReconcilerOptions } from "./reconciler-options";
 import { DeploymentFailure, startDeployment } from "./start-deployment";
-import type { StatusReporter } from "./status-reporter";
 
-export type ConvergeResult = { ok: true } | { ok: false; error: string };
+export type { ConvergeResult, ReconcilerOptions } from "./reconciler-options";
 
 const DESIRED_BY_ACTION = { create: "running", start: "running", stop: "stopped", remove: "removed" } as const;
 /** how long an ending container's last log lines may take to go out before its status does */
@@ -29,23 +25,6 @@ const LOG_DRAIN_MS = 2_000;
  * log is gone.
  */
 const FINAL_LOG_DRAIN_MS = 15_000;
-
-export interface ReconcilerOptions {
-  runtime: ContainerRuntime;
-  reporter: StatusReporter;
-  logs: LogShipping;
-  clock: Clock;
-  logger: Logger;
-  containerLabels: Record<string, string>;
-  /** this agent's install (install-identity.ts), stamped on its containers; none without a state directory */
-  installId?: () => string | undefined;
-  containerStopTimeoutS: number;
-  nodeFacts(): Promise<NodeFacts>;
-  /** whether log shipping can start now (the connection is ready) */
-  canShipLogs(): boolean;
-  /** see StartContext.admit */
-  admit?(spec: DeploymentSpec): Promise<void>;
-}
 
 export class Reconciler {
   private readonly queue = new KeyedQueue();
@@ -117,7 +96,9 @@ export class Reconciler {
     for (const container of ours) {
       const id = container.deploymentId;
       if (container.nodeId !== this.nodeId) {
-        if (this.leftByPreviousEnrolment(container)) tasks.push(this.queue.run(`enrolment:${container.id}`, () => this.removeLeftOver(container)));
+        if (leftByPreviousEnrolment(container, this.options.installId?.(), this.nodeId)) {
+          tasks.push(this.queue.run(`enrolment:${container.id}`, () => removeLeftOver(this.options, container)));
+        }
         continue;
       }
       if (wanted.has(id)) continue;
@@ -125,31 +106,6 @@ export class Reconciler {
       tasks.push(this.queue.run(id, () => this.removeOrphan(id)));
     }
     await Promise.all(tasks);
-  }
-
-  /**
-   * Made by this install (same state directory) for another node: this machine
-   * was enrolled again, and no control plane wants the old node's containers.
-   * Another node's container without our install id may be another agent's on
-   * the same engine, or predate install ids: it is left alone.
-   */
-  private leftByPreviousEnrolment(container: ContainerState): boolean {
-    const installId = this.options.installId?.();
-    return installId !== undefined && this.nodeId !== "" && container.labels[LABEL_INSTALL_ID] === installId;
-  }
-
-  private async removeLeftOver(container: ContainerState): Promise<void> {
-    this.options.logger.warn("Removing a container a previous enrolment of this machine left", {
-      containerId: container.id,
-      nodeId: container.nodeId,
-      deploymentId: container.deploymentId,
-    });
-    try {
-      if (container.running) await this.options.runtime.stop(container.id, this.options.containerStopTimeoutS);
-      await this.options.runtime.remove(container.id);
-    } catch (error) {
-      this.options.logger.error("Could not remove a container a previous enrolment left", { containerId: container.id, error: dockerMessage(error) });
-    }
   }
 
   async command(action: CommandAction, deployment: DeploymentSpec): Promise<ConvergeResult> {
