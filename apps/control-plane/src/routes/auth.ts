@@ -1,4 +1,4 @@
-import { MeResponse, NonceRequest, NonceResponse, RefreshRequest, TokenPair, VerifyRequest, VerifyResponse } from "@cm/protocol";
+import { LogoutRequest, LogoutResponse, MeResponse, NonceRequest, NonceResponse, RefreshRequest, TokenPair, VerifyRequest, VerifyResponse } from "@cm/protocol";
 import type { Deps } from "../deps";
 import { presentUser } from "../http/presenters";
 import { createRouter, json, jsonBody, type RouteFactory } from "../http/route";
@@ -74,5 +74,25 @@ export function authRoutes(deps: Deps, route: RouteFactory) {
         { auth: true },
       ),
       (c) => c.json({ user: presentUser(c.get("user")) }, 200),
+    )
+    .openapi(
+      route(
+        {
+          method: "post",
+          path: "/logout",
+          operationId: "logout",
+          tags,
+          summary: "Sign out: revoke a session",
+          description:
+            "Revokes the refresh token's whole family: every access and refresh token issued since that sign-in stops working at once. Any refresh token of the session will do, a spent one too. Other sign-ins of the same wallet are other sessions and go on.",
+          request: { body: jsonBody(LogoutRequest) },
+          responses: { 200: json(LogoutResponse, "The session is revoked") },
+        },
+        { errors: ["INVALID_REFRESH_TOKEN"] },
+      ),
+      async (c) => {
+        await deps.auth.logout(c.req.valid("json").refreshToken);
+        return c.json({ success: true, message: "signed out: this session's tokens no longer work" }, 200);
+      },
     );
 }

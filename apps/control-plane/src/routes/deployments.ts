@@ -6,13 +6,19 @@ import {
   DeploymentListQuery,
   DeploymentListResponse,
   DeploymentResponse,
+  LOG_STREAM_KEEP_ALIVE_MS,
+  LogEntry,
+  LogStreamEnd,
+  LogStreamHeaders,
   LogsQuery,
   LogsResponse,
   paginate,
 } from "@cm/protocol";
+import { z } from "zod";
 import type { Deps } from "../deps";
 import { presentDeployment } from "../http/presenters";
 import { createRouter, IdParams, json, jsonBody, type RouteFactory } from "../http/route";
+import { streamLogs } from "./log-stream";
 
 /** Your deployments; mounted at /deployments. Every route needs a bearer token. */
 export function deploymentRoutes(deps: Deps, route: RouteFactory) {
@@ -164,6 +170,45 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
         const dep = await svc.mine(c.req.valid("param").id, c.get("user").id);
         const rows = await deps.repos.logs.tail(dep.id, query.tail, query.since ? Date.parse(query.since) : undefined);
         return c.json({ logs: rows.map((r) => ({ timestamp: r.ts, stream: r.stream as "stdout" | "stderr", message: r.message })) }, 200);
+      },
+    )
+    .openapi(
+      route(
+        {
+          method: "get",
+          path: "/{id}/logs/stream",
+          operationId: "streamDeploymentLogs",
+          tags,
+          summary: "Follow a deployment's log lines (Server-Sent Events)",
+          description: [
+            "First the last `tail` lines (and `since`, as GET /deployments/{id}/logs), then each new line as it is stored.",
+            "Each line is an event with `id:` its line number and `data:` a LogEntry as JSON. Reconnect with `Last-Event-ID` (EventSource does) to resume after that line, none lost or repeated; with no line yet, a first event with only an `id:` hands the cursor.",
+            `\`event: end\` (data: LogStreamEnd) once the deployment is stopped, exited, failed or deleted and its last lines are out; then the stream closes. A comment (\`: keep-alive\`) every ${LOG_STREAM_KEEP_ALIVE_MS / 1000} s keeps proxies from closing a quiet stream.`,
+          ].join("\n\n"),
+          request: { params: IdParams, query: LogsQuery, headers: LogStreamHeaders },
+          responses: {
+            200: {
+              // The X-Request-Id header as every response; the body is events, not JSON.
+              ...json(z.string(), "The stream of log lines"),
+              content: {
+                "text/event-stream": {
+                  schema: z
+                    .string()
+                    .meta({
+                      description: `Events: message (data: ${JSON.stringify(z.toJSONSchema(LogEntry))}), end (data: ${JSON.stringify(z.toJSONSchema(LogStreamEnd))})`,
+                    }),
+                },
+              },
+            },
+          },
+        },
+        { auth: true, errors: ["DEPLOYMENT_NOT_FOUND"] },
+      ),
+      async (c) => {
+        const query = c.req.valid("query");
+        const dep = await svc.mine(c.req.valid("param").id, c.get("user").id);
+        const lastEventId = c.req.valid("header")["last-event-id"];
+        return streamLogs(c, deps, dep, { tail: query.tail, sinceMs: query.since ? Date.parse(query.since) : undefined, lastEventId });
       },
     );
 }

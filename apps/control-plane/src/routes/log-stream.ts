@@ -1,0 +1,50 @@
+import type { DeploymentRow, LogRow } from "@cm/db";
+import { LOG_STREAM_END_EVENT, LOG_STREAM_KEEP_ALIVE_MS } from "@cm/protocol";
+import type { Context } from "hono";
+import { streamSSE } from "hono/streaming";
+import type { Deps } from "../deps";
+import { followLogs } from "../services/log-follow";
+
+export type LogStreamOptions = { tail: number; sinceMs?: number; lastEventId?: string };
+
+/**
+ * A deployment's log lines as Server-Sent Events: the tail first (or, with
+ * Last-Event-ID, the lines after that one), then each line as it is stored, each
+ * with its number as id; `end` once the deployment has ended and its last lines
+ * are out; a comment when nothing was sent for LOG_STREAM_KEEP_ALIVE_MS.
+ */
+export function streamLogs(c: Context, deps: Pick<Deps, "repos" | "events" | "log">, dep: DeploymentRow, o: LogStreamOptions) {
+  return streamSSE(
+    c,
+    async (stream) => {
+      const abort = new AbortController();
+      stream.onAbort(() => abort.abort());
+      const send = (r: LogRow) => stream.writeSSE({ id: String(r.seq), data: JSON.stringify({ timestamp: r.ts, stream: r.stream, message: r.message }) });
+      let afterSeq: number;
+      if (o.lastEventId !== undefined) afterSeq = Number(o.lastEventId);
+      else {
+        const rows = await deps.repos.logs.tail(dep.id, o.tail, o.sinceMs);
+        for (const r of rows) await send(r);
+        afterSeq = rows.at(-1)?.seq ?? 0;
+        // No line yet: the cursor alone, so a reconnect resumes here rather than replaying a tail.
+        if (rows.length === 0) await stream.write(`id: ${afterSeq}\n\n`);
+      }
+      let lastWriteMs = Date.now();
+      for await (const step of followLogs(deps, dep, { afterSeq, sinceMs: o.sinceMs, signal: abort.signal })) {
+        if (step.kind === "lines") {
+          for (const r of step.rows) await send(r);
+          lastWriteMs = Date.now();
+        } else if (step.kind === "end") {
+          await stream.writeSSE({ event: LOG_STREAM_END_EVENT, data: JSON.stringify({ status: step.status }) });
+          return;
+        } else if (Date.now() - lastWriteMs >= LOG_STREAM_KEEP_ALIVE_MS) {
+          await stream.write(": keep-alive\n\n");
+          lastWriteMs = Date.now();
+        }
+      }
+    },
+    async (err) => {
+      deps.log.error("log stream failed", { err, deploymentId: dep.id });
+    },
+  );
+}

@@ -1,0 +1,144 @@
+import { sqliteDatabase } from "@cm/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Harness, startHarness, TestClock } from "../support/harness";
+
+/** An SSE reader over fetch: events as they come, comments counted. */
+async function open(url: string, token: string, headers: Record<string, string> = {}) {
+  const controller = new AbortController();
+  const res = await fetch(url, { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream", ...headers }, signal: controller.signal });
+  const events: Array<{ id?: string; event?: string; data?: string }> = [];
+  let comments = 0;
+  let ended = false;
+  const done = (async () => {
+    if (!res.body) return;
+    const decoder = new TextDecoder();
+    let buffer = "";
+    try {
+      const reader = res.body.getReader();
+      for (;;) {
+        const { value, done: finished } = await reader.read();
+        if (finished) break;
+        buffer += decoder.decode(value, { stream: true });
+        for (let at = buffer.indexOf("\n\n"); at >= 0; at = buffer.indexOf("\n\n")) {
+          const block = buffer.slice(0, at);
+          buffer = buffer.slice(at + 2);
+          if (block.startsWith(":")) {
+            comments++;
+            continue;
+          }
+          const e: { id?: string; event?: string; data?: string } = {};
+          for (const line of block.split("\n")) {
+            const [field, ...rest] = line.split(": ");
+            (e as Record<string, string>)[field!] = rest.join(": ");
+          }
+          events.push(e);
+        }
+      }
+    } catch {
+      // aborted
+    }
+    ended = true;
+  })();
+  return { res, events, comments: () => comments, ended: () => ended, done, close: () => controller.abort() };
+}
+
+const until = async (what: string, check: () => boolean, ms = 10_000) => {
+  const t0 = Date.now();
+  while (!check()) {
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+};
+
+describe("GET /deployments/:id/logs/stream", () => {
+  let h: Harness;
+  let tenant: Awaited<ReturnType<Harness["signIn"]>>;
+  let nodeId: string;
+  let seq = 0;
+  beforeAll(async () => {
+    h = await startHarness(sqliteDatabase, { overrides: { clock: new TestClock(Date.now()) } });
+    tenant = await h.signIn();
+    await h.grantCredits(tenant.user.id, 1_000);
+    nodeId = (await h.onlineNode((await h.signIn()).token)).id;
+  });
+  afterAll(() => h.close());
+
+  const deploy = async () =>
+    (await h.call("POST", "/deployments", { token: tenant.token, body: { nodeId, customImage: "busybox:1.36" } })).json.deployment.id as string;
+  const add = (id: string, ...messages: string[]) => {
+    const ts = new Date().toISOString();
+    return h.deps.repos.logIngest.append(
+      id,
+      messages.map((message) => ({ seq: ++seq, ts, tsMs: Date.parse(ts), stream: "stdout" as const, message })),
+    );
+  };
+  const messages = (events: Array<{ event?: string; data?: string }>) => events.filter((e) => e.data && !e.event).map((e) => JSON.parse(e.data!).message);
+
+  it("sends the tail first, then each new line with its id, then end once the deployment stopped", async () => {
+    const id = await deploy();
+    await add(id, "one", "two", "three");
+    const s = await open(`${h.url}/deployments/${id}/logs/stream?tail=2`, tenant.token);
+    expect(s.res.status).toBe(200);
+    expect(s.res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    await until("the tail", () => messages(s.events).length === 2);
+    await add(id, "four");
+    await until("a new line", () => messages(s.events).length === 3);
+    expect(messages(s.events)).toEqual(["two", "three", "four"]);
+    const ids = s.events.filter((e) => e.data && !e.event).map((e) => Number(e.id));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(JSON.parse(s.events.find((e) => e.data)!.data!)).toMatchObject({ timestamp: expect.any(String), stream: "stdout", message: "two" });
+
+    await h.call("POST", `/deployments/${id}/stop`, { token: tenant.token });
+    await add(id, "last words");
+    await s.done;
+    expect(messages(s.events)).toEqual(["two", "three", "four", "last words"]);
+    expect(s.events.at(-1)).toMatchObject({ event: "end" });
+    expect(JSON.parse(s.events.at(-1)!.data!)).toMatchObject({ status: "stopped" });
+  });
+
+  it("resumes after Last-Event-ID with no line lost or repeated", async () => {
+    const id = await deploy();
+    await add(id, "a", "b");
+    const first = await open(`${h.url}/deployments/${id}/logs/stream`, tenant.token);
+    await until("two lines", () => messages(first.events).length === 2);
+    const lastId = first.events.filter((e) => e.id).at(-1)!.id!;
+    first.close();
+    await add(id, "c", "d");
+    const again = await open(`${h.url}/deployments/${id}/logs/stream?tail=100`, tenant.token, { "last-event-id": lastId });
+    await until("the lines missed", () => messages(again.events).length === 2);
+    expect(messages(again.events)).toEqual(["c", "d"]);
+    again.close();
+  });
+
+  it("hands a cursor before any line, so a reconnect does not replay the tail", async () => {
+    const id = await deploy();
+    const s = await open(`${h.url}/deployments/${id}/logs/stream`, tenant.token);
+    await until("the cursor", () => s.events.length === 1);
+    expect(s.events[0]).toEqual({ id: expect.stringMatching(/^\d+$/) });
+    s.close();
+  });
+
+  it("sends a comment when nothing was sent for 15 s, so proxies keep a quiet stream open", async () => {
+    const id = await deploy();
+    const s = await open(`${h.url}/deployments/${id}/logs/stream`, tenant.token);
+    await until("a keep-alive comment", () => s.comments() > 0, 20_000);
+    expect(s.events).toHaveLength(1);
+    s.close();
+  }, 30_000);
+
+  it("needs the owner's bearer token: 401 without, DEPLOYMENT_NOT_FOUND for another tenant", async () => {
+    const id = await deploy();
+    expect((await h.call("GET", `/deployments/${id}/logs/stream`)).status).toBe(401);
+    const other = await h.signIn();
+    const r = await h.call("GET", `/deployments/${id}/logs/stream`, { token: other.token });
+    expect(r.status).toBe(404);
+    expect(r.json.error.code).toBe("DEPLOYMENT_NOT_FOUND");
+  });
+
+  it("is in the document as text/event-stream with bearer security", async () => {
+    const op = (await h.call("GET", "/openapi.json")).json.paths["/deployments/{id}/logs/stream"].get;
+    expect(op.security).toEqual([{ bearer: [] }]);
+    expect(op.responses["200"].content).toHaveProperty("text/event-stream");
+    expect(op.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(["tail", "since", "last-event-id"]));
+  });
+});
