@@ -128,9 +128,14 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
     .map((s) => ({ method: s.split(" ")[0]!.toLowerCase(), path: s.split(" ")[1]! }))
     .sort((a, b) => order(a) - order(b));
 
+  // Documented but not fuzzed: a logs stream answers events, not JSON, and stays open while
+  // its deployment lives; a logout would revoke the session the fuzzer signs with. Their own
+  // tests are test/api/logs-stream.test.ts and test/api/logout.test.ts.
+  const notFuzzed = ["post /auth/logout", "get /deployments/{id}/logs/stream"];
+
   it("documents every operation the fuzzer plans to send", () => {
     const documented = operationsOf(doc).map((o) => `${o.method} ${o.path}`);
-    expect(documented.sort()).toEqual(planned.map((o) => `${o.method} ${o.path}`).sort());
+    expect(documented.sort()).toEqual([...planned.map((o) => `${o.method} ${o.path}`), ...notFuzzed].sort());
   });
 
   for (const { method, path } of planned) {
