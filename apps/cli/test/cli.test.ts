@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { join } from "node:path";
 import { sqliteDatabase } from "@cm/testkit";
@@ -303,9 +303,14 @@ describe("what a command loads", () => {
 });
 
 describe("logout", () => {
-  it("forgets the session", async () => {
+  it("revokes the session on the API and forgets it here", async () => {
+    const dir = join(t.home, ".config/cm/sessions");
+    const session = JSON.parse(readFileSync(join(dir, readdirSync(dir)[0]!), "utf8"));
     const out = await t.cm(["logout"], api);
     expect(out).toMatchObject({ code: 0, stderr: `Signed out of ${h.url}.\n` });
+    expect(readdirSync(dir)).toEqual([]);
     expect((await t.cm(["whoami"], api)).stderr).toMatch(/^error NOT_SIGNED_IN/);
+    expect((await h.call("GET", "/auth/me", { token: session.accessToken })).status).toBe(401);
+    expect((await h.call("POST", "/auth/refresh", { body: { refreshToken: session.refreshToken } })).json.error.code).toBe("INVALID_REFRESH_TOKEN");
   });
 });
