@@ -192,11 +192,9 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
               ...json(z.string(), "The stream of log lines"),
               content: {
                 "text/event-stream": {
-                  schema: z
-                    .string()
-                    .meta({
-                      description: `Events: message (data: ${JSON.stringify(z.toJSONSchema(LogEntry))}), end (data: ${JSON.stringify(z.toJSONSchema(LogStreamEnd))})`,
-                    }),
+                  schema: z.string().meta({
+                    description: `Events: message (data: ${JSON.stringify(z.toJSONSchema(LogEntry))}), end (data: ${JSON.stringify(z.toJSONSchema(LogStreamEnd))})`,
+                  }),
                 },
               },
             },

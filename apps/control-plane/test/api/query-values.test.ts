@@ -48,7 +48,16 @@ describe("query values", () => {
     }
     expect((await h.call("GET", "/nodes?limit=100")).json.pagination.limit).toBe(100);
     expect((await h.call("GET", `/deployments/${deploymentId}/logs?tail=10000`, { token })).status).toBe(200);
-    for (const q of ["maxHourlyRate=1e2", "maxHourlyRate=.5", "maxHourlyRate=1.", "maxHourlyRate=0x10", "page=-1", "limit=0", "limit=101", "minGpuVram=2147483648"]) {
+    for (const q of [
+      "maxHourlyRate=1e2",
+      "maxHourlyRate=.5",
+      "maxHourlyRate=1.",
+      "maxHourlyRate=0x10",
+      "page=-1",
+      "limit=0",
+      "limit=101",
+      "minGpuVram=2147483648",
+    ]) {
       const r = await h.call("GET", `/nodes?${q}`);
       expect(r.status, q).toBe(400);
       expect(r.json.error.code).toBe("VALIDATION_ERROR");
