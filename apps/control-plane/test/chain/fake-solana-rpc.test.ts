@@ -1,5 +1,18 @@
-import { Connection, Keypair, VersionedTransaction } from "@solana/web3.js";
+import { createAssociatedTokenAccountIdempotentInstruction, createTransferCheckedInstruction, getAssociatedTokenAddressSync } from "@solana/spl-token";
+import {
+  Connection,
+  Keypair,
+  type PublicKey,
+  SendTransactionError,
+  sendAndConfirmTransaction,
+  Transaction,
+  TransactionMessage,
+  VersionedTransaction,
+} from "@solana/web3.js";
+import bs58 from "bs58";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
+import { createWeb3ChainClient } from "../../src/services/chain/web3-chain-client";
 import type { FakeSolanaRpc } from "../support/fake-solana-rpc";
 import { startFakeSolanaRpc, uiTokenAmount } from "../support/fake-solana-rpc";
 import type { FixturePayment } from "../support/solana-fixtures";
@@ -150,5 +163,138 @@ describe("uiTokenAmount", () => {
     expect(uiTokenAmount(1_500_000n, 6)).toEqual({ amount: "1500000", decimals: 6, uiAmount: 1.5, uiAmountString: "1.5" });
     expect(uiTokenAmount(5n, 6).uiAmountString).toBe("0.000005");
     expect(uiTokenAmount(42n, 0).uiAmountString).toBe("42");
+  });
+});
+
+describe("sending transactions", () => {
+  const treasuryOwner = Keypair.generate().publicKey;
+  const treasuryAccount = getAssociatedTokenAddressSync(USDC_MINT, treasuryOwner, true);
+  const funded = (usdc: bigint) => {
+    const owner = Keypair.generate();
+    const account = rpc.fundTokenAccount({ owner: owner.publicKey, mint: USDC_MINT, decimals: 6, amountBaseUnits: usdc * 1_000_000n });
+    return { owner, account };
+  };
+  /** A deposit as wallets build it: the treasury's account created idempotently, then transferChecked. */
+  const deposit = (from: { owner: Keypair; account: PublicKey }, amountBaseUnits: bigint) => [
+    createAssociatedTokenAccountIdempotentInstruction(from.owner.publicKey, treasuryAccount, treasuryOwner, USDC_MINT),
+    createTransferCheckedInstruction(from.account, USDC_MINT, treasuryAccount, from.owner.publicKey, amountBaseUnits, 6),
+  ];
+  const signedV0 = async (from: { owner: Keypair; account: PublicKey }, amountBaseUnits: bigint, blockhash?: string) => {
+    const recentBlockhash = blockhash ?? (await connection.getLatestBlockhash()).blockhash;
+    const message = new TransactionMessage({
+      payerKey: from.owner.publicKey,
+      recentBlockhash,
+      instructions: deposit(from, amountBaseUnits),
+    }).compileToV0Message();
+    const tx = new VersionedTransaction(message);
+    tx.sign([from.owner]);
+    return tx;
+  };
+
+  it("sendAndConfirmTransaction lands a real spl-token deposit through the signature subscription; the balances moved", async () => {
+    const payer = funded(100n);
+    const treasuryBefore = rpc.tokenBalance(treasuryAccount) ?? 0n;
+    const signature = await sendAndConfirmTransaction(connection, new Transaction().add(...deposit(payer, 2_500_000n)), [payer.owner]);
+
+    expect(rpc.calls.filter((c) => c.method === "signatureSubscribe").map((c) => c.params[0])).toContain(signature);
+    expect((await connection.getTokenAccountBalance(payer.account)).value).toMatchObject({ amount: "97500000", uiAmountString: "97.5" });
+    expect((await connection.getTokenAccountBalance(treasuryAccount)).value.amount).toBe(String(treasuryBefore + 2_500_000n));
+    const landed = await connection.getParsedTransaction(signature, { maxSupportedTransactionVersion: 0 });
+    expect(landed?.meta?.err).toBeNull();
+    expect(landed?.transaction.message.instructions[1]).toMatchObject({ parsed: { type: "transferChecked", info: { tokenAmount: { amount: "2500000" } } } });
+    // What the control plane's deposit check reads: the transfer to the treasury and the balance it gained.
+    const seen = await createWeb3ChainClient({ rpcUrl: rpc.url, commitment: "finalized" }).getTransfer(signature);
+    if (seen.kind !== "found") throw new Error(`the control plane does not see it: ${JSON.stringify(seen)}`);
+    expect(seen.tx.transfers).toEqual([
+      expect.objectContaining({ destination: treasuryAccount.toBase58(), destinationOwner: treasuryOwner.toBase58(), amountBaseUnits: 2_500_000n }),
+    ]);
+    expect(seen.tx.tokenBalanceDeltas).toContainEqual(expect.objectContaining({ owner: treasuryOwner.toBase58(), deltaBaseUnits: 2_500_000n }));
+    expect((await connection.getSignaturesForAddress(treasuryAccount)).map((s) => s.signature)).toContain(signature);
+  });
+
+  it("takes a v0 transaction in base58, the node's default encoding, and reports it finalized", async () => {
+    const payer = funded(10n);
+    const tx = await signedV0(payer, 1_000_000n);
+    const { result } = await rawCall("sendTransaction", [bs58.encode(tx.serialize())]);
+    expect(result).toBe(bs58.encode(tx.signatures[0]!));
+    expect((await connection.getSignatureStatus(result)).value).toMatchObject({ err: null, confirmationStatus: "finalized" });
+    expect(rpc.tokenBalance(payer.account)).toBe(9_000_000n);
+  });
+
+  it("refuses a transaction tampered with after signing (-32003) and moves nothing; without preflight it is dropped", async () => {
+    const payer = funded(10n);
+    const tx = await signedV0(payer, 1_000_000n);
+    // The amount of the transferChecked, raised after the payer signed.
+    tx.message.compiledInstructions[1]!.data[1] = 0xff;
+    const refused = await connection.sendRawTransaction(tx.serialize()).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(SendTransactionError);
+    expect((refused as Error).message).toContain("Transaction signature verification failure");
+    const raw = await rawCall("sendTransaction", [Buffer.from(tx.serialize()).toString("base64"), { encoding: "base64" }]);
+    expect(raw.error).toEqual({ code: -32003, message: "Transaction signature verification failure" });
+
+    const dropped = await connection.sendRawTransaction(tx.serialize(), { skipPreflight: true });
+    expect((await connection.getSignatureStatus(dropped)).value).toBeNull();
+    expect(rpc.tokenBalance(payer.account)).toBe(10_000_000n);
+  });
+
+  it("refuses in preflight what the token program would (-32002 with the simulation), and lands it failed without preflight", async () => {
+    const payer = funded(1n);
+    const tx = await signedV0(payer, 5_000_000n);
+    const raw = await rawCall("sendTransaction", [Buffer.from(tx.serialize()).toString("base64"), { encoding: "base64" }]);
+    expect(raw.error).toMatchObject({
+      code: -32002,
+      message: "Transaction simulation failed: Error processing Instruction 1: custom program error: 0x1",
+      data: { err: { InstructionError: [1, { Custom: 1 }] }, logs: expect.arrayContaining(["Program log: Error: insufficient funds"]) },
+    });
+    const failed = await connection.sendRawTransaction(tx.serialize(), { skipPreflight: true });
+    expect((await connection.getSignatureStatus(failed)).value?.err).toEqual({ InstructionError: [1, { Custom: 1 }] });
+    expect(rpc.tokenBalance(payer.account)).toBe(1_000_000n);
+  });
+
+  it("refuses an unknown blockhash and a replay, as preflight does", async () => {
+    const payer = funded(10n);
+    const stale = await signedV0(payer, 1n, Keypair.generate().publicKey.toBase58());
+    expect((await rawCall("sendTransaction", [bs58.encode(stale.serialize())])).error).toMatchObject({ code: -32002, data: { err: "BlockhashNotFound" } });
+    const tx = await signedV0(payer, 1n);
+    expect(await connection.isBlockhashValid(tx.message.recentBlockhash)).toMatchObject({ value: true });
+    await connection.sendRawTransaction(tx.serialize());
+    expect((await rawCall("sendTransaction", [bs58.encode(tx.serialize())])).error).toMatchObject({
+      code: -32002,
+      message: "Transaction simulation failed: This transaction has already been processed",
+    });
+    expect((await rawCall("sendTransaction", ["not base58!"])).error?.code).toBe(-32602);
+  });
+
+  it("speaks the pubsub wire: a subscription id, one signatureNotification once it lands, then the subscription is gone", async () => {
+    const payer = funded(10n);
+    const tx = await signedV0(payer, 1_000_000n);
+    const signature = bs58.encode(tx.signatures[0]!);
+    const socket = new WebSocket(rpc.wsUrl);
+    // Frames in arrival order, each taken once.
+    const frames: Array<Promise<any>> = [];
+    const waiting: Array<(frame: any) => void> = [];
+    socket.on("message", (m) => {
+      const frame = JSON.parse(String(m));
+      const waiter = waiting.shift();
+      if (waiter) waiter(frame);
+      else frames.push(Promise.resolve(frame));
+    });
+    const next = () => frames.shift() ?? new Promise<any>((resolve) => waiting.push(resolve));
+    await new Promise((open) => socket.once("open", open));
+    try {
+      socket.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "signatureSubscribe", params: [signature, { commitment: "confirmed" }] }));
+      const subscribed = await next();
+      expect(subscribed).toEqual({ jsonrpc: "2.0", result: expect.any(Number), id: 1 });
+      await connection.sendRawTransaction(tx.serialize());
+      expect(await next()).toEqual({
+        jsonrpc: "2.0",
+        method: "signatureNotification",
+        params: { result: { context: { slot: expect.any(Number) }, value: { err: null } }, subscription: subscribed.result },
+      });
+      socket.send(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "signatureUnsubscribe", params: [subscribed.result] }));
+      expect(await next()).toEqual({ jsonrpc: "2.0", error: { code: -32602, message: "Invalid subscription id." }, id: 2 });
+    } finally {
+      socket.close();
+    }
   });
 });

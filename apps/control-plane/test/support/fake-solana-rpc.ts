@@ -1,19 +1,26 @@
+import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Transaction, TransactionError } from "@solana/web3.js";
+import type { PublicKey, Transaction, TransactionError } from "@solana/web3.js";
 import { VersionedTransaction } from "@solana/web3.js";
 import bs58 from "bs58";
+import { createFakePubsub } from "./fake-rpc-pubsub";
+import { type RpcAnswer, type RpcError, sendTransaction } from "./fake-rpc-send";
 import type { FakeInnerInstructions, FakeTokenBalance, LandedTx, WireEncoding } from "./fake-rpc-wire-format";
-import { encodeMeta, encodeTransaction, WIRE_ENCODINGS, wireStatus } from "./fake-rpc-wire-format";
+import { encodeMeta, encodeTransaction, uiTokenAmount, WIRE_ENCODINGS, wireStatus } from "./fake-rpc-wire-format";
+import { type Execution, FakeTokenLedger, MEMO_PROGRAMS } from "./fake-token-ledger";
 
 export type { FakeInnerInstructions, FakeTokenBalance } from "./fake-rpc-wire-format";
 export { uiTokenAmount } from "./fake-rpc-wire-format";
 
 /**
- * A local Solana JSON-RPC node for tests: real HTTP on 127.0.0.1, answering in the
- * wire format of an Agave 2.x node, so @solana/web3.js's own response validation
- * checks every answer.
+ * A local Solana JSON-RPC node for tests: real HTTP on 127.0.0.1 and its pubsub
+ * WebSocket on the next port, answering in the wire format of an Agave 2.x node, so
+ * @solana/web3.js's own response validation checks every answer. Transactions either
+ * land by `addTransaction` (any shape, with the meta the test says) or are sent as
+ * clients send them (`sendTransaction`): verified, executed against the fake's token
+ * accounts (`fundTokenAccount`), and landed finalized with the balances they moved.
  */
 
 export type FakeCommitment = "confirmed" | "finalized";
@@ -33,6 +40,14 @@ export interface FakeTxMeta {
 
 export interface FakeSolanaRpc {
   url: string;
+  /** The pubsub WebSocket: the RPC port + 1, where web3.js's Connection looks for it. */
+  wsUrl: string;
+  /** Gives `owner` an associated token account of `mint` with `amountBaseUnits` more; answers its address. */
+  fundTokenAccount(o: { owner: PublicKey; mint: PublicKey; decimals: number; amountBaseUnits: bigint }): PublicKey;
+  /** A token account's balance in base units; undefined when it does not exist. */
+  tokenBalance(account: PublicKey | string): bigint | undefined;
+  /** Signatures `sendTransaction` answered, oldest first (a transaction dropped without preflight included). */
+  sent: string[];
   /** Stores a signed transaction as landed; returns its signature (base58). */
   addTransaction(signedTx: Transaction | VersionedTransaction, meta: FakeTxMeta): string;
   setCommitment(signature: string, commitment: FakeCommitment): void;
@@ -41,7 +56,7 @@ export interface FakeSolanaRpc {
   setDelayMs(delayMs: number): void;
   /** Answer every call with this JSON-RPC error (e.g. -32005 "Node is behind"), or stop with null. */
   setRpcError(error: RpcError | null): void;
-  /** Every JSON-RPC call received, oldest first. */
+  /** Every JSON-RPC call received, HTTP and pubsub, oldest first. */
   calls: Array<{ method: string; params: unknown[] }>;
   close(): Promise<void>;
 }
@@ -50,23 +65,41 @@ interface Stored extends LandedTx {
   meta: FakeTxMeta;
   commitment: FakeCommitment;
 }
-interface RpcError {
-  code: number;
-  message: string;
-}
-type RpcAnswer = { result: unknown } | { error: RpcError };
-
 const CORE_VERSION = "2.2.16";
 const BASE_SLOT = 330_000_000;
+const BASE_BLOCK_HEIGHT = 308_000_000;
+/** A blockhash is usable for 150 blocks after the one it names. */
+const BLOCKHASH_VALID_BLOCKS = 150;
 const BLOCKHASH = "4sGjMW1sUnHzSxGspuhpqLDx6wiyjNtZAMdL4VZHirAn";
+const FEE_PER_SIGNATURE_LAMPORTS = 5_000;
 
-export async function startFakeSolanaRpc(): Promise<FakeSolanaRpc> {
+export interface FakeSolanaRpcOptions {
+  /** The clock sent transactions take their block time from (ms). */
+  now?: () => number;
+}
+
+export async function startFakeSolanaRpc(options: FakeSolanaRpcOptions = {}): Promise<FakeSolanaRpc> {
+  const now = options.now ?? Date.now;
   const txs = new Map<string, Stored>();
   const calls: FakeSolanaRpc["calls"] = [];
+  const sent: string[] = [];
   const timers = new Set<NodeJS.Timeout>();
+  const ledger = new FakeTokenLedger();
+  // Each sent transaction lands in a block of its own, which brings a new blockhash.
+  let blocks = 0;
+  const blockHeight = () => BASE_BLOCK_HEIGHT + blocks;
+  const blockhashes = new Map<string, number>([[BLOCKHASH, BASE_BLOCK_HEIGHT + BLOCKHASH_VALID_BLOCKS]]);
+  let latestBlockhash = BLOCKHASH;
   let delayMs = 0;
   let http503 = false;
   let rpcError: RpcError | null = null;
+  const pubsub = createFakePubsub(
+    (signature) => {
+      const stored = txs.get(signature);
+      return stored && { slot: stored.meta.slot, err: stored.meta.err, commitment: stored.commitment };
+    },
+    (method, params) => calls.push({ method, params }),
+  );
 
   const server = createServer((req, res) => void handle(req, res).catch(() => res.destroy()));
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -95,12 +128,28 @@ export async function startFakeSolanaRpc(): Promise<FakeSolanaRpc> {
     switch (method) {
       case "getTransaction":
         return getTransaction(txs, params);
+      case "sendTransaction": {
+        const answer = sendTransaction(chain, params);
+        if ("result" in answer) sent.push(String(answer.result));
+        return answer;
+      }
+      case "getSignaturesForAddress":
+        return getSignaturesForAddress(txs, params);
+      case "getTokenAccountBalance": {
+        const account = typeof params[0] === "string" ? ledger.account(params[0]) : undefined;
+        if (!account) return { error: { code: -32602, message: "Invalid param: could not find account" } };
+        return { result: { context: context(), value: uiTokenAmount(account.amountBaseUnits, account.decimals) } };
+      }
+      case "getBlockHeight":
+        return { result: blockHeight() };
+      case "isBlockhashValid":
+        return { result: { context: context(), value: isBlockhashValid(String(params[0])) } };
       case "getSignatureStatuses": {
         const signatures = Array.isArray(params[0]) ? (params[0] as unknown[]) : [];
         return { result: { context: context(), value: signatures.map((s) => signatureStatus(txs.get(String(s)))) } };
       }
       case "getLatestBlockhash":
-        return { result: { context: context(), value: { blockhash: BLOCKHASH, lastValidBlockHeight: currentSlot() - 20_000 } } };
+        return { result: { context: context(), value: { blockhash: latestBlockhash, lastValidBlockHeight: blockhashes.get(latestBlockhash) } } };
       case "getSlot":
         return { result: currentSlot() };
       case "getVersion":
@@ -112,36 +161,86 @@ export async function startFakeSolanaRpc(): Promise<FakeSolanaRpc> {
     }
   }
 
-  const listen = (port: number) => new Promise<void>((done) => server.listen(port, "127.0.0.1", done));
+  function isBlockhashValid(blockhash: string): boolean {
+    const lastValid = blockhashes.get(blockhash);
+    return lastValid !== undefined && blockHeight() <= lastValid;
+  }
+  const chain = {
+    ledger,
+    isBlockhashValid,
+    hasLanded: (signature: string) => txs.has(signature),
+    land(tx: VersionedTransaction, execution: Execution) {
+      const signature = bs58.encode(tx.signatures[0]!);
+      const meta: FakeTxMeta = {
+        err: execution.err,
+        fee: FEE_PER_SIGNATURE_LAMPORTS * tx.signatures.length,
+        slot: currentSlot() + 1,
+        blockTimeSeconds: Math.floor(now() / 1000),
+        preTokenBalances: execution.preTokenBalances,
+        postTokenBalances: execution.postTokenBalances,
+      };
+      txs.set(signature, { ...meta, tx, meta, commitment: "finalized" });
+      blocks += 1;
+      latestBlockhash = bs58.encode(createHash("sha256").update(`fake blockhash ${blocks}`).digest());
+      blockhashes.set(latestBlockhash, blockHeight() + BLOCKHASH_VALID_BLOCKS);
+      pubsub.check(signature);
+    },
+  };
+
+  const listen = (port: number) =>
+    new Promise<void>((done, fail) => {
+      server.once("error", fail);
+      server.listen(port, "127.0.0.1", () => {
+        server.off("error", fail);
+        done();
+      });
+    });
   const stop = () =>
     new Promise<void>((done) => {
       server.close(() => done());
       // Keep-alive sockets would otherwise hold close() open and keep serving.
       server.closeAllConnections();
     });
-  await listen(0);
-  const port = (server.address() as AddressInfo).port;
+  // The pubsub port is the RPC port + 1 (clients derive it): find a pair that is free.
+  let port = 0;
+  for (let attempt = 0; ; attempt++) {
+    await listen(0);
+    port = (server.address() as AddressInfo).port;
+    try {
+      await pubsub.listen(port + 1);
+      break;
+    } catch (err) {
+      await stop();
+      if (attempt > 20) throw err;
+    }
+  }
 
   return {
     url: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port + 1}`,
     calls,
+    sent,
+    fundTokenAccount: (o) => ledger.fund(o),
+    tokenBalance: (account) => ledger.account(typeof account === "string" ? account : account.toBase58())?.amountBaseUnits,
     addTransaction(signedTx, meta) {
       // Round-trip through the wire bytes so legacy and v0 share one representation.
       const tx = VersionedTransaction.deserialize(signedTx.serialize());
       const signature = bs58.encode(tx.signatures[0] ?? new Uint8Array(64));
       txs.set(signature, { ...meta, tx, meta, commitment: meta.commitment ?? "finalized" });
+      pubsub.check(signature);
       return signature;
     },
     setCommitment(signature, commitment) {
       const stored = txs.get(signature);
       if (stored) stored.commitment = commitment;
+      pubsub.check(signature);
     },
     async setDown(down, how = "refuse") {
       http503 = down && how === "http503";
       if (how !== "refuse") return;
-      if (down && server.listening) await stop();
-      // Same port again, so clients holding the URL reconnect.
-      if (!down && !server.listening) await listen(port);
+      if (down && server.listening) await Promise.all([stop(), pubsub.stop()]);
+      // Same ports again, so clients holding the URL reconnect.
+      if (!down && !server.listening) await Promise.all([listen(port), pubsub.listen(port + 1)]);
     },
     setDelayMs(ms) {
       delayMs = ms;
@@ -151,6 +250,7 @@ export async function startFakeSolanaRpc(): Promise<FakeSolanaRpc> {
     },
     async close() {
       for (const timer of timers) clearTimeout(timer);
+      await pubsub.stop();
       if (server.listening) await stop();
     },
   };
@@ -206,4 +306,39 @@ function getTransaction(txs: Map<string, Stored>, params: unknown[]): RpcAnswer 
       ...(config.maxSupportedTransactionVersion === undefined ? {} : { version }),
     },
   };
+}
+
+/** Newest first, as the node lists them: the transactions that name `address` among their account keys. */
+function getSignaturesForAddress(txs: Map<string, Stored>, params: unknown[]): RpcAnswer {
+  const [address, rawConfig] = params;
+  const config = (rawConfig ?? {}) as { limit?: number; before?: string; until?: string; commitment?: string };
+  if (typeof address !== "string" || bs58.decodeUnsafe(address)?.length !== 32) return { error: { code: -32602, message: "Invalid param: Invalid" } };
+  const limit = config.limit ?? 1000;
+  if (limit < 1 || limit > 1000) return { error: { code: -32602, message: "Invalid limit; max 1000" } };
+  const visible = [...txs.entries()]
+    .filter(([, s]) => (config.commitment !== "confirmed" ? s.commitment === "finalized" : true))
+    .filter(([, s]) => s.tx.message.staticAccountKeys.some((k) => k.toBase58() === address))
+    .sort(([, a], [, b]) => b.meta.slot - a.meta.slot);
+  const from = config.before ? visible.findIndex(([sig]) => sig === config.before) + 1 : 0;
+  const to = config.until ? visible.findIndex(([sig]) => sig === config.until) : -1;
+  const page = visible.slice(from, to >= 0 ? to : undefined).slice(0, limit);
+  return {
+    result: page.map(([signature, s]) => ({
+      blockTime: s.meta.blockTimeSeconds,
+      confirmationStatus: s.commitment,
+      err: s.meta.err,
+      memo: memoOf(s.tx),
+      signature,
+      slot: s.meta.slot,
+    })),
+  };
+}
+
+/** The node's memo field: each memo instruction's text as "[length] text", joined by "; ". */
+function memoOf(tx: VersionedTransaction): string | null {
+  const keys = tx.message.staticAccountKeys;
+  const memos = tx.message.compiledInstructions
+    .filter((ix) => MEMO_PROGRAMS.has(keys[ix.programIdIndex]?.toBase58() ?? ""))
+    .map((ix) => `[${ix.data.length}] ${new TextDecoder().decode(ix.data)}`);
+  return memos.length ? memos.join("; ") : null;
 }
