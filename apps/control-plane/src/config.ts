@@ -81,6 +81,8 @@ export const ConfigSchema = z
       .int()
       .min(1024)
       .default(8 * 1024 * 1024),
+    /** The streams read the store this often when no notice came: how late a line or a change from another replica may arrive. */
+    STREAM_FALLBACK_MS: z.coerce.number().int().min(10).default(1_000),
     /** Public endpoints: from a request to the first byte of the container's answer. */
     GATEWAY_RESPONSE_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
     /** Public endpoints: no byte either way for this long ends a request, a stream or a WebSocket. */

@@ -13,6 +13,7 @@ import { createCharges } from "./services/charges";
 import { DatabaseHealth } from "./services/database-health";
 import { createDeploymentMoves } from "./services/deployment-moves";
 import { createDeploymentService, type DeploymentService, type NodeLink } from "./services/deployment-service";
+import { DeploymentWatch } from "./services/deployment-watch";
 import { createDepositService, type DepositService } from "./services/deposit-service";
 import { EventBus } from "./services/events";
 import { type Clock, type IdGenerator, randomId, systemClock } from "./services/ids";
@@ -27,6 +28,8 @@ export type Deps = {
   ids: IdGenerator;
   log: Logger;
   events: EventBus;
+  /** What the streams follow: a deployment's changes and its stored log lines. */
+  watch: DeploymentWatch;
   auth: AuthService;
   deployments: DeploymentService;
   depositService: DepositService;
@@ -123,6 +126,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     ids,
     log,
     events,
+    watch: new DeploymentWatch({ repos, events, log, fallbackMs: config.STREAM_FALLBACK_MS }),
     link,
     agents,
     dbHealth,

@@ -85,7 +85,7 @@ const handlers: Handlers = {
         message: `this node sends more log text than ${s.ctx.logIngestBytesPerS} bytes a second; the batch ending at line ${f.lines.at(-1)!.seq} was not stored, send it again later`,
       });
     }
-    await repos.logIngest.append(f.deploymentId, lines);
+    if ((await repos.logIngest.append(f.deploymentId, lines)) > 0) s.ctx.events.emit("logs-stored", f.deploymentId);
     const last = f.lines.reduce((a, b) => (b.seq > a.seq ? b : a));
     s.send({ type: "logs_ack", deploymentId: f.deploymentId, cursor: { seq: last.seq, dockerTs: last.ts } });
   },

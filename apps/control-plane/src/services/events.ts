@@ -4,6 +4,10 @@ import type { DeploymentRow } from "@cm/db";
 /** In-process notices between the API and the agent sessions. */
 type Events = {
   "deployment-changed": [DeploymentRow];
+  /** Something a tenant reads of the deployment changed without a move (its cost, endpoint readiness, pull progress): listeners read it again. */
+  "deployment-touched": [string];
+  /** Log lines of the deployment were stored. */
+  "logs-stored": [string];
   "node-retired": [string];
   /** Anything a catalogue summary shows changed: status, inventory, slots. */
   "node-changed": [string];

@@ -1,6 +1,6 @@
 import type { DeploymentRow, LogRow, Repos } from "@cm/db";
 import { type DeploymentStatus, TENANT_ACTIONS } from "@cm/protocol";
-import type { EventBus } from "./events";
+import type { DeploymentWatch } from "./deployment-watch";
 
 /** What a follower gets: new lines, a quiet poll (time to send a keep-alive), or the end of the deployment. */
 export type LogFollowStep = { kind: "lines"; rows: LogRow[] } | { kind: "quiet" } | { kind: "end"; status: DeploymentStatus | "deleted" };
@@ -11,7 +11,10 @@ export type LogFollowOptions = {
   /** Only lines at or after this time. */
   sinceMs?: number;
   signal: AbortSignal;
-  /** Between two reads of the store when nothing came (default 100 ms). */
+  /**
+   * Between two reads of the store when nothing came and no wake-up did (default 1 s):
+   * lines stored here wake the follower at once; this finds those another replica stored.
+   */
   pollMs?: number;
   /** After the deployment ended, how long its agent may still ship its last lines (default 1 s). */
   drainMs?: number;
@@ -23,25 +26,29 @@ const ENDED: readonly DeploymentStatus[] = TENANT_ACTIONS.start;
 
 /**
  * A deployment's log lines after a cursor, as they are stored, until it has ended
- * and its last lines are out. Status changes come from the event bus (a re-read
- * every 5 s covers a missed one); lines are read from the store, so a follower
- * resumes after any line by its number.
+ * and its last lines are out. Status changes and wake-ups come from the watch;
+ * lines are read from the store, so a follower resumes after any line by its number.
  */
-export async function* followLogs(deps: { repos: Repos; events: EventBus }, dep: DeploymentRow, o: LogFollowOptions): AsyncGenerator<LogFollowStep> {
-  const pollMs = o.pollMs ?? 100;
+export async function* followLogs(deps: { repos: Repos; watch: DeploymentWatch }, dep: DeploymentRow, o: LogFollowOptions): AsyncGenerator<LogFollowStep> {
+  const pollMs = o.pollMs ?? 1_000;
   let status: DeploymentStatus | "deleted" = dep.deletedAt === null ? dep.status : "deleted";
   let endedAt: number | undefined = isEnded(status) ? Date.now() : undefined;
-  const onChange = (row: DeploymentRow) => {
-    if (row.id !== dep.id) return;
-    status = row.deletedAt === null ? row.status : "deleted";
+  const stopRows = deps.watch.onRow(dep.id, (row) => {
+    status = row ? row.status : "deleted";
     if (isEnded(status)) endedAt ??= Date.now();
     else endedAt = undefined;
-  };
-  deps.events.on("deployment-changed", onChange);
+  });
+  // Set by a wake-up that came while the store was being read, so that read's answer is not trusted to be the last.
+  let woken = false;
+  let wake: (() => void) | undefined;
+  const stopLines = deps.watch.onLines(dep.id, () => {
+    woken = true;
+    wake?.();
+  });
   let cursor = o.afterSeq;
-  let lastRead = Date.now();
   try {
     while (!o.signal.aborted) {
+      woken = false;
       const rows = await deps.repos.logs.after(dep.id, cursor, o.batch ?? 1_000, o.sinceMs);
       if (rows.length > 0) {
         cursor = rows.at(-1)!.seq;
@@ -53,23 +60,27 @@ export async function* followLogs(deps: { repos: Repos; events: EventBus }, dep:
         return;
       }
       yield { kind: "quiet" };
-      await sleep(pollMs, o.signal);
-      if (Date.now() - lastRead >= 5_000) {
-        lastRead = Date.now();
-        const row = await deps.repos.deployments.get(dep.id);
-        onChange(row ?? { ...dep, deletedAt: 0 });
-      }
+      if (woken) continue;
+      // An ended deployment's follower waits only for the drain's end.
+      const waitMs = endedAt === undefined ? pollMs : Math.min(pollMs, Math.max(0, endedAt + (o.drainMs ?? 1_000) - Date.now()));
+      await sleep(waitMs, o.signal, (fn) => {
+        wake = fn;
+      });
+      wake = undefined;
     }
   } finally {
-    deps.events.off("deployment-changed", onChange);
+    stopRows();
+    stopLines();
   }
 }
 
 const isEnded = (s: DeploymentStatus | "deleted") => s === "deleted" || ENDED.includes(s);
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Resolves after `ms`, on abort, or when the function handed to `wakeBy` is called. */
+function sleep(ms: number, signal: AbortSignal, wakeBy: (wake: () => void) => void): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);
+    wakeBy(done);
     signal.addEventListener("abort", done, { once: true });
     function done() {
       clearTimeout(timer);

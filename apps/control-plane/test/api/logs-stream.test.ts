@@ -1,54 +1,8 @@
 import { sqliteDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type AgentHarness, startAgentHarness } from "../agents/support/agent-harness";
 import { type Harness, startHarness, TestClock } from "../support/harness";
-
-/** An SSE reader over fetch: events as they come, comments counted. */
-async function open(url: string, token: string, headers: Record<string, string> = {}) {
-  const controller = new AbortController();
-  const res = await fetch(url, { headers: { authorization: `Bearer ${token}`, accept: "text/event-stream", ...headers }, signal: controller.signal });
-  const events: Array<{ id?: string; event?: string; data?: string }> = [];
-  let comments = 0;
-  let ended = false;
-  const done = (async () => {
-    if (!res.body) return;
-    const decoder = new TextDecoder();
-    let buffer = "";
-    try {
-      const reader = res.body.getReader();
-      for (;;) {
-        const { value, done: finished } = await reader.read();
-        if (finished) break;
-        buffer += decoder.decode(value, { stream: true });
-        for (let at = buffer.indexOf("\n\n"); at >= 0; at = buffer.indexOf("\n\n")) {
-          const block = buffer.slice(0, at);
-          buffer = buffer.slice(at + 2);
-          if (block.startsWith(":")) {
-            comments++;
-            continue;
-          }
-          const e: { id?: string; event?: string; data?: string } = {};
-          for (const line of block.split("\n")) {
-            const [field, ...rest] = line.split(": ");
-            (e as Record<string, string>)[field!] = rest.join(": ");
-          }
-          events.push(e);
-        }
-      }
-    } catch {
-      // aborted
-    }
-    ended = true;
-  })();
-  return { res, events, comments: () => comments, ended: () => ended, done, close: () => controller.abort() };
-}
-
-const until = async (what: string, check: () => boolean, ms = 10_000) => {
-  const t0 = Date.now();
-  while (!check()) {
-    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-};
+import { openSse as open, until } from "./support/sse-client";
 
 describe("GET /deployments/:id/logs/stream", () => {
   let h: Harness;
@@ -140,5 +94,38 @@ describe("GET /deployments/:id/logs/stream", () => {
     expect(op.security).toEqual([{ bearer: [] }]);
     expect(op.responses["200"].content).toHaveProperty("text/event-stream");
     expect(op.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(["tail", "since", "last-event-id"]));
+  });
+});
+
+describe("GET /deployments/:id/logs/stream, lines from an agent", () => {
+  let h: AgentHarness;
+  beforeAll(async () => {
+    // A fallback read of the store far longer than the wait below: a line can only arrive through the wake-up.
+    h = await startAgentHarness(sqliteDatabase, { STREAM_FALLBACK_MS: 600_000 });
+  });
+  afterAll(() => h.close());
+
+  it("wakes the follower when the agent's lines are stored, without waiting for the fallback read", async () => {
+    const tenant = await h.signIn();
+    await h.grantCredits(tenant.user.id, 1_000);
+    const node = await h.connectedNode((await h.signIn()).token);
+    const { id, spec } = await h.deploy(tenant.token, node.id, node.agent);
+    await h.run(node.agent, spec, tenant.token);
+    const s = await open(`${h.url}/deployments/${id}/logs/stream`, tenant.token);
+    await until("the cursor", () => s.events.length === 1);
+    const ship = async (seq: number, message: string) => {
+      node.agent.send({ type: "logs", deploymentId: id, lines: [{ seq, ts: new Date(h.clock.now()).toISOString(), stream: "stdout", message }] });
+      await node.agent.next("logs_ack", (a) => a.deploymentId === id && a.cursor.seq === seq);
+    };
+    await ship(1, "first");
+    await until("the first line", () => s.events.length === 2);
+    await ship(2, "second");
+    await until("the second line", () => s.events.length === 3);
+    expect(s.events.slice(1).map((e) => [e.id, JSON.parse(e.data!).message])).toEqual([
+      ["1", "first"],
+      ["2", "second"],
+    ]);
+    s.close();
+    await node.agent.close();
   });
 });
