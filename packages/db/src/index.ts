@@ -16,7 +16,7 @@ export type { ConfirmOutcome } from "./repos/deposits";
 export { type BalanceMicro, type LedgerType, toBalance } from "./repos/ledger";
 export type { StoredLogCursor } from "./repos/log-ingest";
 export type { NewLogLine } from "./repos/logs";
-export { type NodeFilter, uptimePercent } from "./repos/nodes";
+export { type AgentPolicies, type NodeFilter, uptimePercent } from "./repos/nodes";
 export * from "./types";
 
 /** Every repository over one database handle: what the rest of the system sees of storage. */

@@ -1,7 +1,7 @@
-import type { Gpu, NodeSpecs } from "@cm/protocol";
+import type { EgressPolicy, Gpu, NodeSpecs } from "@cm/protocol";
 import type * as pg from "./schema/pg";
 
-export type { Gpu, NodeSpecs };
+export type { EgressPolicy, Gpu, NodeSpecs };
 export type TemplatePort = { internal: number; protocol: string; description: string };
 /** An exposed port's readiness as the agent last probed it; the URL is derived at read time. */
 export type StoredEndpoint = { internalPort: number; ready: boolean };

@@ -25,6 +25,15 @@ export function diskGbFor(d: Pick<DeploymentRow, "templateId">, templates: Reado
   return d.templateId === null ? undefined : templates.get(d.templateId)?.minDiskGb;
 }
 
+/** The disk allowance a tenant is shown: the template's, else the node's default as its agent told it; null before it has. */
+export function diskAllowanceGb(
+  d: Pick<DeploymentRow, "templateId">,
+  templates: ReadonlyMap<string, TemplateNeeds>,
+  nodeDiskDefaultGb: number | null | undefined,
+): number | null {
+  return diskGbFor(d, templates) ?? nodeDiskDefaultGb ?? null;
+}
+
 export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, gpuCount: number, diskGb?: number): DeploymentSpec {
   return {
     deploymentId: d.id,

@@ -30,6 +30,7 @@ export function presentNodeSummary(n: NodeRow, nowMs: number): NodeSummary {
     activeDeployments: n.activeDeployments,
     maxDeployments: n.maxDeployments,
     uptimePercent: uptimePercent(n, nowMs),
+    egressPolicy: n.egressPolicy,
   };
 }
 
@@ -91,7 +92,8 @@ export function presentEndpoints(d: Pick<DeploymentRow, "status" | "ports" | "en
   }));
 }
 
-export function presentDeployment(d: DeploymentRow, gateway: { domain: string; localPort?: number }): Deployment {
+/** `diskGb`: the deployment's disk allowance (desired-state.ts diskAllowanceGb), null while unknown. */
+export function presentDeployment(d: DeploymentRow, gateway: { domain: string; localPort?: number }, diskGb: number | null): Deployment {
   return {
     id: d.id,
     userId: d.userId,
@@ -105,6 +107,7 @@ export function presentDeployment(d: DeploymentRow, gateway: { domain: string; l
     endpoints: presentEndpoints(d, gateway),
     env: d.env,
     ports: d.ports,
+    diskGb,
     hourlyRateCents: d.hourlyRateCents,
     totalCost: microToCredits(d.totalCostMicro),
     createdAt: iso(d.createdAt),

@@ -16,7 +16,7 @@ import {
 } from "@cm/protocol";
 import { z } from "zod";
 import type { Deps } from "../deps";
-import { presentDeployment } from "../http/presenters";
+import { deploymentViews } from "../http/deployment-views";
 import { createRouter, IdParams, json, jsonBody, type RouteFactory } from "../http/route";
 import { streamLogs } from "./log-stream";
 
@@ -24,7 +24,8 @@ import { streamLogs } from "./log-stream";
 export function deploymentRoutes(deps: Deps, route: RouteFactory) {
   const tags = ["deployments"];
   const svc = deps.deployments;
-  const present = (d: Parameters<typeof presentDeployment>[0]) => presentDeployment(d, deps.gateway());
+  const views = deploymentViews(deps);
+  const present = views.one;
 
   return createRouter()
     .openapi(
@@ -58,7 +59,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
       ),
       async (c) => {
         const { deployment, estimatedHourlyCost } = await svc.create(c.get("user").id, c.req.valid("json"));
-        return c.json({ deployment: present(deployment), estimatedHourlyCost }, 201);
+        return c.json({ deployment: await present(deployment), estimatedHourlyCost }, 201);
       },
     )
     .openapi(
@@ -78,7 +79,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
       async (c) => {
         const query = c.req.valid("query");
         const { rows, total } = await deps.repos.deployments.list({ userId: c.get("user").id, status: query.status, page: query.page, limit: query.limit });
-        return c.json({ deployments: rows.map(present), pagination: paginate(query.page, query.limit, total) }, 200);
+        return c.json({ deployments: await views.many(rows), pagination: paginate(query.page, query.limit, total) }, 200);
       },
     )
     .openapi(
@@ -95,7 +96,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
         },
         { auth: true, errors: ["DEPLOYMENT_NOT_FOUND"] },
       ),
-      async (c) => c.json({ deployment: present(await svc.mine(c.req.valid("param").id, c.get("user").id)) }, 200),
+      async (c) => c.json({ deployment: await present(await svc.mine(c.req.valid("param").id, c.get("user").id)) }, 200),
     )
     .openapi(
       route(
@@ -112,7 +113,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
         },
         { auth: true, errors: ["DEPLOYMENT_NOT_FOUND", "INVALID_STATE_TRANSITION", "NODE_OFFLINE", "NODE_AT_CAPACITY", "INSUFFICIENT_CREDITS"] },
       ),
-      async (c) => c.json({ deployment: present(await svc.start(c.req.valid("param").id, c.get("user").id)) }, 200),
+      async (c) => c.json({ deployment: await present(await svc.start(c.req.valid("param").id, c.get("user").id)) }, 200),
     )
     .openapi(
       route(
@@ -129,7 +130,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
         },
         { auth: true, errors: ["DEPLOYMENT_NOT_FOUND", "INVALID_STATE_TRANSITION"] },
       ),
-      async (c) => c.json({ deployment: present(await svc.stop(c.req.valid("param").id, c.get("user").id)) }, 200),
+      async (c) => c.json({ deployment: await present(await svc.stop(c.req.valid("param").id, c.get("user").id)) }, 200),
     )
     .openapi(
       route(

@@ -35,6 +35,7 @@ describeEachDatabase("deployment records on $name", (db) => {
       endpoints: [],
       totalCost: 0,
       image: "ollama/ollama:0.5.7",
+      diskGb: 30,
     });
     expect(d.env).toEqual({ OLLAMA_HOST: "0.0.0.0:11434", OLLAMA_KEEP_ALIVE: "1h", EXTRA: "x" });
     expect(d.id).toMatch(/^dep_/);
@@ -50,6 +51,8 @@ describeEachDatabase("deployment records on $name", (db) => {
     expect(r.status).toBe(201);
     expect(r.json.deployment).toMatchObject({ image: "busybox:1.36", ports: [8080], status: "pending" });
     expect(r.json.deployment.templateId).toBeUndefined();
+    // Its allowance is the node's default, which no agent has told here.
+    expect(r.json.deployment.diskGb).toBeNull();
   });
 
   it("says so when both or neither of templateId and customImage are given", async () => {

@@ -73,8 +73,23 @@ describeEachDatabase("nodes on $name", (db) => {
       r.json.nodes.find((x: { id: string }) => x.id === ids.h100) ??
       (await h.call("GET", "/nodes?limit=100")).json.nodes.find((x: { id: string }) => x.id === ids.h100);
     expect(Object.keys(n).sort()).toEqual(
-      ["activeDeployments", "country", "gpus", "hourlyRateCents", "id", "maxDeployments", "name", "region", "specs", "status", "uptimePercent"].sort(),
+      [
+        "activeDeployments",
+        "country",
+        "egressPolicy",
+        "gpus",
+        "hourlyRateCents",
+        "id",
+        "maxDeployments",
+        "name",
+        "region",
+        "specs",
+        "status",
+        "uptimePercent",
+      ].sort(),
     );
+    // No agent has said anything of this node's firewall (agents/egress-policy.test.ts has them say it).
+    expect(n.egressPolicy).toBeNull();
     expect(n.gpus[0]).toEqual({ name: "NVIDIA H100 80GB HBM3", vramMb: 81559, computeVersion: "9.0" });
     expect(Object.keys(n.specs).sort()).toEqual(["cpuCores", "cpuModel", "cpuThreads", "diskGb", "diskType", "ramMb"]);
   });
@@ -93,6 +108,11 @@ describeEachDatabase("nodes on $name", (db) => {
     expect(await only("region=asia-east")).toEqual([ids.cpu]);
     expect(await only("maxHourlyRate=70&status=online")).toEqual([ids.rtx, ids.cpu].sort());
     expect(await only("hasGpu=true&maxHourlyRate=100&region=eu-west")).toEqual([ids.rtx]);
+    // Nodes whose agent never said its egress policy are not "enforced" ones.
+    expect(await only("egressPolicy=enforced")).toEqual([]);
+    const bad = await h.call("GET", "/nodes?egressPolicy=strict");
+    expect(bad.status).toBe(400);
+    expect(bad.json.error).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "egressPolicy" }] });
   });
 
   it("pages: defaults 1/20, past the end is empty, limit capped at 100", async () => {

@@ -93,6 +93,14 @@ describe("OpenAPI document and docs", () => {
     expect(env).toMatchObject({ maxProperties: 100, propertyNames: { pattern: "^[A-Za-z_][A-Za-z0-9_]*$" } });
     expect(doc.components.schemas.NodeDetail.properties.lastHeartbeat.type).toEqual(["string", "null"]);
     expect(doc.components.schemas.NodeDetail.required).toContain("lastHeartbeat");
+    // A tenant reading the document learns what a node's "off" egress policy means for them, and that it may be unknown.
+    expect(doc.components.schemas.NodeSummary.properties.egressPolicy).toMatchObject({
+      type: ["string", "null"],
+      enum: ["enforced", "off", null],
+      description: expect.stringContaining("off: the operator turned that firewall off"),
+    });
+    expect(query("/nodes", "egressPolicy")).toMatchObject({ enum: ["enforced", "off"] });
+    expect(doc.components.schemas.Deployment.properties.diskGb.type).toEqual(["integer", "null"]);
 
     const statuses = (where: string) => {
       const [method, path] = where.split(" ") as [string, string];

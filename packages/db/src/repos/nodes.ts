@@ -1,6 +1,6 @@
-import { and, count, desc, eq, gt, gte, isNull, lte, type SQL, sql } from "drizzle-orm";
+import { and, count, desc, eq, gt, gte, inArray, isNull, lte, type SQL, sql } from "drizzle-orm";
 import type { DbHandle } from "../client";
-import type { Gpu, NodeRow, NodeSpecs } from "../types";
+import type { EgressPolicy, Gpu, NodeRow, NodeSpecs } from "../types";
 import { execRaw } from "./raw";
 
 export type NodeFilter = {
@@ -11,7 +11,11 @@ export type NodeFilter = {
   minRamMb?: number;
   region?: string;
   maxHourlyRate?: number;
+  egressPolicy?: EgressPolicy;
 };
+
+/** What a node's agent says of itself beside its inventory; null where it has not said (an older agent). */
+export type AgentPolicies = { egressPolicy: EgressPolicy | null; diskDefaultGb: number | null };
 
 export const EMPTY_SPECS: NodeSpecs = {
   cpuModel: "",
@@ -40,6 +44,7 @@ export function createNodesRepo(h: DbHandle) {
     if (f.region) c.push(eq(nodes.region, f.region));
     // Rates are whole credits: "at most 1.5" is "at most 1", and the integer column is compared with an integer.
     if (f.maxHourlyRate !== undefined) c.push(lte(nodes.hourlyRateCents, Math.floor(f.maxHourlyRate)));
+    if (f.egressPolicy) c.push(eq(nodes.egressPolicy, f.egressPolicy));
     return and(...c);
   }
 
@@ -112,6 +117,18 @@ export function createNodesRepo(h: DbHandle) {
       });
     },
 
+    /** Each node's default disk allowance as its agent said it (null before it has), retired nodes included: their deployments are still shown. */
+    async diskDefaults(ids: readonly string[]): Promise<Map<string, number | null>> {
+      if (ids.length === 0) return new Map();
+      const rows = await h.run((db) =>
+        db
+          .select({ id: nodes.id, diskDefaultGb: nodes.diskDefaultGb })
+          .from(nodes)
+          .where(inArray(nodes.id, [...new Set(ids)])),
+      );
+      return new Map(rows.map((r) => [r.id, r.diskDefaultGb]));
+    },
+
     async byAgentTokenHash(hash: string): Promise<NodeRow | undefined> {
       return h.run(
         async (db) =>
@@ -145,13 +162,15 @@ export function createNodesRepo(h: DbHandle) {
       });
     },
 
-    async updateInventory(id: string, specs: NodeSpecs, gpus: Gpu[]) {
+    /** What the agent's latest specs frame says: each frame says it all again, so what it leaves out goes back to null. */
+    async updateInventory(id: string, specs: NodeSpecs, gpus: Gpu[], policies: AgentPolicies = { egressPolicy: null, diskDefaultGb: null }) {
       await h.run((db) =>
         db
           .update(nodes)
           .set({
             specs,
             gpus,
+            ...policies,
             gpuCount: gpus.length,
             maxGpuVramMb: gpus.reduce((m, g) => Math.max(m, g.vramMb), 0),
             cpuCores: specs.cpuCores,

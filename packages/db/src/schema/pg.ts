@@ -1,4 +1,4 @@
-import { DEPLOYMENT_STATUSES, DESIRED_STATES, NODE_STATUSES, TRANSACTION_TYPES } from "@cm/protocol";
+import { DEPLOYMENT_STATUSES, DESIRED_STATES, EGRESS_POLICIES, NODE_STATUSES, TRANSACTION_TYPES } from "@cm/protocol";
 import { bigint, boolean, index, integer, jsonb, pgTable, serial, text, uniqueIndex } from "drizzle-orm/pg-core";
 import { DEPOSIT_STATUSES, type Gpu, type NodeSpecs, type StoredEndpoint, type TemplatePort } from "../types";
 
@@ -63,6 +63,9 @@ export const nodes = pgTable(
     cpuCores: integer("cpu_cores").notNull().default(0),
     ramMb: integer("ram_mb").notNull().default(0),
     activeDeployments: integer("active_deployments").notNull().default(0),
+    // As the agent last said in its specs; null until it has (an older agent never does).
+    egressPolicy: text("egress_policy", { enum: EGRESS_POLICIES }),
+    diskDefaultGb: integer("disk_default_gb"),
     lastHeartbeat: bigint("last_heartbeat", { mode: "number" }),
     onlineSince: bigint("online_since", { mode: "number" }),
     onlineMsTotal: bigint("online_ms_total", { mode: "number" }).notNull().default(0),

@@ -1,4 +1,4 @@
-import { DEPLOYMENT_STATUSES, DESIRED_STATES, NODE_STATUSES, TRANSACTION_TYPES } from "@cm/protocol";
+import { DEPLOYMENT_STATUSES, DESIRED_STATES, EGRESS_POLICIES, NODE_STATUSES, TRANSACTION_TYPES } from "@cm/protocol";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { DEPOSIT_STATUSES, type Gpu, type NodeSpecs, type StoredEndpoint, type TemplatePort } from "../types";
 
@@ -63,6 +63,9 @@ export const nodes = sqliteTable(
     cpuCores: integer("cpu_cores").notNull().default(0),
     ramMb: integer("ram_mb").notNull().default(0),
     activeDeployments: integer("active_deployments").notNull().default(0),
+    // As the agent last said in its specs; null until it has (an older agent never does).
+    egressPolicy: text("egress_policy", { enum: EGRESS_POLICIES }),
+    diskDefaultGb: integer("disk_default_gb"),
     lastHeartbeat: integer("last_heartbeat"),
     onlineSince: integer("online_since"),
     onlineMsTotal: integer("online_ms_total").notNull().default(0),

@@ -32,6 +32,10 @@ export const Deployment = z
     endpoints: z.array(Endpoint),
     env: z.record(z.string(), z.string()),
     ports: z.array(z.number().int()),
+    diskGb: z.number().int().nullable().meta({
+      description:
+        "GB the container may write to its disk: its template's minDiskGb, or for a custom image its node's default. Past it the node stops the deployment, saying so in statusReason. null while the node's agent has not told its default.",
+    }),
     hourlyRateCents: z.number().meta({ description: "credits per hour charged while running (1 credit = 1 US cent)" }),
     totalCost: z.number().meta({ description: "credits charged so far (1 credit = 1 US cent)" }),
     createdAt: Timestamp,

@@ -6,6 +6,11 @@ export const Region = z.enum(REGIONS);
 export const NODE_STATUSES = ["online", "offline", "maintenance"] as const;
 export const NodeStatus = z.enum(NODE_STATUSES);
 
+/** Whether a node's firewall keeps tenants' containers off its host and networks, as its agent reports it. */
+export const EGRESS_POLICIES = ["enforced", "off"] as const;
+export const EgressPolicy = z.enum(EGRESS_POLICIES);
+export type EgressPolicy = z.infer<typeof EgressPolicy>;
+
 /*
  * Every field an agent reports is bounded: a node's agent is anyone who enrolled
  * a machine, and what it sends is stored and served to every visitor of the
@@ -58,6 +63,10 @@ export const NodeSummary = z
     activeDeployments: z.number().int(),
     maxDeployments: z.number().int(),
     uptimePercent: z.number(),
+    egressPolicy: EgressPolicy.nullable().meta({
+      description:
+        "enforced: the node's firewall lets a deployment's container reach the internet and DNS only, not the node's host, its local network, cloud metadata or other deployments. off: the operator turned that firewall off, so containers on this node can reach the host and the network it is on. null: the node's agent has not said (never connected, or older than the policy).",
+    }),
   })
   .meta({ id: "NodeSummary" });
 export type NodeSummary = z.infer<typeof NodeSummary>;
@@ -81,6 +90,9 @@ export const NodeListQuery = z.strictObject({
   maxHourlyRate: queryNumber(z.number().min(0).max(INT32_MAX))
     .optional()
     .meta({ description: "credits per hour; a fraction is allowed (1.5 finds nodes at 1 or less)" }),
+  egressPolicy: EgressPolicy.optional().meta({
+    description: "only nodes whose agent said this policy (enforced: those that keep containers off the operator's network)",
+  }),
   ...pageQuery(100),
 });
 export type NodeListQuery = z.infer<typeof NodeListQuery>;
