@@ -33,6 +33,7 @@ const handlers: Handlers = {
       f.ports.map((p) => p.port),
     );
     await s.ctx.repos.deployments.setEndpointReadiness(f.deploymentId, s.nodeId, f.ports);
+    s.ctx.events.emit("deployment-touched", f.deploymentId);
   },
 
   heartbeat() {
@@ -68,6 +69,7 @@ const handlers: Handlers = {
     if (!s.known.has(f.deploymentId) || nowMs - (s.pullNotedAt.get(f.deploymentId) ?? -Infinity) < PULL_NOTE_EVERY_MS) return;
     s.pullNotedAt.set(f.deploymentId, nowMs);
     await s.ctx.repos.deployments.notePulling(f.deploymentId, s.nodeId, pullReason(f));
+    s.ctx.events.emit("deployment-touched", f.deploymentId);
   },
 
   async logs(s, f) {

@@ -3,6 +3,7 @@ import {
   CreateDeploymentResponse,
   DeleteDeploymentResponse,
   DeploymentActionResponse,
+  DeploymentEventsHeaders,
   DeploymentListQuery,
   DeploymentListResponse,
   DeploymentResponse,
@@ -18,6 +19,7 @@ import { z } from "zod";
 import type { Deps } from "../deps";
 import { deploymentViews } from "../http/deployment-views";
 import { createRouter, IdParams, json, jsonBody, type RouteFactory } from "../http/route";
+import { presentOncePerRow, streamDeploymentEvents } from "./deployment-events";
 import { streamLogs } from "./log-stream";
 
 /** Your deployments; mounted at /deployments. Every route needs a bearer token. */
@@ -25,6 +27,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
   const tags = ["deployments"];
   const svc = deps.deployments;
   const views = deploymentViews(deps);
+  const presentEvent = presentOncePerRow(views.one);
   const present = views.one;
 
   return createRouter()
@@ -208,6 +211,40 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
         const dep = await svc.mine(c.req.valid("param").id, c.get("user").id);
         const lastEventId = c.req.valid("header")["last-event-id"];
         return streamLogs(c, deps, dep, { tail: query.tail, sinceMs: query.since ? Date.parse(query.since) : undefined, lastEventId });
+      },
+    )
+    .openapi(
+      route(
+        {
+          method: "get",
+          path: "/{id}/events",
+          operationId: "streamDeploymentEvents",
+          tags,
+          summary: "Follow a deployment's changes (Server-Sent Events)",
+          description: [
+            "First the deployment as GET /deployments/{id} answers it, then the deployment again each time something in it changes: status, statusReason (pull progress included), exitCode, an endpoint becoming ready, totalCost as it is charged.",
+            "Each is an event with `id:` a number counting up and `data:` a Deployment as JSON. Changes that come close together may arrive as one event with the newest state. A reconnect gets the current state first again; with `Last-Event-ID` (EventSource sends it) the ids go on from it.",
+            `\`event: end\` (data: LogStreamEnd) once the deployment is stopped, exited or failed (after the event showing it) or deleted; then the stream closes. A comment (\`: keep-alive\`) every ${LOG_STREAM_KEEP_ALIVE_MS / 1000} s keeps proxies from closing a quiet stream.`,
+          ].join("\n\n"),
+          request: { params: IdParams, headers: DeploymentEventsHeaders },
+          responses: {
+            200: {
+              ...json(z.string(), "The stream of the deployment's states"),
+              content: {
+                "text/event-stream": {
+                  schema: z.string().meta({
+                    description: `Events: message (data: a Deployment, #/components/schemas/Deployment), end (data: ${JSON.stringify(z.toJSONSchema(LogStreamEnd))})`,
+                  }),
+                },
+              },
+            },
+          },
+        },
+        { auth: true, errors: ["DEPLOYMENT_NOT_FOUND"] },
+      ),
+      async (c) => {
+        const dep = await svc.mine(c.req.valid("param").id, c.get("user").id);
+        return streamDeploymentEvents(c, deps, dep, presentEvent, c.req.valid("header")["last-event-id"]);
       },
     );
 }

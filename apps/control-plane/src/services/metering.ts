@@ -46,9 +46,11 @@ export function createMetering(o: MeteringOptions) {
   const { repos, clock, events, log, link, charges, moves } = o;
 
   async function meterOne(id: string, untilMs: number, nowMs: number) {
+    let charged = false;
     const stopped = await repos.billing.locked(id, async (db, dep) => {
       if (dep.status !== "running") return null;
       let d = await charges.settle(db, dep, untilMs, nowMs);
+      charged = d.totalCostMicro !== dep.totalCostMicro;
       const hourMicro = creditsToMicro(d.hourlyRateCents);
       if (d.reservedMicro < hourMicro) d = await charges.topUp(db, d, hourMicro - d.reservedMicro);
       const nextMinuteMicro = costMicro(d.hourlyRateCents, d.billedMs + MINUTE_MS) - d.totalCostMicro;
@@ -57,6 +59,8 @@ export function createMetering(o: MeteringOptions) {
       return moves.moveLocked(db, d, to, { patch: { desiredState: "stopped", statusReason: OUT_OF_CREDITS }, nowMs, settleUntilMs: untilMs });
     });
     if (stopped) events.emit("deployment-changed", stopped);
+    // Not deployment-changed: that one makes the agents' sessions and the caches look again, once per running deployment per tick.
+    else if (charged) events.emit("deployment-touched", id);
   }
 
   /**
