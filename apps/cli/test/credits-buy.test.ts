@@ -1,26 +1,30 @@
 import { sqliteDatabase } from "@cm/testkit";
-import { Keypair } from "@solana/web3.js";
+import { getAssociatedTokenAddressSync } from "@solana/spl-token";
+import { Keypair, PublicKey } from "@solana/web3.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeSolanaRpc, startFakeSolanaRpc } from "../../control-plane/test/support/fake-solana-rpc";
 import { type Harness, startHarness, TestClock } from "../../control-plane/test/support/harness";
-import { USDC_MINT } from "../../control-plane/test/support/solana-fixtures";
+import { USDC_DECIMALS, USDC_MINT } from "../../control-plane/test/support/solana-fixtures";
 import { terminal } from "./support/cli";
-import { startPayingRpc } from "./support/paying-rpc";
 
 // `cm credits buy`: a real USDC transferChecked signed with the keypair, sent to the
 // tests' Solana RPC, confirmed there, then confirmed by the control plane reading it back.
 
 let h: Harness;
-let rpc: Awaited<ReturnType<typeof startPayingRpc>>;
+let rpc: FakeSolanaRpc;
 let t: ReturnType<typeof terminal>;
+let wallet: PublicKey;
 const treasury = Keypair.generate().publicKey.toBase58();
 beforeAll(async () => {
-  rpc = await startPayingRpc();
+  rpc = await startFakeSolanaRpc();
   h = await startHarness(sqliteDatabase, {
     overrides: { clock: new TestClock(Date.now()) },
     config: { TREASURY_WALLET: treasury, SOLANA_RPC_URL: rpc.url, STABLE_MINT: USDC_MINT.toBase58() },
   });
   t = terminal({ CM_API_URL: h.url, SOLANA_RPC_URL: rpc.url });
-  t.keypair();
+  // The keypair's wallet holds 1,000 USDC on the tests' chain.
+  wallet = new PublicKey(t.keypair().publicKey);
+  rpc.fundTokenAccount({ owner: wallet, mint: USDC_MINT, decimals: USDC_DECIMALS, amountBaseUnits: 1_000_000_000n });
   expect((await t.cm(["login"])).code).toBe(0);
 });
 afterAll(async () => {
@@ -40,6 +44,10 @@ describe("cm credits buy", () => {
     expect(r.stdout).toMatch(new RegExp(`^available: +${pkg.creditsToReceive} credits\\n`));
     const history = JSON.parse((await t.cm(["credits", "history", "--json"])).stdout);
     expect(history.transactions[0]).toMatchObject({ type: "deposit", amount: pkg.creditsToReceive, txSignature: rpc.sent[0] });
+    // The USDC moved on the chain: the price out of the wallet, into the treasury's (new) token account.
+    const priceBaseUnits = BigInt(Math.round(Number(/: (\d+(?:\.\d+)?) to /.exec(r.stderr)![1]) * 10 ** USDC_DECIMALS));
+    expect(rpc.tokenBalance(getAssociatedTokenAddressSync(USDC_MINT, wallet))).toBe(1_000_000_000n - priceBaseUnits);
+    expect(rpc.tokenBalance(getAssociatedTokenAddressSync(USDC_MINT, new PublicKey(treasury), true))).toBe(priceBaseUnits);
     // The payment the control plane read back: the treasury's associated token account created idempotently, then transferChecked.
     const sent = rpc.calls.filter((c) => c.method === "getTransaction").length;
     expect(sent).toBeGreaterThan(0);
@@ -62,6 +70,22 @@ describe("cm credits buy", () => {
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(/\nerror CHAIN_UNAVAILABLE: the Solana RPC refused or did not answer/);
     expect(down.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it("says the chain refused a payment the wallet cannot make, and why", async () => {
+    const poor = terminal({ CM_API_URL: h.url, SOLANA_RPC_URL: rpc.url });
+    try {
+      rpc.fundTokenAccount({ owner: new PublicKey(poor.keypair().publicKey), mint: USDC_MINT, decimals: USDC_DECIMALS, amountBaseUnits: 1n });
+      expect((await poor.cm(["login"])).code).toBe(0);
+      const pkg = JSON.parse((await poor.cm(["credits", "packages", "--json"])).stdout).packages[0];
+      const r = await poor.cm(["credits", "buy", pkg.id]);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/\nerror TX_REJECTED: the Solana RPC refused the payment: .*insufficient funds/);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+      expect(JSON.parse((await poor.cm(["credits", "--json"])).stdout).balance.available).toBe(0);
+    } finally {
+      poor.close();
+    }
   });
 
   it("needs an RPC: a usage error without one", async () => {

@@ -69,7 +69,7 @@ export async function buyCredits(t: Transport, packageId: string, payer: Payer, 
   if ("secretKey" in payer) tx.sign([web3.Keypair.fromSecretKey(payer.secretKey)]);
   else tx = await payer.signTransaction(tx);
 
-  const signature = await chainCall(() => connection.sendRawTransaction(tx.serialize(), { maxRetries: 5 }));
+  const signature = await chainCall(() => connection.sendRawTransaction(tx.serialize(), { maxRetries: 5 }), web3);
   options.onStep?.("sent", signature);
   // Polled rather than subscribed: works through any RPC, no WebSocket to keep.
   for (;;) {
@@ -146,10 +146,16 @@ export function tokenInstructions(web3: Web3) {
   };
 }
 
-async function chainCall<T>(call: () => Promise<T>): Promise<T> {
+async function chainCall<T>(call: () => Promise<T>, web3?: Web3): Promise<T> {
   try {
     return await call();
   } catch (err) {
+    // The RPC's preflight said no (too little USDC, a bad signature): the chain refused the payment, the RPC did not fail.
+    if (web3 && err instanceof web3.SendTransactionError) {
+      const { message, logs = [] } = err.transactionError;
+      const why = logs.flatMap((l) => /^Program log: Error: (.+)$/.exec(l)?.slice(1) ?? []);
+      throw new ChainError("TX_REJECTED", `the Solana RPC refused the payment: ${message}${why.length ? ` (${why.join("; ")})` : ""}`, { cause: err });
+    }
     throw new ChainError("CHAIN_UNAVAILABLE", `the Solana RPC refused or did not answer: ${(err as Error).message}`, { cause: err });
   }
 }
