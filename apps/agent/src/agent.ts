@@ -12,6 +12,7 @@ import type { SocketFactory } from "./connection/socket";
 import { DiskWatcher } from "./disk/disk-watcher";
 import type { EgressGuard } from "./egress/egress-guard";
 import { EndpointReporter } from "./endpoints/endpoint-reporter";
+import { ExecOpener } from "./exec/exec-opener";
 import type { HostProbe } from "./host/probe";
 import type { InstallClaim } from "./install-identity";
 import { claimInstall } from "./install-identity";
@@ -46,6 +47,7 @@ export class Agent {
   private readonly logs: LogShipping;
   private readonly specs: SpecsReporter;
   private readonly tunnels: TunnelOpener;
+  private readonly execs: ExecOpener;
   private readonly endpoints: EndpointReporter;
   private readonly diskWatcher: DiskWatcher | undefined;
   private readonly failureListeners = new Set<(failure: ConnectionFailure) => void>();
@@ -97,12 +99,14 @@ export class Agent {
       logger,
       intervalMs: timing.specsIntervalMs,
       ...(egress ? { egressPolicy: () => egress.state.mode } : {}),
+      diskDefaultGb: config.diskDefaultGb,
     });
     const reporter = new StatusReporter(
       { reliable: (frame) => this.connection.sendReliable(frame), unreliable: (frame) => this.connection.send(frame) },
       clock,
     );
     this.tunnels = new TunnelOpener({ tunnelUrl: config.tunnelUrl, token: config.token, runtime, logger });
+    this.execs = new ExecOpener({ httpUrl: config.httpUrl, token: config.token, runtime, logger });
     this.endpoints = new EndpointReporter({
       probe: (deploymentId) => this.tunnels.probe(deploymentId),
       running: () => this.reconciler.running(),
@@ -171,6 +175,7 @@ export class Agent {
     this.specs.stop();
     this.endpoints.stop();
     this.tunnels.closeAll();
+    this.execs.closeAll();
     await this.connection.stop();
     this.install?.release();
     this.deps.logger.info("Agent stopped; containers were left running");
@@ -210,6 +215,9 @@ export class Agent {
         return;
       case "open_tunnel":
         void this.openTunnel(frame);
+        return;
+      case "open_exec":
+        void this.execs.openExec(frame).catch((error: Error) => this.deps.logger.warn("exec failed", { execId: frame.execId, error: error.message }));
         return;
       case "logs_ack":
         this.logs.onAck(frame.deploymentId, frame.cursor);

@@ -15,6 +15,7 @@ import { authRoutes } from "./routes/auth";
 import { creditRoutes } from "./routes/credits";
 import { deploymentRoutes } from "./routes/deployments";
 import { docsRoutes } from "./routes/docs";
+import { execRoutes } from "./routes/exec";
 import { nodeRoutes } from "./routes/nodes";
 import { operationsRoutes } from "./routes/operations";
 import { operatorRoutes } from "./routes/operator";
@@ -57,6 +58,7 @@ export function createApp(deps: Deps) {
     .route("/operator/nodes", operatorRoutes(deps, route))
     .route("/templates", templateRoutes(deps, route))
     .route("/deployments", deploymentRoutes(deps, route))
+    .route("/deployments", execRoutes(deps, route))
     .route("/credits", creditRoutes(deps, route));
 
   app.route("/", docsRoutes(app));

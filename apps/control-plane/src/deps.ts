@@ -1,5 +1,6 @@
 import { openRepos, type Repos } from "@cm/db";
 import { AgentHub } from "./agents/agent-hub";
+import { ExecBroker } from "./agents/exec-broker";
 import { TunnelBroker } from "./agents/tunnel-broker";
 import { CREDIT_PACKAGE_SEED } from "./catalog/credit-packages";
 import { TEMPLATE_SEED } from "./catalog/templates";
@@ -37,6 +38,8 @@ export type Deps = {
   /** Every agent connection; also the NodeLink unless a test passes its own. */
   agents: AgentHub;
   tunnels: TunnelBroker;
+  /** `cm exec` sessions, relayed through the node's agent as tunnels are. */
+  execs: ExecBroker;
   /** The public-endpoint proxy: requests whose Host is `<label>.<GATEWAY_DOMAIN>`. */
   endpoints: Gateway;
   metering: Metering;
@@ -102,6 +105,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     openTimeoutMs: config.TUNNEL_OPEN_TIMEOUT_MS,
     idleMs: config.GATEWAY_IDLE_TIMEOUT_MS,
   });
+  const execs = new ExecBroker({ repos, events, sendTo: (id, f) => agents.sendTo(id, f), openTimeoutMs: config.TUNNEL_OPEN_TIMEOUT_MS, log });
   const endpoints = createGateway({
     domain: config.GATEWAY_DOMAIN,
     resolver: createEndpointResolver(repos, (id) => agents.isConnected(id), { events, ttlMs: 1000, now: () => clock.now() }),
@@ -131,6 +135,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     agents,
     dbHealth,
     tunnels,
+    execs,
     endpoints,
     metering,
     nodeCatalogCache,
@@ -155,6 +160,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
       dbHealth.stop();
       endpoints.close();
       tunnels.close();
+      execs.close();
       await agents.close();
       await metering.stop();
       await repos.handle.close();

@@ -3,11 +3,12 @@ import http, { type IncomingMessage } from "node:http";
 import https from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import type { Duplex } from "node:stream";
-import { AGENT_TUNNEL_PATH, AGENT_WS_PATH } from "@cm/protocol";
+import { AGENT_EXEC_PATH, AGENT_TUNNEL_PATH, AGENT_WS_PATH } from "@cm/protocol";
 import { getRequestListener } from "@hono/node-server";
 import { createApp } from "./app";
 import type { Deps } from "./deps";
 import { answerClientError } from "./http/client-error";
+import { EXEC_PATH, execUpgrade } from "./routes/exec";
 
 export type RunningServer = { url: string; port: number; server: http.Server; close(): Promise<void> };
 
@@ -39,7 +40,7 @@ export async function startServer(deps: Deps, opts: { port: number; host: string
     server.once("error", reject);
     server.listen(opts.port, opts.host, () => resolve());
   });
-  const upgrades = upgradeRoutes(deps);
+  const upgrades = upgradeRoutes(deps, app.fetch);
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => socket.destroy()); // a peer gone mid-handshake must not take the process down
     const route = upgrades.find((r) => r.matches(req));
@@ -59,6 +60,7 @@ export async function startServer(deps: Deps, opts: { port: number; host: string
         () =>
           new Promise<void>((resolve) => {
             deps.tunnels.close();
+            deps.execs.close();
             server.close(() => resolve());
             (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
             for (const s of sockets) s.destroy();
@@ -74,11 +76,14 @@ type UpgradeRoute = { matches(req: IncomingMessage): boolean; handle(req: Incomi
  * (a tenant's public endpoint, which may use any path) belong before the agent
  * route, which matches on the path alone.
  */
-function upgradeRoutes(deps: Deps): UpgradeRoute[] {
+function upgradeRoutes(deps: Deps, fetch: Parameters<typeof execUpgrade>[0]): UpgradeRoute[] {
   const pathOf = (req: IncomingMessage) => (req.url ?? "/").split("?", 1)[0];
   return [
     { matches: (req) => deps.endpoints.owns(req.headers.host), handle: deps.endpoints.handleUpgrade },
     { matches: (req) => pathOf(req) === AGENT_WS_PATH, handle: deps.agents.handleUpgrade },
     { matches: (req) => pathOf(req) === AGENT_TUNNEL_PATH, handle: deps.tunnels.handleUpgrade },
+    { matches: (req) => pathOf(req) === AGENT_EXEC_PATH, handle: deps.execs.handleAgentUpgrade },
+    // A tenant's shell: the app checks who asks before the connection is taken.
+    { matches: (req) => req.method === "GET" && EXEC_PATH.test(pathOf(req) ?? ""), handle: execUpgrade(fetch, deps.execs) },
   ];
 }

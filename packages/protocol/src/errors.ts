@@ -58,6 +58,7 @@ export const ERROR_CODES = {
   SIGNATURE_ALREADY_USED: { status: 409, description: "This transaction signature already credited a deposit." },
   CHAIN_UNAVAILABLE: { status: 503, description: "The Solana RPC node did not answer; nothing changed, retry later." },
   // Operational.
+  UPGRADE_REQUIRED: { status: 426, description: "This route speaks WebSocket only: open it with Upgrade: websocket and the subprotocol cm.exec.v1." },
   SERVICE_UNAVAILABLE: { status: 503, description: "The database does not answer (GET /ready says so too); nothing changed. Retry after Retry-After seconds." },
   RATE_LIMITED: { status: 429, description: "Too many requests; wait Retry-After seconds." },
   INTERNAL_ERROR: { status: 500, description: "Something failed on our side; the request id helps us find it." },

@@ -62,4 +62,37 @@ export interface LogClient {
   logs(id: string, options: LogOptions, onLine: (line: LogLine) => void): Promise<LogStreamHandle>;
 }
 
-export interface ContainerRuntime extends EngineClient, ImageClient, SandboxClient, ContainerClient, LogClient {}
+export interface ExecOptions {
+  /** argv, run as the container's user in its working directory */
+  command: string[];
+  tty: boolean;
+  cols?: number;
+  rows?: number;
+  /** Each chunk of output as it comes; with a tty everything is stdout. */
+  onOutput(stream: "stdout" | "stderr", chunk: Buffer): void;
+}
+
+/** A command running in a container (docker exec), its stdin open. */
+export interface ExecProcess {
+  write(chunk: Uint8Array): void;
+  /** Closes stdin: the command reads end of file. */
+  endStdin(): void;
+  resize(cols: number, rows: number): Promise<void>;
+  /** Stops reading the command's output (the reader is behind); the command blocks once its pipe is full. */
+  pauseOutput(): void;
+  resumeOutput(): void;
+  /** The command's exit code, once its output has ended. */
+  readonly exit: Promise<number>;
+  /**
+   * Lets go of the command's streams. With a tty the command is hung up on
+   * (SIGHUP), as when a terminal closes; without one it reads end of file.
+   */
+  detach(): void;
+}
+
+export interface ExecClient {
+  /** Runs a command in a running container; rejects with ContainerNotFoundError when there is none. */
+  exec(containerId: string, options: ExecOptions): Promise<ExecProcess>;
+}
+
+export interface ContainerRuntime extends EngineClient, ImageClient, SandboxClient, ContainerClient, LogClient, ExecClient {}

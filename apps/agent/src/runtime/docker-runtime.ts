@@ -2,10 +2,13 @@
 // agent that imports dockerode. Each concern lives in its own client; this class
 // only puts them behind the one interface.
 import Docker from "dockerode";
-import type { ContainerRuntime, EnsuredImage } from "./container-runtime";
+import { type Clock, systemClock } from "../clock";
+import type { ContainerRuntime, EnsuredImage, ExecOptions, ExecProcess } from "./container-runtime";
 import { DockerContainerClient } from "./docker-container-client";
 import type { DiskClient, WritableLayer } from "./docker-disk-client";
 import { DockerDiskClient } from "./docker-disk-client";
+import { DockerEngineEvents, type EngineRestarts } from "./docker-engine-events";
+import { DockerExecClient } from "./docker-exec-client";
 import { DockerImageClient } from "./docker-image-client";
 import { DockerLogClient } from "./docker-log-client";
 import type { RuntimeLogger } from "./logger";
@@ -24,9 +27,11 @@ export interface DockerRuntimeOptions {
   sandboxPool?: number;
   /** how deployments' bridges are named (create-options.ts DEFAULT_BRIDGE_PREFIX); tests use their own */
   bridgePrefix?: string;
+  /** times the retries while the engine is away (docker-engine-events.ts) */
+  clock?: Clock;
 }
 
-export class DockerRuntime implements ContainerRuntime, DiskClient {
+export class DockerRuntime implements ContainerRuntime, DiskClient, EngineRestarts {
   private readonly docker: Docker;
   private readonly logger: RuntimeLogger;
   private readonly images: DockerImageClient;
@@ -34,6 +39,8 @@ export class DockerRuntime implements ContainerRuntime, DiskClient {
   private readonly logClient: DockerLogClient;
   private readonly sandboxes: DockerSandboxes;
   private readonly disk: DockerDiskClient;
+  private readonly engineEvents: DockerEngineEvents;
+  private readonly execClient: DockerExecClient;
 
   constructor(options: DockerRuntimeOptions = {}) {
     this.docker = options.docker ?? new Docker(options.socketPath ? { socketPath: options.socketPath } : undefined);
@@ -48,6 +55,8 @@ export class DockerRuntime implements ContainerRuntime, DiskClient {
     this.containers = new DockerContainerClient(this.docker, this.logger, this.sandboxes);
     this.logClient = new DockerLogClient(this.docker, this.logger);
     this.disk = new DockerDiskClient(this.docker, this.logger);
+    this.engineEvents = new DockerEngineEvents(this.docker, this.logger, options.clock ?? systemClock);
+    this.execClient = new DockerExecClient(this.docker, this.logger);
   }
 
   async engineVersion(): Promise<string> {
@@ -64,6 +73,10 @@ export class DockerRuntime implements ContainerRuntime, DiskClient {
       runtimes: Object.keys(info.Runtimes ?? {}).sort(),
       architecture: info.Architecture ?? "",
     };
+  }
+
+  onEngineBack(listener: () => void): () => void {
+    return this.engineEvents.onEngineBack(listener);
   }
 
   imagePresent(ref: string): Promise<boolean> {
@@ -116,6 +129,10 @@ export class DockerRuntime implements ContainerRuntime, DiskClient {
 
   freeBytes(path: string): Promise<number> {
     return this.disk.freeBytes(path);
+  }
+
+  exec(containerId: string, options: ExecOptions): Promise<ExecProcess> {
+    return this.execClient.exec(containerId, options);
   }
 
   logs(id: string, options: LogOptions, onLine: (line: LogLine) => void): Promise<LogStreamHandle> {

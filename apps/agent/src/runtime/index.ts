@@ -1,4 +1,15 @@
-export type { ContainerClient, ContainerRuntime, EngineClient, EnsuredImage, ImageClient, LogClient, SandboxClient } from "./container-runtime";
+export type {
+  ContainerClient,
+  ContainerRuntime,
+  EngineClient,
+  EnsuredImage,
+  ExecClient,
+  ExecOptions,
+  ExecProcess,
+  ImageClient,
+  LogClient,
+  SandboxClient,
+} from "./container-runtime";
 export type { DockerRuntimeOptions } from "./docker-runtime";
 export { DockerRuntime } from "./docker-runtime";
 export { ContainerNotFoundError, ImageUnavailableError } from "./errors";

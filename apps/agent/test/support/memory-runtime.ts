@@ -11,7 +11,8 @@
 // (test/runtime/docker-*.test.ts). The network sandbox pool is DockerRuntime's
 // business below this port; here a container simply gets an address.
 import type { Clock, TimerHandle } from "../../src/clock";
-import type { ContainerRuntime, EnsuredImage } from "../../src/runtime/container-runtime";
+import type { ContainerRuntime, EnsuredImage, ExecOptions, ExecProcess } from "../../src/runtime/container-runtime";
+import type { EngineRestarts } from "../../src/runtime/docker-engine-events";
 import { ContainerNotFoundError, ImageUnavailableError } from "../../src/runtime/errors";
 import { localImageCandidates } from "../../src/runtime/image-ref";
 import { LABEL_MANAGED, LABEL_PORTS, managedLabels } from "../../src/runtime/labels";
@@ -75,18 +76,31 @@ interface Container {
   termTimer?: TimerHandle;
 }
 
+/** A command run with exec, as the test sees it. */
+export interface MemoryExec extends ExecProcess {
+  readonly command: string[];
+  readonly tty: boolean;
+  /** the terminal's sizes, the first one given at start */
+  readonly sizes: Array<{ cols: number; rows: number }>;
+  detached: boolean;
+  /** The command ends by itself with this code. */
+  end(code: number): void;
+}
+
 /** The shape of dockerode's errors, which the agent reads Docker's message and status from. */
 export function dockerError(statusCode: number, message: string): Error {
   return Object.assign(new Error(`(HTTP code ${statusCode}) ${message}`), { statusCode, json: { message } });
 }
 
-export class MemoryRuntime implements ContainerRuntime {
+export class MemoryRuntime implements ContainerRuntime, EngineRestarts {
   private readonly containers = new Map<string, Container>();
   private readonly local = new Map<string, ProgramBehaviour>();
   private readonly registry = new Map<string, RegistryImage>();
   private readonly faults = new Map<Operation, Error[]>();
   /** pending waitExit calls, failed when the daemon restarts */
   private readonly brokenWaits = new Set<(error: Error) => void>();
+  /** told when the daemon answers again after restartDaemon() */
+  private readonly engineListeners = new Set<() => void>();
   private created = 0;
   private starts = 0;
   /** the last nanosecond given to a log line, so lines of one millisecond stay in order */
@@ -95,6 +109,8 @@ export class MemoryRuntime implements ContainerRuntime {
   warmingFor: SandboxOwner | undefined;
   /** every pull, in order */
   readonly pulls: string[] = [];
+  /** every exec, in order */
+  readonly execs: MemoryExec[] = [];
 
   constructor(
     private readonly clock: Clock,
@@ -148,11 +164,18 @@ export class MemoryRuntime implements ContainerRuntime {
 
   /**
    * dockerd restarts with live-restore: containers keep running, but every
-   * `docker wait` in progress ends with a broken connection.
+   * `docker wait` in progress ends with a broken connection; then it answers
+   * again, which those watching for it (onEngineBack) are told.
    */
   restartDaemon(): void {
     for (const broken of [...this.brokenWaits]) broken(new Error("socket hang up"));
     this.brokenWaits.clear();
+    for (const listener of [...this.engineListeners]) listener();
+  }
+
+  onEngineBack(listener: () => void): () => void {
+    this.engineListeners.add(listener);
+    return () => this.engineListeners.delete(listener);
   }
 
   async engineVersion(): Promise<string> {
@@ -299,6 +322,47 @@ export class MemoryRuntime implements ContainerRuntime {
       });
     }
     return { id: container.id, exitCode: container.exitCode, oomKilled: container.oomKilled, error: container.error };
+  }
+
+  /**
+   * docker exec, with one program: `cat` (stdin back on stdout until stdin ends,
+   * then exit 0). Each process is kept in `execs` for the test to look at or end.
+   */
+  async exec(containerId: string, options: ExecOptions): Promise<ExecProcess> {
+    const container = this.find(containerId, true);
+    if (container.status !== "running") throw dockerError(409, `Container ${container.id} is not running`);
+    let finish!: (code: number) => void;
+    const exit = new Promise<number>((resolve) => (finish = resolve));
+    let ended = false;
+    const end = (code: number) => {
+      if (ended) return;
+      ended = true;
+      container.onStop.delete(killed);
+      finish(code);
+    };
+    const killed = () => end(137);
+    container.onStop.add(killed);
+    const process: MemoryExec = {
+      command: [...options.command],
+      tty: options.tty,
+      sizes: options.cols && options.rows ? [{ cols: options.cols, rows: options.rows }] : [],
+      detached: false,
+      write: (chunk) => {
+        if (!ended) options.onOutput("stdout", Buffer.from(chunk));
+      },
+      endStdin: () => end(0),
+      resize: async (cols, rows) => void process.sizes.push({ cols, rows }),
+      pauseOutput: () => {},
+      resumeOutput: () => {},
+      exit,
+      detach: () => {
+        process.detached = true;
+        end(options.tty ? 129 : 0);
+      },
+      end,
+    };
+    this.execs.push(process);
+    return process;
   }
 
   async logs(id: string, options: LogOptions, onLine: (line: LogLine) => void): Promise<LogStreamHandle> {

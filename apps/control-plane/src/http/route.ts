@@ -6,7 +6,7 @@ import type { AppEnv } from "./env";
 import { readJsonBody, validationHook } from "./validation";
 
 /** Every response carries the request id (hono/request-id), listed once under components.headers. */
-const REQUEST_ID_HEADER = { "X-Request-Id": { $ref: "#/components/headers/RequestId" } };
+export const REQUEST_ID_HEADER = { "X-Request-Id": { $ref: "#/components/headers/RequestId" } };
 export const REQUEST_ID_HEADER_COMPONENT = {
   description: "This request's id, also in every error body: yours when you sent a plain one (letters, digits, _ - =, at most 64), else ours",
   schema: { type: "string" as const },

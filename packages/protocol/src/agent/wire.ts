@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { text } from "../api/common";
-import { EgressPolicy, Gpu, MAX_GPUS_PER_NODE, NodeSpecs } from "../api/nodes";
+import { Gpu, MAX_GPUS_PER_NODE, NodeSpecs } from "../api/nodes";
+import { ExecCommand } from "../exec";
 
 /**
  * The agent <-> control plane wire, spoken as JSON text frames over one
@@ -113,12 +114,7 @@ export const SpecsFrame = z.object({
    * networks: "off" when its operator opted out, which tenants should be told.
    * Absent from agents that predate the policy.
    */
-  egressPolicy: EgressPolicy.optional(),
-  /**
-   * The disk allowance of a deployment whose spec names none (a custom image),
-   * in GB: AGENT_DISK_DEFAULT_GB. Absent from agents that predate it.
-   */
-  diskDefaultGb: z.number().int().min(1).max(10_000_000).optional(),
+  egressPolicy: z.enum(["enforced", "off"]).optional(),
 });
 export const HeartbeatFrame = z.object({
   type: z.literal("heartbeat"),
@@ -216,6 +212,20 @@ export const OpenTunnelFrame = z.object({
   deploymentId: z.string(),
   port: z.number().int().min(1).max(65535),
 });
+/**
+ * Asks the agent to run a command in the deployment's running container (exec.ts):
+ * it opens a WebSocket of its own to AGENT_EXEC_PATH `?id=<execId>` (with its agent
+ * token) and carries the session's messages on it; a refusal is an `error` message there.
+ */
+export const OpenExecFrame = z.object({
+  type: z.literal("open_exec"),
+  execId: z.string(),
+  deploymentId: z.string(),
+  command: ExecCommand,
+  tty: z.boolean(),
+  cols: z.number().int().min(1).max(1000).optional(),
+  rows: z.number().int().min(1).max(1000).optional(),
+});
 export const AGENT_TUNNEL_PATH = "/agent/tunnel";
 /** Where the agent opens its one control connection (a WebSocket). */
 export const AGENT_WS_PATH = "/agent/ws";
@@ -230,7 +240,15 @@ export const AGENT_TUNNEL_UPGRADE = "cm-tunnel";
 /** The control plane's answer that switches a tunnel connection to raw bytes. */
 export const TUNNEL_SWITCHING_PROTOCOLS = `HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${AGENT_TUNNEL_UPGRADE}\r\n\r\n`;
 
-export const ServerFrame = z.discriminatedUnion("type", [WelcomeFrame, SyncFrame, CommandFrame, LogsAckFrame, ServerErrorFrame, OpenTunnelFrame]);
+export const ServerFrame = z.discriminatedUnion("type", [
+  WelcomeFrame,
+  SyncFrame,
+  CommandFrame,
+  LogsAckFrame,
+  ServerErrorFrame,
+  OpenTunnelFrame,
+  OpenExecFrame,
+]);
 export type ServerFrame = z.infer<typeof ServerFrame>;
 
 /** Parses one text frame; never throws. */

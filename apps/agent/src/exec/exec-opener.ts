@@ -1,0 +1,151 @@
+import {
+  AGENT_EXEC_PATH,
+  EXEC_CHANNEL,
+  EXEC_CLOSE_CODES,
+  EXEC_MAX_MESSAGE_BYTES,
+  ExecClientControl,
+  type ExecErrorCode,
+  type ExecServerControl,
+  execFrame,
+  type OpenExecFrame,
+  parseFrame,
+} from "@cm/protocol";
+import WebSocket from "ws";
+import type { z } from "zod";
+import type { Logger } from "../logger";
+import type { ContainerRuntime, ExecProcess } from "../runtime/container-runtime";
+import { LABEL_DEPLOYMENT_ID } from "../runtime/labels";
+
+export type ExecRequest = z.infer<typeof OpenExecFrame>;
+
+export type ExecOpenerOptions = {
+  /** http(s)://control-plane[/base]: the session's connection goes to its AGENT_EXEC_PATH */
+  httpUrl: string;
+  token: string;
+  runtime: ContainerRuntime;
+  logger: Logger;
+  connectTimeoutMs?: number;
+};
+
+/** Output queued for a slow client beyond which the command's output is paused. */
+const OUTPUT_BUFFER_BYTES = 1024 * 1024;
+
+/** ws(s)://control-plane[/base]/agent/exec */
+export const execUrlOf = (httpUrl: string) => `${httpUrl.replace(/^http/, "ws")}${AGENT_EXEC_PATH}`;
+
+/**
+ * Runs tenants' commands in their containers (cm exec): each session gets a
+ * WebSocket of its own to the control plane, opened from here as tunnels are,
+ * so the node needs no inbound port and a busy shell never delays the
+ * control connection.
+ *
+ * Only the running container labelled with the requested deployment is ever
+ * entered: never the host, never another deployment's container.
+ */
+export class ExecOpener {
+  private readonly open = new Set<WebSocket>();
+  constructor(private readonly o: ExecOpenerOptions) {}
+
+  async openExec(req: ExecRequest): Promise<void> {
+    const log = this.o.logger.child({ execId: req.execId, deploymentId: req.deploymentId });
+    const ws = this.dial(req.execId);
+    // Listening before the handshake ends: the control plane sends what the client
+    // typed meanwhile right behind its 101, and those messages may arrive with it.
+    // They are kept, in order, while the container is found and the command started.
+    const early: Array<{ data: WebSocket.RawData; isBinary: boolean }> = [];
+    let proc: ExecProcess | undefined;
+    ws.on("message", (data, isBinary) => (proc ? this.input(proc, ws, data, isBinary) : early.push({ data, isBinary })));
+    const opened = await this.opened(ws).catch((err: Error) => err);
+    if (opened instanceof Error) return void log.warn("exec connection failed", { error: opened.message });
+    this.open.add(ws);
+    ws.on("close", () => {
+      this.open.delete(ws);
+      proc?.detach();
+    });
+    const fail = (code: ExecErrorCode, message: string) => {
+      send(ws, { type: "error", code, message: message.slice(0, 2000) });
+      ws.close(EXEC_CLOSE_CODES.FAILED);
+    };
+
+    const containers = await this.o.runtime.listManaged({ [LABEL_DEPLOYMENT_ID]: req.deploymentId }).catch(() => []);
+    const container = containers.find((c) => c.running && c.deploymentId === req.deploymentId);
+    if (!container) return fail("EXEC_REFUSED", `deployment ${req.deploymentId} has no running container on this node`);
+
+    try {
+      proc = await this.o.runtime.exec(container.id, {
+        command: req.command,
+        tty: req.tty,
+        ...(req.cols ? { cols: req.cols } : {}),
+        ...(req.rows ? { rows: req.rows } : {}),
+        onOutput: (stream, chunk) => {
+          if (ws.readyState !== WebSocket.OPEN) return;
+          ws.send(execFrame(EXEC_CHANNEL[stream], chunk));
+          // A client that reads slower than the command writes: hold the command's output back.
+          if (ws.bufferedAmount > OUTPUT_BUFFER_BYTES && proc) this.holdOutput(proc, ws);
+        },
+      });
+    } catch (err) {
+      return fail("EXEC_FAILED", `the container engine could not run the command: ${(err as Error).message}`);
+    }
+    log.info("exec started", { tty: req.tty, argv0: req.command[0] });
+    if (ws.readyState !== WebSocket.OPEN) return proc.detach();
+    for (const m of early.splice(0)) this.input(proc, ws, m.data, m.isBinary);
+    const code = await proc.exit;
+    log.info("exec ended", { exitCode: code });
+    send(ws, { type: "exit", code });
+    ws.close(EXEC_CLOSE_CODES.NORMAL);
+  }
+
+  /** What the control plane relays of the client's messages (it checked them; checked again, cheaply). */
+  private input(proc: ExecProcess, ws: WebSocket, data: WebSocket.RawData, isBinary: boolean) {
+    const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+    if (isBinary) {
+      if (buf[0] === EXEC_CHANNEL.stdin) proc.write(buf.subarray(1));
+      return;
+    }
+    const parsed = parseFrame(ExecClientControl, buf.toString("utf8"));
+    if (!parsed.ok) return ws.close(EXEC_CLOSE_CODES.BAD_MESSAGE);
+    if (parsed.frame.type === "stdin_end") return proc.endStdin();
+    proc.resize(parsed.frame.cols, parsed.frame.rows).catch(() => undefined);
+  }
+
+  private holdOutput(proc: ExecProcess, ws: WebSocket) {
+    proc.pauseOutput();
+    const check = setInterval(() => {
+      if (ws.readyState === WebSocket.OPEN && ws.bufferedAmount > OUTPUT_BUFFER_BYTES / 2) return;
+      clearInterval(check);
+      proc.resumeOutput();
+    }, 20);
+  }
+
+  private dial(execId: string): WebSocket {
+    return new WebSocket(`${execUrlOf(this.o.httpUrl)}?id=${encodeURIComponent(execId)}`, {
+      headers: { authorization: `Bearer ${this.o.token}` },
+      handshakeTimeout: this.o.connectTimeoutMs ?? 5_000,
+      maxPayload: EXEC_MAX_MESSAGE_BYTES,
+      perMessageDeflate: false,
+    });
+  }
+
+  private opened(ws: WebSocket): Promise<void> {
+    return new Promise((resolve, reject) => {
+      ws.once("open", () => resolve());
+      ws.once("unexpected-response", (_req, res) => {
+        res.resume();
+        ws.terminate();
+        reject(new Error(`the control plane refused the exec connection (${res.statusCode})`));
+      });
+      ws.once("error", reject);
+    });
+  }
+
+  /** Ends every session (the agent is shutting down); their commands are hung up on. */
+  closeAll() {
+    for (const ws of this.open) ws.terminate();
+    this.open.clear();
+  }
+}
+
+function send(ws: WebSocket, message: ExecServerControl) {
+  if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
+}

@@ -1,0 +1,116 @@
+import type { IncomingMessage } from "node:http";
+import { STATUS_CODES } from "node:http";
+import type { Duplex } from "node:stream";
+import {
+  EXEC_BEARER_PROTOCOL_PREFIX,
+  EXEC_CHANNEL,
+  EXEC_CLOSE_CODES,
+  EXEC_MAX_MESSAGE_BYTES,
+  EXEC_START_TIMEOUT_MS,
+  EXEC_SUBPROTOCOL,
+  ExecClientControl,
+  ExecServerControl,
+  ExecStart,
+} from "@cm/protocol";
+import type { Context } from "hono";
+import { z } from "zod";
+import type { ExecBroker, ExecTarget } from "../agents/exec-broker";
+import type { Deps } from "../deps";
+import { ApiError } from "../errors";
+import type { AppEnv } from "../http/env";
+import { createRouter, IdParams, REQUEST_ID_HEADER, type RouteFactory } from "../http/route";
+
+/** The path the upgrade listener hands to the app: /deployments/{id}/exec. */
+export const EXEC_PATH = /^\/deployments\/[^/]+\/exec$/;
+
+/** What the upgrade listener passes the app as its env, so that the route can take the connection. */
+type ExecUpgradeEnv = { incoming: IncomingMessage; execUpgrade(target: ExecTarget): void };
+const upgradeOf = (c: Context<AppEnv>) => (c.env as Partial<ExecUpgradeEnv> | undefined)?.execUpgrade;
+
+const PROTOCOL_DOC = [
+  `Opened as a WebSocket (\`Upgrade: websocket\`) with the subprotocol \`${EXEC_SUBPROTOCOL}\`. The bearer token goes in the Authorization header as for every route; a browser, which cannot set headers on a WebSocket, names it as a second subprotocol instead: \`Sec-WebSocket-Protocol: ${EXEC_SUBPROTOCOL}, ${EXEC_BEARER_PROTOCOL_PREFIX}<access token>\` (never echoed back).`,
+  "Refusals come before the upgrade as plain HTTP in the one error shape: another account's deployment is DEPLOYMENT_NOT_FOUND, one that is not running INVALID_STATE_TRANSITION (details.currentStatus), a node that is not connected NODE_OFFLINE. The same request without `Upgrade` answers those, or UPGRADE_REQUIRED when all is well: a browser learns that way why its WebSocket was refused.",
+  `Messages: the client's first, within ${EXEC_START_TIMEOUT_MS / 1000} s, is JSON text \`${JSON.stringify(z.toJSONSchema(ExecStart))}\`. Bytes travel as binary messages whose first byte is the channel (${EXEC_CHANNEL.stdin} stdin from the client; ${EXEC_CHANNEL.stdout} stdout, ${EXEC_CHANNEL.stderr} stderr from the server; a tty sends everything as stdout). Control messages are JSON text: from the client ${JSON.stringify(z.toJSONSchema(ExecClientControl))}; from the server ${JSON.stringify(z.toJSONSchema(ExecServerControl))}.`,
+  `The session ends with \`exit\` and close code ${EXEC_CLOSE_CODES.NORMAL}, or \`error\` and ${EXEC_CLOSE_CODES.FAILED} (the node could not be reached, the container is gone, the deployment stopped), or ${EXEC_CLOSE_CODES.BAD_MESSAGE} after a message that breaks these rules. Messages are at most ${EXEC_MAX_MESSAGE_BYTES / 1024} KiB. Closing the connection hangs up on the command (SIGHUP with a tty; end of file on stdin without).`,
+].join("\n\n");
+
+/** `GET /deployments/{id}/exec`: a command in the deployment's container, over a WebSocket. Mounted at /deployments. */
+export function execRoutes(deps: Deps, route: RouteFactory) {
+  return createRouter().openapi(
+    route(
+      {
+        method: "get",
+        path: "/{id}/exec",
+        operationId: "execInDeployment",
+        tags: ["deployments"],
+        summary: "Run a command in a running deployment's container (WebSocket)",
+        description: PROTOCOL_DOC,
+        request: { params: IdParams },
+        responses: {
+          101: {
+            description: `Switching Protocols: the connection is a WebSocket speaking ${EXEC_SUBPROTOCOL}`,
+            headers: { ...REQUEST_ID_HEADER, "Sec-WebSocket-Protocol": { description: EXEC_SUBPROTOCOL, schema: { type: "string" as const } } },
+          },
+        },
+      },
+      { auth: true, errors: ["DEPLOYMENT_NOT_FOUND", "INVALID_STATE_TRANSITION", "NODE_OFFLINE", "UPGRADE_REQUIRED"] },
+    ),
+    async (c) => {
+      const dep = await deps.deployments.mine(c.req.valid("param").id, c.get("user").id);
+      if (dep.status !== "running")
+        throw new ApiError("INVALID_STATE_TRANSITION", `cannot exec in a deployment that is ${dep.status}: it must be running`, {
+          currentStatus: dep.status,
+          action: "exec",
+        });
+      if (!deps.agents.isConnected(dep.nodeId)) throw new ApiError("NODE_OFFLINE", `node ${dep.nodeId} is not connected; try again once it is back`);
+      const upgrade = upgradeOf(c);
+      if (!upgrade) throw new ApiError("UPGRADE_REQUIRED");
+      upgrade({ deploymentId: dep.id, nodeId: dep.nodeId, log: c.get("log"), requestId: c.get("requestId") });
+      // Never written: the connection is the WebSocket's now.
+      return c.body(null, 200);
+    },
+  );
+}
+
+/**
+ * The upgrade listener for /deployments/{id}/exec: runs the request through
+ * the app (auth, the database gate, the route's checks, the request id), so a
+ * refusal is the API's own answer, written to the socket as plain HTTP; the
+ * route takes the connection when all is well.
+ */
+export function execUpgrade(fetch: (req: Request, env: ExecUpgradeEnv) => Response | Promise<Response>, broker: ExecBroker) {
+  return (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(", ") : v);
+    const token = bearerFromProtocols(headers.get("sec-websocket-protocol"));
+    if (!headers.has("authorization") && token) headers.set("authorization", `Bearer ${token}`);
+    let taken = false;
+    const env: ExecUpgradeEnv = {
+      incoming: req,
+      execUpgrade: (target) => {
+        taken = true;
+        broker.acceptClient(req, socket, head, target);
+      },
+    };
+    void Promise.resolve()
+      .then(() => fetch(new Request(`http://${req.headers.host ?? "localhost"}${req.url ?? "/"}`, { method: req.method ?? "GET", headers }), env))
+      .then(async (res) => {
+        if (taken) return;
+        const body = Buffer.from(await res.arrayBuffer());
+        const lines = [`HTTP/1.1 ${res.status} ${STATUS_CODES[res.status] ?? ""}`];
+        res.headers.forEach((value, key) => {
+          if (key !== "content-length" && key !== "connection" && key !== "transfer-encoding") lines.push(`${key}: ${value}`);
+        });
+        lines.push(`content-length: ${body.length}`, "connection: close", "", "");
+        socket.end(Buffer.concat([Buffer.from(lines.join("\r\n")), body]));
+      })
+      .catch(() => socket.destroy());
+  };
+}
+
+/** The token of a `bearer.<token>` subprotocol, if the client named one. */
+export function bearerFromProtocols(header: string | null): string | undefined {
+  const named = (header ?? "").split(",").map((p) => p.trim());
+  const bearer = named.find((p) => p.startsWith(EXEC_BEARER_PROTOCOL_PREFIX));
+  return bearer ? bearer.slice(EXEC_BEARER_PROTOCOL_PREFIX.length) || undefined : undefined;
+}
