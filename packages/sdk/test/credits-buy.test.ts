@@ -1,0 +1,68 @@
+import { sqliteDatabase } from "@cm/testkit";
+import { getAssociatedTokenAddressSync } from "@solana/spl-token";
+import { Keypair, type VersionedTransaction } from "@solana/web3.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeSolanaRpc, startFakeSolanaRpc } from "../../../apps/control-plane/test/support/fake-solana-rpc";
+import { type Harness, startHarness, TestClock } from "../../../apps/control-plane/test/support/harness";
+import { USDC_DECIMALS, USDC_MINT } from "../../../apps/control-plane/test/support/solana-fixtures";
+import { ChainError, createClient, keypairSigner } from "../src";
+
+// credits.buy through the tests' Solana RPC, which verifies, executes and lands the
+// payment as a node would, and the control plane reads it back from there.
+
+let h: Harness;
+let rpc: FakeSolanaRpc;
+const treasury = Keypair.generate().publicKey;
+beforeAll(async () => {
+  rpc = await startFakeSolanaRpc();
+  h = await startHarness(sqliteDatabase, {
+    overrides: { clock: new TestClock(Date.now()) },
+    config: { TREASURY_WALLET: treasury.toBase58(), SOLANA_RPC_URL: rpc.url, STABLE_MINT: USDC_MINT.toBase58() },
+  });
+});
+afterAll(async () => {
+  await h?.close();
+  await rpc?.close();
+});
+
+async function signedIn(usdc: bigint) {
+  const payer = Keypair.generate();
+  rpc.fundTokenAccount({ owner: payer.publicKey, mint: USDC_MINT, decimals: USDC_DECIMALS, amountBaseUnits: usdc * 10n ** BigInt(USDC_DECIMALS) });
+  const client = createClient({ baseUrl: h.url });
+  await client.auth.signIn(await keypairSigner(payer.secretKey));
+  const [pkg] = (await client.credits.packages()).packages;
+  return { payer, client, pkg: pkg! };
+}
+
+describe("credits.buy", () => {
+  it("pays with a keypair: sent, confirmed on chain, confirmed by the API, the credits and the USDC where they belong", async () => {
+    const { payer, client, pkg } = await signedIn(1_000n);
+    const steps: string[] = [];
+    const answer = await client.credits.buy(pkg.id, payer, { rpcUrl: rpc.url, onStep: (step) => steps.push(step) });
+    expect(steps).toEqual(["initiated", "sent", "confirmed-on-chain"]);
+    expect(answer.newBalance.available).toBe(pkg.creditsToReceive);
+    expect(answer.transaction.txSignature).toBe(rpc.sent.at(-1));
+    const paid = BigInt(Math.round(pkg.priceStable * 10 ** USDC_DECIMALS));
+    expect(rpc.tokenBalance(getAssociatedTokenAddressSync(USDC_MINT, payer.publicKey))).toBe(1_000n * 10n ** 6n - paid);
+  });
+
+  it("pays with a wallet that signs transactions (a browser wallet's shape)", async () => {
+    const { payer, client, pkg } = await signedIn(1_000n);
+    const wallet = {
+      publicKey: payer.publicKey,
+      signTransaction: async <T>(tx: T) => {
+        (tx as VersionedTransaction).sign([payer]);
+        return tx;
+      },
+    };
+    expect((await client.credits.buy(pkg.id, wallet, { rpcUrl: rpc.url })).newBalance.available).toBe(pkg.creditsToReceive);
+  });
+
+  it("throws ChainError TX_REJECTED when the chain refuses the payment, and credits nothing", async () => {
+    const { payer, client, pkg } = await signedIn(0n);
+    const err = await client.credits.buy(pkg.id, payer, { rpcUrl: rpc.url }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ChainError);
+    expect(err).toMatchObject({ code: "TX_REJECTED", message: expect.stringContaining("insufficient funds") });
+    expect((await client.credits.balance()).balance.available).toBe(0);
+  });
+});
