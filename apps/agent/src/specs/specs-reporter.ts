@@ -12,15 +12,25 @@ export interface SpecsReporterOptions {
   intervalMs: number;
   /** the egress policy's state now (egress/egress-guard.ts); "missing" is not told: such a node starts nothing */
   egressPolicy?: () => "enforced" | "off" | "missing";
+  /** AGENT_DISK_DEFAULT_GB: the control plane shows it to tenants as their custom images' disk allowance */
+  diskDefaultGb?: number;
 }
 
-export function specsFrame(snapshot: HostSnapshot & { specs: NonNullable<HostSnapshot["specs"]> }, egressPolicy?: "enforced" | "off" | "missing") {
+/** What the node says of itself beside its inventory, for tenants to read on the node and its deployments. */
+export interface NodePolicies {
+  egressPolicy?: "enforced" | "off" | "missing" | undefined;
+  diskDefaultGb?: number | undefined;
+}
+
+export function specsFrame(snapshot: HostSnapshot & { specs: NonNullable<HostSnapshot["specs"]> }, policies: NodePolicies = {}) {
+  const { egressPolicy, diskDefaultGb } = policies;
   return {
     type: "specs" as const,
     specs: snapshot.specs,
     gpus: snapshot.gpus.gpus.map((gpu) => ({ ...gpu })),
     ...(snapshot.gpus.warning ? { gpuWarning: snapshot.gpus.warning } : {}),
     ...(egressPolicy === "enforced" || egressPolicy === "off" ? { egressPolicy } : {}),
+    ...(diskDefaultGb !== undefined ? { diskDefaultGb } : {}),
   };
 }
 
@@ -60,6 +70,8 @@ export class SpecsReporter {
       this.options.logger.warn("Not sending specs: this machine's specs could not be read");
       return;
     }
-    this.options.send(specsFrame({ ...snapshot, specs: snapshot.specs }, this.options.egressPolicy?.()));
+    this.options.send(
+      specsFrame({ ...snapshot, specs: snapshot.specs }, { egressPolicy: this.options.egressPolicy?.(), diskDefaultGb: this.options.diskDefaultGb }),
+    );
   }
 }

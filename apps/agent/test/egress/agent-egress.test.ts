@@ -1,6 +1,7 @@
 // The whole agent with an egress guard, on the fake control plane and the
 // in-memory engine: a node that cannot enforce its policy starts nothing and
 // says why, and a node whose operator turned the policy off says that instead.
+// Its default disk allowance goes with its specs too.
 import { afterEach, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
 import { createAgent } from "../../src/agent";
@@ -37,9 +38,9 @@ function firewall(state: { broken?: string }): Firewall {
   };
 }
 
-async function startAgent(guard: EgressGuard, engine: MemoryRuntime): Promise<Agent> {
+async function startAgent(guard: EgressGuard, engine: MemoryRuntime, config: Parameters<typeof testConfig>[2] = {}): Promise<Agent> {
   fake = await FakeControlPlane.start();
-  agent = createAgent(testConfig(fake, run), {
+  agent = createAgent(testConfig(fake, run, config), {
     runtime: engine,
     hostProbe: fakeHostProbe(),
     socketFactory: wsSocketFactory(),
@@ -86,4 +87,11 @@ it("tells the control plane when the operator turned the policy off, and runs de
   fake.desired.set(spec.deploymentId, spec);
   fake.sync();
   await fake.waitFor(() => fake.statuses(spec.deploymentId).some((s) => s.status === "running"), 5_000, "running");
+});
+
+it("tells the control plane its default disk allowance, which tenants see on their custom images' deployments", async () => {
+  const guard = new EgressGuard({ firewall: firewall({}), enabled: true, clock: systemClock, logger: silentLogger });
+  await startAgent(guard, new MemoryRuntime(systemClock), { diskDefaultGb: 35 });
+  const specs = await fake.waitFor(() => fake.of("specs")[0], 5_000, "specs");
+  expect(specs).toMatchObject({ egressPolicy: "enforced", diskDefaultGb: 35 });
 });
