@@ -100,7 +100,6 @@ export class Agent {
       intervalMs: timing.specsIntervalMs,
       ...(egress ? { egressPolicy: () => egress.state.mode } : {}),
       diskDefaultGb: config.diskDefaultGb,
-      diskDefaultGb: config.diskDefaultGb,
     });
     const reporter = new StatusReporter(
       { reliable: (frame) => this.connection.sendReliable(frame), unreliable: (frame) => this.connection.send(frame) },

@@ -30,6 +30,7 @@ export function createDeps(config: DepsConfig, logger: Logger = createLogger({ l
     clock: systemClock,
     logger,
     ...(config.timing ? { checkIntervalMs: config.timing.egressCheckMs } : {}),
+    engine: runtime,
   });
   return { runtime, hostProbe, socketFactory: wsSocketFactory(), clock: systemClock, logger, egress, disk: runtime };
 }

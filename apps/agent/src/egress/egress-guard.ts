@@ -1,9 +1,11 @@
 // Keeps the egress policy installed while the agent runs: at start, then on an
 // interval, because a Docker restart, a firewalld reload or an operator's
-// `iptables -F` can take it away without telling anyone. Deployments are
-// admitted only while it is in place, unless the operator turned it off.
+// `iptables -F` can take it away without telling anyone; and at once when Docker
+// comes back, the one of those the agent can notice. Deployments are admitted
+// only while it is in place, unless the operator turned it off.
 import type { Clock, TimerHandle } from "../clock";
 import type { Logger } from "../logger";
+import type { EngineRestarts } from "../runtime/docker-engine-events";
 import type { Firewall } from "./iptables";
 
 /** What tenants are told of the node (specs frame) and what `admit` goes by. */
@@ -18,6 +20,8 @@ export interface EgressGuardOptions {
   clock: Clock;
   logger: Logger;
   checkIntervalMs?: number;
+  /** Docker, which rewrites its chains as it starts: each time it comes back the policy is checked without waiting for the interval */
+  engine?: EngineRestarts;
 }
 
 export class EgressRefusedError extends Error {
@@ -29,6 +33,7 @@ export class EgressGuard {
   private timer: TimerHandle | undefined;
   private ensuring: Promise<EgressState> | undefined;
   private running = false;
+  private stopWatchingEngine: (() => void) | undefined;
 
   constructor(private readonly options: EgressGuardOptions) {}
 
@@ -39,6 +44,7 @@ export class EgressGuard {
   /** Installs the policy (or notes that it is off) and keeps checking it. Never rejects: the state says how it went. */
   async start(): Promise<EgressState> {
     this.running = true;
+    if (this.options.enabled) this.stopWatchingEngine ??= this.options.engine?.onEngineBack(() => this.onEngineBack());
     const state = await this.ensure();
     this.schedule();
     return state;
@@ -48,6 +54,8 @@ export class EgressGuard {
     this.running = false;
     this.options.clock.clearTimeout(this.timer);
     this.timer = undefined;
+    this.stopWatchingEngine?.();
+    this.stopWatchingEngine = undefined;
   }
 
   /** Rejects with EgressRefusedError when a deployment must not start: the policy is on but not in place (one repair is tried first). */
@@ -87,6 +95,13 @@ export class EgressGuard {
       }
     }
     return this.current;
+  }
+
+  private onEngineBack(): void {
+    this.options.logger.info("Docker is back; checking the egress policy now, as Docker rewrites its firewall chains when it starts");
+    // A check already under way may have looked before Docker rewrote them: one more after it.
+    const underWay = this.ensuring;
+    void (underWay ? underWay.then(() => this.ensure()) : this.ensure());
   }
 
   private schedule(): void {

@@ -5,6 +5,7 @@ import { EgressGuard, EgressRefusedError } from "../../src/egress/egress-guard";
 import type { Firewall } from "../../src/egress/iptables";
 import { silentLogger } from "../../src/logger";
 import { FakeClock } from "../support/fake-clock";
+import { MemoryRuntime } from "../support/memory-runtime";
 
 /** Installs when asked unless `failing` says why not; `tamper()` takes the policy away as a Docker restart would. */
 function scriptedFirewall() {
@@ -73,12 +74,61 @@ describe("EgressGuard", () => {
     expect(firewall.ensures).toBe(2);
   });
 
+  it("puts the policy back as soon as Docker comes back, without waiting for the interval", async () => {
+    const clock = new FakeClock();
+    const engine = new MemoryRuntime(clock);
+    const firewall = scriptedFirewall();
+    const guard = new EgressGuard({ firewall, enabled: true, clock, logger: silentLogger, checkIntervalMs: 30_000, engine });
+    await guard.start();
+    // dockerd rewrote its chains as it started, and answers again.
+    firewall.tamper();
+    engine.restartDaemon();
+    await clock.advance(0);
+    expect(await firewall.check()).toEqual([]);
+    expect(firewall.ensures).toBe(2);
+    guard.stop();
+    engine.restartDaemon();
+    await clock.advance(0);
+    expect(firewall.ensures).toBe(2);
+  });
+
+  it("checks once more when Docker comes back during a check, which may have looked before Docker rewrote its chains", async () => {
+    const clock = new FakeClock();
+    const engine = new MemoryRuntime(clock);
+    const firewall = scriptedFirewall();
+    const guard = new EgressGuard({ firewall, enabled: true, clock, logger: silentLogger, checkIntervalMs: 30_000, engine });
+    await guard.start();
+    let release!: () => void;
+    const answered = new Promise<void>((resolve) => (release = resolve));
+    const ensure = firewall.ensure;
+    // This check finds the policy in place, then is slow to answer.
+    firewall.ensure = async () => {
+      const result = await ensure();
+      await answered;
+      return result;
+    };
+    const underWay = guard.ensure();
+    await clock.advance(0);
+    firewall.tamper();
+    engine.restartDaemon();
+    release();
+    await underWay;
+    await clock.advance(0);
+    expect(await firewall.check()).toEqual([]);
+    expect(firewall.ensures).toBe(3);
+    guard.stop();
+  });
+
   it("touches nothing and admits everything when the operator turned it off, and says so", async () => {
     const firewall = scriptedFirewall();
     firewall.failing = "would fail";
-    const guard = new EgressGuard({ firewall, enabled: false, clock: new FakeClock(), logger: silentLogger });
+    const clock = new FakeClock();
+    const engine = new MemoryRuntime(clock);
+    const guard = new EgressGuard({ firewall, enabled: false, clock, logger: silentLogger, engine });
     expect(await guard.start()).toEqual({ mode: "off" });
     await expect(guard.admit()).resolves.toBeUndefined();
+    engine.restartDaemon();
+    await clock.advance(0);
     expect(firewall.ensures).toBe(0);
     guard.stop();
   });
