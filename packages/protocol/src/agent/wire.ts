@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { text } from "../api/common";
-import { Gpu, MAX_GPUS_PER_NODE, NodeSpecs } from "../api/nodes";
+import { EgressPolicy, Gpu, MAX_GPUS_PER_NODE, NodeSpecs } from "../api/nodes";
 import { ExecCommand } from "../exec";
 
 /**
@@ -114,7 +114,12 @@ export const SpecsFrame = z.object({
    * networks: "off" when its operator opted out, which tenants should be told.
    * Absent from agents that predate the policy.
    */
-  egressPolicy: z.enum(["enforced", "off"]).optional(),
+  egressPolicy: EgressPolicy.optional(),
+  /**
+   * The disk allowance of a deployment whose spec names none (a custom image),
+   * in GB: AGENT_DISK_DEFAULT_GB. Absent from agents that predate it.
+   */
+  diskDefaultGb: z.number().int().min(1).max(10_000_000).optional(),
 });
 export const HeartbeatFrame = z.object({
   type: z.literal("heartbeat"),
