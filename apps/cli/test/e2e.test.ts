@@ -3,33 +3,47 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { needs, sqliteDatabase } from "@cm/testkit";
+import { Keypair, PublicKey } from "@solana/web3.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { removeLabelled, type System, startSystem, until } from "../../control-plane/test/e2e/support/system";
 import { ensureWebImage } from "../../control-plane/test/e2e/support/web-image";
+import { type FakeSolanaRpc, startFakeSolanaRpc } from "../../control-plane/test/support/fake-solana-rpc";
+import { USDC_DECIMALS, USDC_MINT } from "../../control-plane/test/support/solana-fixtures";
 import { terminal } from "./support/cli";
 
 // `cm` end to end: a real control plane, a real agent driving Docker, and the CLI as a
-// tenant runs it: deploy --wait, logs, logs -f until the deployment ends, stop, rm.
+// tenant runs it: login, credits buy (USDC through the tests' Solana RPC), deploy --wait,
+// logs, logs -f until the deployment ends, stop, rm.
 
 needs("docker", "busybox").describe("cm with a real agent and Docker", () => {
   let s: System;
+  let rpc: FakeSolanaRpc;
   let t: ReturnType<typeof terminal>;
   let image: string;
   let id = "";
 
   beforeAll(async () => {
     image = ensureWebImage();
-    s = await startSystem(sqliteDatabase);
+    rpc = await startFakeSolanaRpc();
+    s = await startSystem(sqliteDatabase, {
+      TREASURY_WALLET: Keypair.generate().publicKey.toBase58(),
+      SOLANA_RPC_URL: rpc.url,
+      STABLE_MINT: USDC_MINT.toBase58(),
+    });
     await s.agent().start();
-    t = terminal({ CM_API_URL: s.h.url });
-    t.keypair();
+    t = terminal({ CM_API_URL: s.h.url, SOLANA_RPC_URL: rpc.url });
+    const wallet = new PublicKey(t.keypair().publicKey);
+    rpc.fundTokenAccount({ owner: wallet, mint: USDC_MINT, decimals: USDC_DECIMALS, amountBaseUnits: 1_000_000_000n });
     expect((await t.cm(["login"])).code).toBe(0);
-    await s.h.grantCredits(JSON.parse((await t.cm(["whoami", "--json"])).stdout).user.id, 1_000);
+    const [pkg] = JSON.parse((await t.cm(["credits", "packages", "--json"])).stdout).packages;
+    const bought = await t.cm(["credits", "buy", pkg.id]);
+    expect(bought.code, bought.stderr).toBe(0);
     await until("node online", async () => (await s.h.call("GET", `/nodes/${s.nodeId}`)).json.node.status === "online");
   }, 180_000);
   afterAll(async () => {
     t?.close();
     await s?.close();
+    await rpc?.close();
   }, 60_000);
 
   it("deploy --wait shows the status changes and ends at running with the endpoints", async () => {
