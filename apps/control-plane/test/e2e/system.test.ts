@@ -65,7 +65,8 @@ needs("docker", "busybox").describe("the system end to end", () => {
   it("runs a deployment: pending to running, with startedAt and a hardened, labelled container", async () => {
     const r = await api("POST", "/deployments", { nodeId: s.nodeId, customImage: image, ports: [8080], env: { GREETING: "hi", KEEP_ALIVE_MS: "3000" } });
     expect(r.status).toBe(201);
-    expect(r.json.deployment).toMatchObject({ status: "pending", endpoints: [], totalCost: 0 });
+    // A custom image's disk allowance is the node's default, as its agent told it (AGENT_DISK_DEFAULT_GB unset: 20).
+    expect(r.json.deployment).toMatchObject({ status: "pending", endpoints: [], totalCost: 0, diskGb: 20 });
     dep = r.json.deployment;
     const running = await until("running", async () => {
       const d = await detail();
