@@ -19,7 +19,7 @@ export interface CommandSpec {
   summary: string;
   /** After `cm <name>`: "ID [--tail N]". */
   usage: string;
-  /** The positionals' names, "?" marking optional ones: ["ID"]. */
+  /** The positionals' names, "?" marking optional ones and "..." a last one that takes the rest: ["ID"]. */
   args?: string[];
   options?: Options;
   examples: string[];
@@ -28,7 +28,9 @@ export interface CommandSpec {
 }
 
 export type Parsed = { args: string[]; flags: Record<string, string | boolean | string[] | undefined> };
-export type Run = (ctx: import("./context").Context, parsed: Parsed) => Promise<void>;
+/** A number is the exit code (cm exec passes on its command's); otherwise 0. */
+// biome-ignore lint/suspicious/noConfusingVoidType: most commands return nothing, and say so with void
+export type Run = (ctx: import("./context").Context, parsed: Parsed) => Promise<void | number>;
 
 export const GLOBAL_OPTIONS: Options = {
   api: { type: "string", value: "URL", description: "the control plane (env CM_API_URL, default http://127.0.0.1:8080)" },
@@ -86,7 +88,8 @@ export function parseCommand(spec: CommandSpec, argv: string[]): Parsed {
           .join(" ")}`,
         spec,
       );
-    if (parsed.positionals.length > names.length) throw new UsageError(`unexpected argument: ${parsed.positionals[names.length]}`, spec);
+    if (parsed.positionals.length > names.length && !names.at(-1)?.endsWith("..."))
+      throw new UsageError(`unexpected argument: ${parsed.positionals[names.length]}`, spec);
   }
   return { args: parsed.positionals, flags: parsed.values as Parsed["flags"] };
 }

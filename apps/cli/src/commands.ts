@@ -178,6 +178,18 @@ export const COMMANDS: CommandSpec[] = [
     load: async () => (await import("./commands/logs")).logs,
   },
   {
+    name: "exec",
+    summary: "Run a command in a running deployment's container; -it for an interactive shell.",
+    usage: "ID [-i] [-t] -- CMD...",
+    args: ["ID", "CMD..."],
+    options: {
+      interactive: { type: "boolean", short: "i", description: "pass stdin even when it is a terminal (it is passed when piped)" },
+      tty: { type: "boolean", short: "t", description: "a terminal: raw keys (Ctrl-C reaches the command), resized with this window" },
+    },
+    examples: ["cm exec dep_7f3a9c -it -- sh", "cm exec dep_7f3a9c -- sh -c 'nvidia-smi; df -h /'", "tar c ./data | cm exec dep_7f3a9c -- tar x -C /workspace"],
+    load: async () => (await import("./commands/exec")).exec,
+  },
+  {
     name: "operator add",
     summary: "Enrol a node you operate: prints its id and the command that starts its agent.",
     usage: "--name N --region R --country CC --rate CENTS --max N",

@@ -63,8 +63,8 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     }
     const run = await spec.load();
     const { createContext } = await import("./context");
-    await run(createContext(parsed.flags, env, out, abort.signal), parsed);
-    return EXIT.ok;
+    const code = await run(createContext(parsed.flags, env, out, abort.signal), parsed);
+    return typeof code === "number" ? code : EXIT.ok;
   } catch (err) {
     return report(err instanceof UsageError && !err.command ? new UsageError(err.message, spec) : err);
   } finally {

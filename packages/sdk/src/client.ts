@@ -1,5 +1,6 @@
 import { type BuyOptions, buyCredits, type Payer } from "./chain";
 import { ApiError } from "./errors";
+import { type ExecOptions, exec } from "./exec";
 import { type FollowOptions, follow, type PollOptions, type WaitOptions, waitFor, watch } from "./follow";
 import { type Signer, signText, walletAddress } from "./signer";
 import { type ClientOptions, Transport } from "./transport";
@@ -79,6 +80,8 @@ export function createClient(options: ClientOptions) {
     watch: (id: string, options?: PollOptions) => watch(t, id, options),
     /** Log lines, the last `tail` first, then as they come, until the deployment has ended; resumes across dropped connections. */
     follow: (id: string, options?: FollowOptions) => follow(t, id, options),
+    /** Runs a command in the running container: stdin to write, output to callbacks, the exit code to await. */
+    exec: (id: string, options: ExecOptions) => exec(t, id, options),
   };
 
   const credits = {

@@ -82,6 +82,11 @@ export class Transport {
     return this.#refreshing;
   }
 
+  /** The session's access token, refreshed first when it is about to expire (for a WebSocket, which fetch does not open). */
+  async accessToken(): Promise<string> {
+    return (await this.#session()).accessToken;
+  }
+
   async #session(): Promise<Session> {
     const session = await this.store.load();
     if (!session) throw new SessionError("NOT_SIGNED_IN", "not signed in: sign in first");

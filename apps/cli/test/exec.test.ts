@@ -1,0 +1,114 @@
+import { spawn } from "node:child_process";
+import { join, resolve } from "node:path";
+import { needs, sqliteDatabase } from "@cm/testkit";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { ensureScriptImage } from "../../agent/test/support/script-image";
+import { type System, startSystem, until } from "../../control-plane/test/e2e/support/system";
+import { type CliResult, terminal } from "./support/cli";
+
+// `cm exec` as a tenant runs it, against a real control plane, a real agent and
+// Docker: output, stdin from a pipe, exit codes, a shell in a pseudo-terminal.
+
+const ROOT = resolve(import.meta.dirname, "../../..");
+const TSX = join(ROOT, "node_modules/.bin/tsx");
+const ENTRY = join(ROOT, "apps/cli/src/index.ts");
+
+needs("docker", "busybox").describe("cm exec with a real agent and Docker", () => {
+  let s: System;
+  let t: ReturnType<typeof terminal>;
+  let id = "";
+
+  /** cm with `input` on its stdin (a pipe), as `printf ... | cm exec ...` would. */
+  function cmWithInput(args: string[], input: string): Promise<CliResult> {
+    return new Promise((done) => {
+      const child = spawn(TSX, [ENTRY, ...args], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? "", HOME: t.home, XDG_CONFIG_HOME: join(t.home, ".config"), CM_API_URL: s.h.url },
+      });
+      let stdout = "";
+      let stderr = "";
+      child.stdout.on("data", (c: Buffer) => (stdout += c));
+      child.stderr.on("data", (c: Buffer) => (stderr += c));
+      child.on("close", (code) => done({ code: code ?? -1, stdout, stderr }));
+      child.stdin.end(input);
+    });
+  }
+
+  beforeAll(async () => {
+    ensureScriptImage();
+    s = await startSystem(sqliteDatabase);
+    await s.agent().start();
+    t = terminal({ CM_API_URL: s.h.url });
+    t.keypair();
+    expect((await t.cm(["login"])).code).toBe(0);
+    await s.h.grantCredits(JSON.parse((await t.cm(["whoami", "--json"])).stdout).user.id, 1_000);
+    await until("node online", async () => (await s.h.call("GET", `/nodes/${s.nodeId}`)).json.node.status === "online");
+    const r = await t.cm(["deploy", "--image", ensureScriptImage(), "--node", s.nodeId, "--env", "SCRIPT=sleep 3600", "--wait"]);
+    expect(r.code, r.stderr).toBe(0);
+    id = r.stdout.trim();
+  }, 180_000);
+  afterAll(async () => {
+    t?.close();
+    await s?.close();
+  }, 60_000);
+
+  it("prints the command's output and exits with its exit code", async () => {
+    const r = await t.cm(["exec", id, "--", "sh", "-c", "echo hi; exit 3"]);
+    expect(r).toEqual({ code: 3, stdout: "hi\n", stderr: "" });
+  });
+
+  it("pipes stdin to the command and keeps stderr apart from stdout", async () => {
+    const r = await cmWithInput(["exec", id, "--", "sh", "-c", "tr a-z A-Z; echo to-stderr >&2"], "piped text\n");
+    expect(r).toEqual({ code: 0, stdout: "PIPED TEXT\n", stderr: "to-stderr\n" });
+  });
+
+  it("-it gives a shell in a terminal sized like this one; what is typed is echoed, exit 5 is cm's exit code", async () => {
+    // script(1) gives cm a pseudo-terminal of 100x30, as a terminal emulator would.
+    const inner = `stty cols 100 rows 30; ${TSX} ${ENTRY} exec ${id} -it -- sh`;
+    const r = await cmWithPty(inner, ["stty size\r", "echo typed-$((40+2))\r", "exit 5\r"]);
+    expect(r.stdout).toContain("30 100");
+    expect(r.stdout).toContain("echo typed-$((40+2))");
+    expect(r.stdout).toContain("typed-42");
+    expect(r.code).toBe(5);
+  });
+
+  it("says why it cannot: someone else's deployment, a stopped one (exit 1); no command or -t on a pipe (exit 2)", async () => {
+    const other = terminal({ CM_API_URL: s.h.url });
+    other.keypair();
+    expect((await other.cm(["login"])).code).toBe(0);
+    const theirs = await other.cm(["exec", id, "--", "true"]);
+    expect(theirs.code).toBe(1);
+    expect(theirs.stderr).toMatch(/^error DEPLOYMENT_NOT_FOUND: .+\n$/);
+    other.close();
+
+    const usage = await t.cm(["exec", id]);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/^error: missing CMD/);
+    const piped = await cmWithInput(["exec", id, "-t", "--", "sh"], "");
+    expect(piped.code).toBe(2);
+    expect(piped.stderr).toMatch(/^error: -t needs a terminal/);
+
+    expect((await t.cm(["stop", id])).code).toBe(0);
+    const stopped = await t.cm(["exec", id, "--", "true"]);
+    expect(stopped.code).toBe(1);
+    expect(stopped.stderr).toMatch(/^error INVALID_STATE_TRANSITION: cannot exec in a deployment that is (stopping|stopped|exited)/);
+  }, 60_000);
+
+  /** Runs `command` under script(1), a pseudo-terminal, typing each of `keys` a moment apart. */
+  function cmWithPty(command: string, keys: string[]): Promise<CliResult> {
+    return new Promise((done) => {
+      const env = { PATH: process.env.PATH ?? "", HOME: t.home, XDG_CONFIG_HOME: join(t.home, ".config"), CM_API_URL: s.h.url, TERM: "dumb" };
+      const child = spawn("script", ["-qefc", command, "/dev/null"], { cwd: ROOT, env });
+      let stdout = "";
+      child.stdout.on("data", (c: Buffer) => (stdout += c));
+      child.on("close", (code) => done({ code: code ?? -1, stdout, stderr: "" }));
+      void (async () => {
+        await until("the shell's prompt", async () => stdout.includes("# "), 30_000);
+        for (const key of keys) {
+          child.stdin.write(key);
+          await new Promise((r) => setTimeout(r, 300));
+        }
+      })();
+    });
+  }
+});

@@ -1,0 +1,143 @@
+import type * as P from "@cm/protocol";
+import { CmError, NetworkError } from "./errors";
+import type { Transport } from "./transport";
+
+// The protocol's words, typed from it (their values would load zod).
+const SUBPROTOCOL: typeof P.EXEC_SUBPROTOCOL = "cm.exec.v1";
+const BEARER_PREFIX: typeof P.EXEC_BEARER_PROTOCOL_PREFIX = "bearer.";
+const CHANNEL: typeof P.EXEC_CHANNEL = { stdin: 0, stdout: 1, stderr: 2 };
+/** stdin is sent in pieces well under the server's message limit. */
+const STDIN_CHUNK_BYTES = 64 * 1024;
+
+/** The part of the WebSocket API this uses: the browser's, and the `ws` package's. */
+export interface WebSocketLike {
+  binaryType: string;
+  readonly readyState: number;
+  send(data: string | ArrayBufferView | ArrayBuffer): void;
+  close(code?: number, reason?: string): void;
+  addEventListener(type: "open" | "message" | "close" | "error", listener: (event: { data?: unknown; code?: number }) => void): void;
+}
+export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike;
+
+export interface ExecOptions {
+  /** argv: ["sh", "-c", "echo hi"] */
+  command: string[];
+  /** A terminal: output on stdout only, Ctrl-C (\x03) typed becomes SIGINT, programs see a tty. */
+  tty?: boolean;
+  cols?: number;
+  rows?: number;
+  onStdout?(data: Uint8Array): void;
+  onStderr?(data: Uint8Array): void;
+  /** Where there is no global WebSocket (Node 20): the `ws` package's. */
+  WebSocket?: WebSocketConstructor;
+}
+
+export interface ExecSession {
+  /** Resolves once the session is open (the command is being started). */
+  readonly opened: Promise<void>;
+  /** The command's exit code; rejects with ExecError, ApiError or NetworkError when it ended without one. */
+  readonly exit: Promise<number>;
+  write(data: Uint8Array | string): void;
+  /** No more stdin: the command reads end of file. */
+  end(): void;
+  resize(cols: number, rows: number): void;
+  /** Hangs up on the command (SIGHUP with a tty). */
+  close(): void;
+}
+
+/** The session ended without an exit code: `code` is the server's reason (P.ExecErrorCode). */
+export class ExecError extends CmError {
+  declare readonly code: P.ExecErrorCode;
+}
+
+/**
+ * Runs a command in a deployment's container over GET /deployments/{id}/exec.
+ * The token travels as a subprotocol (browsers cannot set headers on a
+ * WebSocket); when the server refuses the upgrade, which a WebSocket does not
+ * show, the same route is asked over plain HTTP for the API's error.
+ */
+export function exec(t: Transport, id: string, options: ExecOptions): ExecSession {
+  const path = `/deployments/${encodeURIComponent(id)}/exec`;
+  const encoder = new TextEncoder();
+  const pending: Array<string | Uint8Array> = [];
+  let ws: WebSocketLike | undefined;
+  let isOpen = false;
+  let closed = false;
+  const send = (m: string | Uint8Array) => (ws && isOpen ? ws.send(m) : void pending.push(m));
+
+  let opened!: () => void;
+  let notOpened!: (err: unknown) => void;
+  const openedP = new Promise<void>((resolve, reject) => {
+    opened = resolve;
+    notOpened = reject;
+  });
+  const exit = (async () => {
+    const token = await t.accessToken();
+    if (closed) throw new ExecError("SESSION_ENDED", "the session was closed before it opened");
+    const Ctor = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
+    if (!Ctor) throw new CmError("NO_WEBSOCKET", "no WebSocket here: pass one as the WebSocket option (in Node 20, the ws package's)");
+    const url = t.url(path).replace(/^http/, "ws");
+    const socket = new Ctor(url, [SUBPROTOCOL, `${BEARER_PREFIX}${token}`]);
+    ws = socket;
+    socket.binaryType = "arraybuffer";
+    return await new Promise<number>((resolve, reject) => {
+      let code: number | undefined;
+      let error: ExecError | undefined;
+      socket.addEventListener("open", () => {
+        isOpen = true;
+        socket.send(JSON.stringify({ type: "start", command: options.command, tty: options.tty ?? false, cols: options.cols, rows: options.rows }));
+        for (const m of pending.splice(0)) socket.send(m);
+        opened();
+      });
+      socket.addEventListener("message", ({ data }) => {
+        if (typeof data === "string") {
+          const m = JSON.parse(data) as P.ExecServerControl;
+          if (m.type === "exit") code = m.code;
+          else error = new ExecError(m.code, m.message);
+          return;
+        }
+        const bytes = new Uint8Array(data as ArrayBuffer);
+        const body = bytes.subarray(1);
+        if (bytes[0] === CHANNEL.stdout) options.onStdout?.(body);
+        else if (bytes[0] === CHANNEL.stderr) options.onStderr?.(body);
+      });
+      socket.addEventListener("close", () => {
+        if (code !== undefined) return resolve(code);
+        if (error) return reject(error);
+        if (closed) return reject(new ExecError("SESSION_ENDED", "the session was closed"));
+        if (isOpen) return reject(new ExecError("SESSION_ENDED", "the connection to the control plane was lost"));
+        // Refused before the upgrade: the plain route says why (a WebSocket cannot read the refusal).
+        t.send("GET", path, { auth: true }).then(
+          () => reject(new NetworkError(url, new Error("the WebSocket could not be opened"))),
+          (err: unknown) =>
+            reject((err as { code?: string }).code === "UPGRADE_REQUIRED" ? new NetworkError(url, new Error("the WebSocket could not be opened")) : err),
+        );
+      });
+      socket.addEventListener("error", () => undefined);
+    });
+  })();
+  exit.catch(notOpened);
+  // A caller that only awaits exit must not also see an unhandled opened.
+  openedP.catch(() => undefined);
+
+  return {
+    opened: openedP,
+    exit,
+    write(data) {
+      const bytes = typeof data === "string" ? encoder.encode(data) : data;
+      for (let i = 0; i < bytes.length; i += STDIN_CHUNK_BYTES) {
+        const piece = bytes.subarray(i, i + STDIN_CHUNK_BYTES);
+        const frame = new Uint8Array(piece.length + 1);
+        frame[0] = CHANNEL.stdin;
+        frame.set(piece, 1);
+        send(frame);
+      }
+    },
+    end: () => send(JSON.stringify({ type: "stdin_end" })),
+    resize: (cols, rows) => send(JSON.stringify({ type: "resize", cols, rows })),
+    close() {
+      closed = true;
+      ws?.close(1000);
+    },
+  };
+}
