@@ -15,7 +15,7 @@ const END_EVENT: typeof LOG_STREAM_END_EVENT = "end";
 export const hasEnded = (status: DeploymentStatus) => (ENDED_STATUSES as readonly string[]).includes(status);
 
 export interface PollOptions {
-  /** Between two reads (default 1 s). */
+  /** Between two reads where the control plane has no stream route and is polled (default 1 s). */
   intervalMs?: number;
   signal?: AbortSignal;
 }
@@ -36,9 +36,58 @@ export interface FollowOptions extends PollOptions {
 
 /**
  * The deployment each time it changes (status, reason, exit code, endpoints, cost),
- * the current state first; ends after it reaches an ended status.
+ * the current state first; ends after it reaches an ended status, and throws the
+ * API's DEPLOYMENT_NOT_FOUND once it is deleted. Reads the events stream
+ * (Server-Sent Events); a dropped connection or a restarting control plane is
+ * waited out and the stream read again, whose current state is yielded only if it
+ * changed meanwhile. A control plane without the events route is polled instead.
  */
 export async function* watch(t: Transport, id: string, options: PollOptions = {}): AsyncGenerator<Deployment> {
+  const path = `/deployments/${encodeURIComponent(id)}`;
+  let last = "";
+  let lastId: string | undefined;
+  for (let attempt = 0; ; attempt++) {
+    let res: Response;
+    try {
+      const headers: Record<string, string> = { accept: "text/event-stream", ...(lastId ? { "last-event-id": lastId } : {}) };
+      res = await t.send("GET", `${path}/events`, { auth: true, headers, signal: options.signal });
+    } catch (err) {
+      if (err instanceof ApiError && err.code === "NOT_FOUND" && lastId === undefined) {
+        yield* watchByPolling(t, id, options);
+        return;
+      }
+      if (!transient(err) || options.signal?.aborted) throw err;
+      await sleep(backoffMs(attempt), options.signal);
+      continue;
+    }
+    let end: string | undefined;
+    try {
+      for await (const e of readSse(res.body!)) {
+        lastId = e.id ?? lastId;
+        if (e.event === END_EVENT) {
+          end = (JSON.parse(e.data) as { status: string }).status;
+          break;
+        }
+        if (e.event !== "message") continue;
+        attempt = 0;
+        if (e.data !== last) {
+          last = e.data;
+          yield JSON.parse(e.data) as Deployment;
+        }
+      }
+    } catch (err) {
+      if (options.signal?.aborted) throw err;
+    }
+    // Deleted: the API's own answer for it (DEPLOYMENT_NOT_FOUND), as a read would have given.
+    if (end === "deleted") await retrying(options, () => t.json<DeploymentResponse>("GET", path, { auth: true, signal: options.signal }));
+    if (end !== undefined) return;
+    // The stream closed without its end event: the connection dropped or the control plane restarted.
+    await sleep(backoffMs(attempt), options.signal);
+  }
+}
+
+/** The same by reading GET /deployments/:id every `intervalMs` (a control plane without the events route). */
+export async function* watchByPolling(t: Transport, id: string, options: PollOptions = {}): AsyncGenerator<Deployment> {
   let last = "";
   for (;;) {
     const { deployment } = await retrying(options, () =>

@@ -148,6 +148,49 @@ describe("deployments", () => {
     await client.deployments.remove(deployment.id);
   });
 
+  // intervalMs far past the test's timeout: only the events stream, not polling, can bring a change in time.
+  it("watch yields the current state, then each change from the events stream, and ends when the deployment has", async () => {
+    const { deployment } = await client.deployments.create({ nodeId, customImage: "busybox:1.36" });
+    const seen: string[] = [];
+    for await (const d of client.deployments.watch(deployment.id, { intervalMs: 600_000 })) {
+      seen.push(d.status);
+      if (d.status === "pending") await client.deployments.stop(deployment.id);
+    }
+    expect(seen).toEqual(["pending", "stopped"]);
+  });
+
+  it("watch keeps going across a control-plane restart: a change made meanwhile arrives on reconnect", async () => {
+    const proxy = await startFlakyProxy(h.url);
+    const store = new MemorySessionStore(await client.auth.session());
+    const viaProxy = createClient({ baseUrl: proxy.url, store, now: clock.now });
+    const { deployment } = await viaProxy.deployments.create({ nodeId, customImage: "busybox:1.36" });
+    const seen: string[] = [];
+    let restarted: Promise<void> | undefined;
+    for await (const d of viaProxy.deployments.watch(deployment.id, { intervalMs: 600_000 })) {
+      seen.push(d.status);
+      // Stopped while the client cannot reach the control plane.
+      restarted ??= proxy.restart(1_000);
+      if (d.status === "pending") setTimeout(() => void client.deployments.stop(deployment.id), 200);
+    }
+    await restarted;
+    await proxy.close();
+    expect(seen).toEqual(["pending", "stopped"]);
+  });
+
+  it("watch says DEPLOYMENT_NOT_FOUND, as a read would, once the deployment is deleted", async () => {
+    const { deployment } = await client.deployments.create({ nodeId, customImage: "busybox:1.36" });
+    const seen: string[] = [];
+    const err = await (async () => {
+      for await (const d of client.deployments.watch(deployment.id, { intervalMs: 600_000 })) {
+        seen.push(d.status);
+        await client.deployments.remove(deployment.id);
+      }
+    })().catch((e) => e);
+    expect(seen).toEqual(["pending"]);
+    expect(err).toBeInstanceOf(ApiError);
+    expect(err).toMatchObject({ code: "DEPLOYMENT_NOT_FOUND", status: 404 });
+  });
+
   it("follow yields the tail, then new lines once each (same instant included), and ends when the deployment has", async () => {
     const { deployment } = await client.deployments.create({ nodeId, customImage: "busybox:1.36" });
     const at = (s: number) => new Date(clock.now() + s * 1000).toISOString();
