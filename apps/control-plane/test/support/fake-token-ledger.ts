@@ -58,7 +58,7 @@ const ERROR_WORDS: Record<string, string> = {
   MissingRequiredSignature: "missing required signature for instruction",
   NotEnoughAccountKeys: "insufficient account keys for instruction",
 };
-const describe = (e: ProgramError) => (typeof e === "string" ? (ERROR_WORDS[e] ?? e) : `custom program error: 0x${e.Custom.toString(16)}`);
+const inWords = (e: ProgramError) => (typeof e === "string" ? (ERROR_WORDS[e] ?? e) : `custom program error: 0x${e.Custom.toString(16)}`);
 
 export class FakeTokenLedger {
   private readonly accounts = new Map<string, TokenAccountState>();
@@ -103,7 +103,7 @@ export class FakeTokenLedger {
       logs.push(`Program ${program} invoke [1]`);
       const error = this.run(ix, working, logs);
       if (error) {
-        logs.push(`Program ${program} failed: ${describe(error)}`);
+        logs.push(`Program ${program} failed: ${inWords(error)}`);
         failed = { index, error };
         break;
       }
@@ -121,7 +121,7 @@ export class FakeTokenLedger {
       const { index, error } = failed;
       return {
         err: { InstructionError: [index, error] },
-        failure: { index, message: describe(error) },
+        failure: { index, message: inWords(error) },
         logs,
         preTokenBalances: pre,
         postTokenBalances: pre,
