@@ -50,6 +50,7 @@ async function runContainer(deploymentId: string) {
     exposedPorts: [],
     cpuCores: 1,
     memoryMb: 64,
+    gpuDeviceIds: [],
     labels: {},
   });
   await runtime.start(id);
