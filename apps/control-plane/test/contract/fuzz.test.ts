@@ -129,9 +129,10 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
     .sort((a, b) => order(a) - order(b));
 
   // Documented but not fuzzed: the logs and events streams answer events, not JSON, and stay
-  // open while their deployment lives; a logout would revoke the session the fuzzer signs with.
-  // Their own tests are test/api/logs-stream.test.ts, deployment-events.test.ts and logout.test.ts.
-  const notFuzzed = ["post /auth/logout", "get /deployments/{id}/logs/stream", "get /deployments/{id}/events"];
+  // open while their deployment lives; exec is a WebSocket upgrade into a running container;
+  // a logout would revoke the session the fuzzer signs with. Their own tests are
+  // test/api/logs-stream.test.ts, deployment-events.test.ts, e2e/exec.test.ts and logout.test.ts.
+  const notFuzzed = ["post /auth/logout", "get /deployments/{id}/logs/stream", "get /deployments/{id}/events", "get /deployments/{id}/exec"];
 
   it("documents every operation the fuzzer plans to send", () => {
     const documented = operationsOf(doc).map((o) => `${o.method} ${o.path}`);
