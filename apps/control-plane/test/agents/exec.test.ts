@@ -1,0 +1,85 @@
+// The control plane's half of `cm exec`, with a simulated agent: what a tenant
+// sees when the node's agent never connects back (an agent older than exec, or
+// one that hangs), that only the node asked can take the session, and that what
+// the tenant typed before the agent was there reaches it. The whole path with a
+// real agent and Docker is e2e/exec.test.ts.
+import { AGENT_EXEC_PATH, EXEC_CHANNEL, EXEC_CLOSE_CODES, EXEC_SUBPROTOCOL } from "@cm/protocol";
+import { sqliteDatabase as db } from "@cm/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
+import { type AgentHarness, startAgentHarness } from "./support/agent-harness";
+
+type Received = { texts: Array<Record<string, unknown>>; closed: Promise<number> };
+
+/** A tenant's exec connection that records the control messages it gets and how it closed. */
+function openExec(base: string, id: string, token: string) {
+  const ws = new WebSocket(`${base.replace(/^http/, "ws")}/deployments/${id}/exec`, [EXEC_SUBPROTOCOL], { headers: { authorization: `Bearer ${token}` } });
+  const got: Received = { texts: [], closed: new Promise((r) => ws.once("close", (code) => r(code))) };
+  ws.on("message", (m, isBinary) => {
+    if (!isBinary) got.texts.push(JSON.parse(m.toString()));
+  });
+  return { ws, got, opened: new Promise<void>((resolve, reject) => (ws.once("open", () => resolve()), ws.once("error", reject))) };
+}
+
+const stdin = (text: string) => Buffer.concat([Buffer.from([EXEC_CHANNEL.stdin]), Buffer.from(text)]);
+
+describe("exec through a node's agent (control plane side)", () => {
+  let h: AgentHarness;
+  let op: Awaited<ReturnType<AgentHarness["signIn"]>>;
+  let tenant: Awaited<ReturnType<AgentHarness["signIn"]>>;
+  beforeAll(async () => {
+    h = await startAgentHarness(db, { TUNNEL_OPEN_TIMEOUT_MS: 1_000 });
+    op = await h.signIn();
+    tenant = await h.signIn();
+    await h.grantCredits(tenant.user.id, 100_000);
+  });
+  afterAll(() => h.close());
+
+  async function runningDeployment() {
+    const node = await h.connectedNode(op.token);
+    const dep = await h.deploy(tenant.token, node.id, node.agent);
+    await h.run(node.agent, dep.spec, tenant.token);
+    return { node, dep };
+  }
+
+  it("tells the tenant the node did not open the session when its agent never connects back", async () => {
+    const { node, dep } = await runningDeployment();
+    const c = openExec(h.url, dep.id, tenant.token);
+    await c.opened;
+    c.ws.send(JSON.stringify({ type: "start", command: ["sh"], tty: false }));
+    const ask = await node.agent.next("open_exec");
+    expect(ask).toMatchObject({ deploymentId: dep.id, command: ["sh"], tty: false });
+    // This agent says nothing and dials nothing back.
+    expect(await c.got.closed).toBe(EXEC_CLOSE_CODES.FAILED);
+    expect(c.got.texts).toEqual([{ type: "error", code: "NODE_UNREACHABLE", message: "the node's agent did not open the session within 1 s" }]);
+  });
+
+  it("lets only the node that was asked take the session, and hands it what the tenant typed meanwhile", async () => {
+    const { node, dep } = await runningDeployment();
+    const other = await h.connectedNode(op.token);
+    const c = openExec(h.url, dep.id, tenant.token);
+    await c.opened;
+    c.ws.send(JSON.stringify({ type: "start", command: ["cat"], tty: false }));
+    c.ws.send(stdin("typed early\n"));
+    const ask = await node.agent.next("open_exec");
+    const agentUrl = `${h.url.replace(/^http/, "ws")}${AGENT_EXEC_PATH}?id=${ask.execId}`;
+
+    // Another operator's agent that learnt the id cannot splice itself into the shell.
+    const intruder = new WebSocket(agentUrl, { headers: { authorization: `Bearer ${other.agentToken}` } });
+    const refused = await new Promise<number>((resolve) => intruder.once("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0)));
+    expect(refused).toBe(403);
+
+    const agent = new WebSocket(agentUrl, { headers: { authorization: `Bearer ${node.agentToken}` } });
+    const first = await new Promise<Buffer>((resolve) => agent.once("message", (m) => resolve(m as Buffer)));
+    expect(first).toEqual(stdin("typed early\n"));
+
+    // The agent's output and the exit reach the tenant, and the session closes normally.
+    const output = new Promise<Buffer>((resolve) => c.ws.once("message", (m, isBinary) => isBinary && resolve(m as Buffer)));
+    agent.send(Buffer.concat([Buffer.from([EXEC_CHANNEL.stdout]), Buffer.from("typed early\n")]));
+    expect((await output).subarray(1).toString()).toBe("typed early\n");
+    agent.send(JSON.stringify({ type: "exit", code: 0 }));
+    agent.close(EXEC_CLOSE_CODES.NORMAL);
+    expect(await c.got.closed).toBe(EXEC_CLOSE_CODES.NORMAL);
+    expect(c.got.texts).toEqual([{ type: "exit", code: 0 }]);
+  });
+});
