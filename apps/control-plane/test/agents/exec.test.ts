@@ -18,7 +18,11 @@ function openExec(base: string, id: string, token: string) {
   ws.on("message", (m, isBinary) => {
     if (!isBinary) got.texts.push(JSON.parse(m.toString()));
   });
-  return { ws, got, opened: new Promise<void>((resolve, reject) => (ws.once("open", () => resolve()), ws.once("error", reject))) };
+  const opened = new Promise<void>((resolve, reject) => {
+    ws.once("open", () => resolve());
+    ws.once("error", reject);
+  });
+  return { ws, got, opened };
 }
 
 const stdin = (text: string) => Buffer.concat([Buffer.from([EXEC_CHANNEL.stdin]), Buffer.from(text)]);
