@@ -13,7 +13,7 @@ export type LogStreamOptions = { tail: number; sinceMs?: number; lastEventId?: s
  * with its number as id; `end` once the deployment has ended and its last lines
  * are out; a comment when nothing was sent for LOG_STREAM_KEEP_ALIVE_MS.
  */
-export function streamLogs(c: Context, deps: Pick<Deps, "repos" | "watch" | "log" | "config">, dep: DeploymentRow, o: LogStreamOptions) {
+export function streamLogs(c: Context, deps: Pick<Deps, "repos" | "watch" | "log">, dep: DeploymentRow, o: LogStreamOptions) {
   return streamSSE(
     c,
     async (stream) => {
@@ -30,7 +30,7 @@ export function streamLogs(c: Context, deps: Pick<Deps, "repos" | "watch" | "log
         if (rows.length === 0) await stream.write(`id: ${afterSeq}\n\n`);
       }
       let lastWriteMs = Date.now();
-      for await (const step of followLogs(deps, dep, { afterSeq, sinceMs: o.sinceMs, signal: abort.signal, pollMs: deps.config.STREAM_FALLBACK_MS })) {
+      for await (const step of followLogs(deps, dep, { afterSeq, sinceMs: o.sinceMs, signal: abort.signal })) {
         if (step.kind === "lines") {
           for (const r of step.rows) await send(r);
           lastWriteMs = Date.now();

@@ -1,4 +1,4 @@
-import type { DeploymentRow, Repos } from "@cm/db";
+import type { DeploymentRow, LogRow, Repos } from "@cm/db";
 import type { EventBus } from "./events";
 import type { Logger } from "./logger";
 
@@ -11,13 +11,18 @@ export type DeploymentWatchOptions = {
   log: Logger;
   /** A notice without the row waits this long for others before one read answers them all (default 100 ms). */
   coalesceMs?: number;
-  /** A watched deployment is read again this often, for changes made where no notice reaches (another replica) (default 1 s). */
+  /**
+   * A watched deployment is read again, and its log followers woken, this often: for
+   * changes and lines stored where no notice reaches (another replica) (default 1 s).
+   */
   fallbackMs?: number;
 };
 
 type Watched = {
   rows: Set<RowListener>;
   lines: Set<() => void>;
+  /** Reads of lines under way, by what they ask: followers at the same line share one. */
+  lineReads: Map<string, Promise<LogRow[]>>;
   timer?: NodeJS.Timeout;
   fallback?: NodeJS.Timeout;
   reading: boolean;
@@ -28,8 +33,9 @@ type Watched = {
 /**
  * What the streams of one deployment hear: its row when it changes, and a wake-up
  * when its log lines are stored. The bus gets one listener per event however many
- * follow, and a burst of notices without the row (charges, endpoint reports, pull
- * progress) costs one read per deployment, not one per follower.
+ * follow; a burst of notices without the row (charges, endpoint reports, pull
+ * progress) costs one read per deployment, and the followers a line wakes read it
+ * with one query, not one each.
  */
 export class DeploymentWatch {
   private readonly watched = new Map<string, Watched>();
@@ -48,7 +54,11 @@ export class DeploymentWatch {
     });
     o.events.on("deployment-touched", (id) => this.refresh(id));
     o.events.on("logs-stored", (id) => {
-      for (const fn of this.watched.get(id)?.lines ?? []) fn();
+      const w = this.watched.get(id);
+      if (!w) return;
+      // Reads under way may have started before these lines were stored: the woken ask again.
+      w.lineReads.clear();
+      for (const fn of w.lines) fn();
     });
   }
 
@@ -64,6 +74,24 @@ export class DeploymentWatch {
     const w = this.entry(id);
     w.lines.add(fn);
     return () => this.leave(id, w, () => w.lines.delete(fn));
+  }
+
+  /** Lines after `afterSeq` (repos.logs.after), the query shared with whoever asks the same while it runs. */
+  readLines(id: string, afterSeq: number, limit: number, sinceMs?: number): Promise<LogRow[]> {
+    const w = this.watched.get(id);
+    if (!w) return this.o.repos.logs.after(id, afterSeq, limit, sinceMs);
+    const key = `${afterSeq} ${limit} ${sinceMs ?? ""}`;
+    let read = w.lineReads.get(key);
+    if (!read) {
+      const started = this.o.repos.logs.after(id, afterSeq, limit, sinceMs);
+      read = started;
+      w.lineReads.set(key, started);
+      const done = () => {
+        if (w.lineReads.get(key) === started) w.lineReads.delete(key);
+      };
+      started.then(done, done);
+    }
+    return read;
   }
 
   /** Reads the row soon and hands it to its row listeners; notices within coalesceMs share the read. */
@@ -106,9 +134,13 @@ export class DeploymentWatch {
   private entry(id: string): Watched {
     let w = this.watched.get(id);
     if (!w) {
-      w = { rows: new Set(), lines: new Set(), reading: false, again: false, gen: 0 };
+      w = { rows: new Set(), lines: new Set(), lineReads: new Map(), reading: false, again: false, gen: 0 };
       const entry = w;
-      w.fallback = setInterval(() => this.refresh(id), this.fallbackMs);
+      w.fallback = setInterval(() => {
+        this.refresh(id);
+        // All of the deployment's followers at once, so that their reads are shared.
+        for (const fn of entry.lines) fn();
+      }, this.fallbackMs);
       w.fallback.unref();
       this.watched.set(id, entry);
     }

@@ -1,4 +1,4 @@
-import type { DeploymentRow, LogRow, Repos } from "@cm/db";
+import type { DeploymentRow, LogRow } from "@cm/db";
 import { type DeploymentStatus, TENANT_ACTIONS } from "@cm/protocol";
 import type { DeploymentWatch } from "./deployment-watch";
 
@@ -12,10 +12,11 @@ export type LogFollowOptions = {
   sinceMs?: number;
   signal: AbortSignal;
   /**
-   * Between two reads of the store when nothing came and no wake-up did (default 1 s):
-   * lines stored here wake the follower at once; this finds those another replica stored.
+   * How often a quiet follower gets a quiet step (default 1 s). The store is read
+   * only when the watch wakes the follower: at once for lines stored here, and every
+   * STREAM_FALLBACK_MS for those another replica stored.
    */
-  pollMs?: number;
+  quietMs?: number;
   /** After the deployment ended, how long its agent may still ship its last lines (default 1 s). */
   drainMs?: number;
   /** Lines per step at most (default 1,000). */
@@ -29,8 +30,8 @@ const ENDED: readonly DeploymentStatus[] = TENANT_ACTIONS.start;
  * and its last lines are out. Status changes and wake-ups come from the watch;
  * lines are read from the store, so a follower resumes after any line by its number.
  */
-export async function* followLogs(deps: { repos: Repos; watch: DeploymentWatch }, dep: DeploymentRow, o: LogFollowOptions): AsyncGenerator<LogFollowStep> {
-  const pollMs = o.pollMs ?? 1_000;
+export async function* followLogs(deps: { watch: DeploymentWatch }, dep: DeploymentRow, o: LogFollowOptions): AsyncGenerator<LogFollowStep> {
+  const quietMs = o.quietMs ?? 1_000;
   let status: DeploymentStatus | "deleted" = dep.deletedAt === null ? dep.status : "deleted";
   let endedAt: number | undefined = isEnded(status) ? Date.now() : undefined;
   const stopRows = deps.watch.onRow(dep.id, (row) => {
@@ -46,27 +47,33 @@ export async function* followLogs(deps: { repos: Repos; watch: DeploymentWatch }
     wake?.();
   });
   let cursor = o.afterSeq;
+  let read = true;
   try {
     while (!o.signal.aborted) {
-      woken = false;
-      const rows = await deps.repos.logs.after(dep.id, cursor, o.batch ?? 1_000, o.sinceMs);
-      if (rows.length > 0) {
-        cursor = rows.at(-1)!.seq;
-        yield { kind: "lines", rows };
-        continue;
+      if (read) {
+        woken = false;
+        const rows = await deps.watch.readLines(dep.id, cursor, o.batch ?? 1_000, o.sinceMs);
+        if (rows.length > 0) {
+          cursor = rows.at(-1)!.seq;
+          yield { kind: "lines", rows };
+          continue;
+        }
       }
       if (endedAt !== undefined && Date.now() - endedAt >= (o.drainMs ?? 1_000)) {
         yield { kind: "end", status };
         return;
       }
       yield { kind: "quiet" };
-      if (woken) continue;
-      // An ended deployment's follower waits only for the drain's end.
-      const waitMs = endedAt === undefined ? pollMs : Math.min(pollMs, Math.max(0, endedAt + (o.drainMs ?? 1_000) - Date.now()));
-      await sleep(waitMs, o.signal, (fn) => {
-        wake = fn;
-      });
-      wake = undefined;
+      if (!woken) {
+        // An ended deployment's follower waits only for the drain's end.
+        const waitMs = endedAt === undefined ? quietMs : Math.min(quietMs, Math.max(0, endedAt + (o.drainMs ?? 1_000) - Date.now()));
+        await sleep(waitMs, o.signal, (fn) => {
+          wake = fn;
+        });
+        wake = undefined;
+      }
+      // Once ended, the last lines are read whenever it wakes: the end must come after them.
+      read = woken || endedAt !== undefined;
     }
   } finally {
     stopRows();
