@@ -1,14 +1,14 @@
-import { sqliteDatabase } from "@cm/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describeEachDatabase } from "@cm/testkit";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { type AgentHarness, eventually, startAgentHarness } from "../agents/support/agent-harness";
 import { openSse, until } from "./support/sse-client";
 
-describe("GET /deployments/:id/events", () => {
+describeEachDatabase("GET /deployments/:id/events on $name", (db) => {
   let h: AgentHarness;
   let op: Awaited<ReturnType<AgentHarness["signIn"]>>;
   beforeAll(async () => {
     // No fallback read within a test: each change must arrive through its notice.
-    h = await startAgentHarness(sqliteDatabase, { STREAM_FALLBACK_MS: 600_000 });
+    h = await startAgentHarness(db, { STREAM_FALLBACK_MS: 600_000 });
     op = await h.signIn();
   });
   afterAll(() => h.close());

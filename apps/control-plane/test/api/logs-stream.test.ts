@@ -1,4 +1,4 @@
-import { sqliteDatabase } from "@cm/testkit";
+import { describeEachDatabase, sqliteDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AgentHarness, startAgentHarness } from "../agents/support/agent-harness";
 import { type Harness, startHarness, TestClock } from "../support/harness";
@@ -19,6 +19,7 @@ describe("GET /deployments/:id/logs/stream", () => {
 
   const deploy = async () =>
     (await h.call("POST", "/deployments", { token: tenant.token, body: { nodeId, customImage: "busybox:1.36" } })).json.deployment.id as string;
+  // Stored straight into the database, as another replica would: no notice here, so these arrive through the fallback read.
   const add = (id: string, ...messages: string[]) => {
     const ts = new Date().toISOString();
     return h.deps.repos.logIngest.append(
@@ -97,11 +98,11 @@ describe("GET /deployments/:id/logs/stream", () => {
   });
 });
 
-describe("GET /deployments/:id/logs/stream, lines from an agent", () => {
+describeEachDatabase("GET /deployments/:id/logs/stream on $name, lines from an agent", (db) => {
   let h: AgentHarness;
   beforeAll(async () => {
     // A fallback read of the store far longer than the wait below: a line can only arrive through the wake-up.
-    h = await startAgentHarness(sqliteDatabase, { STREAM_FALLBACK_MS: 600_000 });
+    h = await startAgentHarness(db, { STREAM_FALLBACK_MS: 600_000 });
   });
   afterAll(() => h.close());
 
