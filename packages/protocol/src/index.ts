@@ -2,6 +2,7 @@ export * from "./agent/wire";
 export * from "./api/auth";
 export * from "./api/common";
 export * from "./api/credits";
+export * from "./api/deployment-events";
 export * from "./api/deployments";
 export * from "./api/nodes";
 export * from "./api/templates";
