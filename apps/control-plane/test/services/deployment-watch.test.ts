@@ -1,0 +1,87 @@
+import type { DeploymentRow, LogRow, Repos } from "@cm/db";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { DeploymentWatch } from "../../src/services/deployment-watch";
+import { EventBus } from "../../src/services/events";
+import { createLogger } from "../../src/services/logger";
+
+// The watch against a store that counts its reads and answers when the test says:
+// what one follower or a thousand cost the database.
+
+type Pending<T> = { resolve(v: T): void };
+
+function fakeStore() {
+  const rowReads: Array<Pending<DeploymentRow | undefined>> = [];
+  const lineReads: Array<Pending<LogRow[]> & { afterSeq: number }> = [];
+  const repos = {
+    deployments: { get: () => new Promise((resolve) => rowReads.push({ resolve })) },
+    logs: { after: (_id: string, afterSeq: number) => new Promise((resolve) => lineReads.push({ resolve, afterSeq })) },
+  } as unknown as Repos;
+  return { repos, rowReads, lineReads };
+}
+
+const row = (status: DeploymentRow["status"], totalCostMicro = 0) => ({ id: "dep_1", status, totalCostMicro, deletedAt: null }) as DeploymentRow;
+
+describe("DeploymentWatch", () => {
+  let events: EventBus;
+  let store: ReturnType<typeof fakeStore>;
+  let watch: DeploymentWatch;
+  beforeEach(() => {
+    vi.useFakeTimers();
+    events = new EventBus();
+    store = fakeStore();
+    watch = new DeploymentWatch({ repos: store.repos, events, log: createLogger("silent"), coalesceMs: 100, fallbackMs: 60_000 });
+  });
+  afterEach(() => vi.useRealTimers());
+
+  it("answers a burst of notices for 1,000 followers with one read, handed to each", async () => {
+    const seen: Array<Array<DeploymentRow | undefined>> = Array.from({ length: 1000 }, () => []);
+    const stops = seen.map((s) => watch.onRow("dep_1", (r) => s.push(r)));
+    for (let i = 0; i < 50; i++) events.emit("deployment-touched", "dep_1");
+    await vi.advanceTimersByTimeAsync(100);
+    expect(store.rowReads).toHaveLength(1);
+    store.rowReads[0]!.resolve(row("running", 5));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(seen.every((s) => s.length === 1 && s[0]?.totalCostMicro === 5)).toBe(true);
+    for (const stop of stops) stop();
+    events.emit("deployment-touched", "dep_1");
+    await vi.advanceTimersByTimeAsync(100);
+    expect(store.rowReads).toHaveLength(1);
+  });
+
+  it("drops a read that a move overtook, and reads again", async () => {
+    const seen: Array<DeploymentRow | undefined> = [];
+    watch.onRow("dep_1", (r) => seen.push(r));
+    events.emit("deployment-touched", "dep_1");
+    await vi.advanceTimersByTimeAsync(100);
+    // The move lands while the read is under way; the read may have started before it.
+    events.emit("deployment-changed", row("stopping"));
+    store.rowReads[0]!.resolve(row("running"));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(store.rowReads).toHaveLength(2);
+    store.rowReads[1]!.resolve(row("stopping"));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(seen.map((r) => r?.status)).toEqual(["stopping", "stopping"]);
+  });
+
+  it("has the followers a line wakes share one read of it, and a newer line's wake-up read again", async () => {
+    let woken = 0;
+    for (let i = 0; i < 1000; i++) watch.onLines("dep_1", () => woken++);
+    events.emit("logs-stored", "dep_1");
+    expect(woken).toBe(1000);
+    const answers = Array.from({ length: 1000 }, () => watch.readLines("dep_1", 7, 1000));
+    expect(store.lineReads).toHaveLength(1);
+    // Stored while that read runs: it may have missed it, so the next ask is a read of its own.
+    events.emit("logs-stored", "dep_1");
+    void watch.readLines("dep_1", 7, 1000);
+    expect(store.lineReads).toHaveLength(2);
+    store.lineReads[0]!.resolve([{ seq: 8 } as LogRow]);
+    expect((await Promise.all(answers)).every((rows) => rows[0]?.seq === 8)).toBe(true);
+  });
+
+  it("wakes every follower of a deployment together each fallback period, for lines another replica stored", async () => {
+    let woken = 0;
+    for (let i = 0; i < 3; i++) watch.onLines("dep_1", () => woken++);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(woken).toBe(3);
+  });
+});
