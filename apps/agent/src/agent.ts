@@ -127,6 +127,7 @@ export class Agent {
       containerStopTimeoutS: timing.containerStopTimeoutS,
       nodeFacts: () => facts.nodeFacts(),
       canShipLogs: () => this.connection.state === "ready",
+      diskDefaultGb: config.diskDefaultGb,
       admit: async (spec) => {
         await deps.egress?.admit();
         await this.diskWatcher?.admit(spec.diskGb);

@@ -24,4 +24,6 @@ export interface ReconcilerOptions {
   canShipLogs(): boolean;
   /** see StartContext.admit */
   admit?(spec: DeploymentSpec): Promise<void>;
+  /** see StartContext.diskDefaultGb */
+  diskDefaultGb?: number;
 }

@@ -39,6 +39,8 @@ export interface StartContext {
   superseded(): boolean;
   /** rejects, saying why for the tenant, when this node must not start the deployment now (egress policy missing, disk full) */
   admit?(spec: DeploymentSpec): Promise<void>;
+  /** the node's disk allowance for a deployment whose spec names none (a custom image): AGENT_DISK_DEFAULT_GB */
+  diskDefaultGb?: number;
 }
 
 /** Resolves with the running container, or undefined when superseded; rejects with DeploymentFailure. */
@@ -55,6 +57,9 @@ export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): 
   const facts = await ctx.nodeFacts();
   const resources = containerResources(spec, { cpuThreads: facts.cpuThreads, ramMb: facts.ramMb, gpuCount: facts.gpus.length });
 
+  // Stamped on the container (and Docker's cap where it has one), so the disk
+  // watcher and whoever reads the container later see the allowance the tenant was shown.
+  const diskGb = spec.diskGb ?? ctx.diskDefaultGb;
   const containerId = await ctx.gpuLock.run("gpus", async () => {
     const gpuUuids = await pickFreeGpus(ctx, facts.gpus, spec.gpuCount);
     ctx.reporter.status(spec.deploymentId, spec.runSeq, "starting");
@@ -70,7 +75,7 @@ export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): 
         cpuCores: resources.cpuCores,
         memoryMb: resources.memoryMb,
         shmMb: shmSizeMb(resources.memoryMb),
-        ...(spec.diskGb !== undefined ? { diskGb: spec.diskGb } : {}),
+        ...(diskGb !== undefined ? { diskGb } : {}),
         gpuDeviceIds: gpuUuids,
         labels: { ...ctx.containerLabels, ...(ctx.installId ? { [LABEL_INSTALL_ID]: ctx.installId } : {}), ...runLabels(spec.runSeq, gpuUuids) },
         name: containerName(spec.deploymentId, spec.runSeq),

@@ -57,6 +57,7 @@ const reconciler: Reconciler = new Reconciler({
   nodeFacts: async () => ({ gpus: [], cpuThreads: 2, ramMb: 4096 }),
   canShipLogs: () => false,
   admit: (spec) => admission.admit(spec.diskGb),
+  diskDefaultGb: 20,
 });
 
 let image = "";
@@ -164,6 +165,18 @@ dockerTests.describe("a deployment's disk and limits", () => {
       expect(seen).toMatch(/Seccomp:\s+2/);
       expect(seen).toMatch(/\n16384\n/);
       expect(seen).toMatch(/shm\s+64\s/);
+    },
+    60_000,
+  );
+
+  dockerTests.it(
+    "stamps a custom image's container with the node's default allowance, the one the tenant is shown",
+    async () => {
+      const custom = spec("custom", "sleep 3600"); // no diskGb: a custom image's spec
+      await reconciler.sync([custom]);
+      const [state] = await runtime.listManaged({ ...run.labels, "cm.deployment-id": custom.deploymentId });
+      const info = await run.docker.getContainer(state!.id).inspect();
+      expect(info.Config.Labels["cm.disk-gb"]).toBe("20");
     },
     60_000,
   );
