@@ -90,8 +90,10 @@ export class ExecBroker {
   private async acceptAgent(req: IncomingMessage, socket: Duplex, head: Buffer) {
     const id = new URL(req.url ?? "/", "http://x").searchParams.get("id") ?? "";
     const token = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? "")?.[1];
-    const p = this.pending.get(id);
     const node = token ? await this.o.repos.nodes.byAgentTokenHash(hashSecret(token)) : undefined;
+    // Read after the lookup: a session that timed out or was closed meanwhile is not
+    // waiting any more, and a connection taken for it would run a command nobody reads.
+    const p = this.pending.get(id);
     // Only the node that was asked may answer: no other agent can take over a tenant's shell.
     if (!p || !node || node.id !== p.nodeId) {
       socket.end("HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");

@@ -86,4 +86,38 @@ describe("exec through a node's agent (control plane side)", () => {
     expect(await c.got.closed).toBe(EXEC_CLOSE_CODES.NORMAL);
     expect(c.got.texts).toEqual([{ type: "exit", code: 0 }]);
   });
+
+  it("refuses an agent whose token check outlasted the open timeout: the session it would take is over, nothing is left running", async () => {
+    const { node, dep } = await runningDeployment();
+    const nodes = h.deps.repos.nodes;
+    const lookup = nodes.byAgentTokenHash.bind(nodes);
+    // The node's token is being checked (a slow database) when the tenant's wait runs out.
+    let checked!: () => void;
+    const checking = new Promise<void>((r) => (checked = r));
+    nodes.byAgentTokenHash = async (hash) => {
+      checked();
+      await new Promise((r) => setTimeout(r, 1_500));
+      return lookup(hash);
+    };
+    try {
+      const c = openExec(h.url, dep.id, tenant.token);
+      await c.opened;
+      c.ws.send(JSON.stringify({ type: "start", command: ["sh"], tty: false }));
+      const ask = await node.agent.next("open_exec");
+      const agent = new WebSocket(`${h.url.replace(/^http/, "ws")}${AGENT_EXEC_PATH}?id=${ask.execId}`, {
+        headers: { authorization: `Bearer ${node.agentToken}` },
+      });
+      const answer = new Promise<number>((resolve) => {
+        agent.once("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
+        agent.once("open", () => resolve(101));
+      });
+      await checking;
+      expect(await c.got.closed).toBe(EXEC_CLOSE_CODES.FAILED);
+      expect(c.got.texts).toMatchObject([{ type: "error", code: "NODE_UNREACHABLE" }]);
+      // Taken, this connection would have run the command with nobody at the other end, for good.
+      expect(await answer).toBe(403);
+    } finally {
+      nodes.byAgentTokenHash = lookup;
+    }
+  });
 });
