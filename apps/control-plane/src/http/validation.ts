@@ -4,7 +4,7 @@ import type { z } from "zod";
 import { ApiError } from "../errors";
 import type { AppEnv } from "./env";
 
-type Where = "body" | "query" | "path";
+type Where = "body" | "query" | "path" | "header";
 
 /**
  * zod issues as the per-field details of a VALIDATION_ERROR. zod reports
@@ -20,7 +20,7 @@ export function validationError(where: Where, issues: z.core.$ZodIssue[]) {
   return new ApiError("VALIDATION_ERROR", `invalid ${where}: ${details.map((d) => `${d.field || where} ${d.message}`).join("; ")}`, details);
 }
 
-const WHERE: Record<string, Where> = { json: "body", query: "query", param: "path" };
+const WHERE: Record<string, Where> = { json: "body", query: "query", param: "path", header: "header" };
 
 /** The routers' defaultHook: a request that fails its schema is a VALIDATION_ERROR naming each field. */
 export const validationHook: Hook<unknown, AppEnv, string, undefined> = (result) => {

@@ -109,6 +109,18 @@ describeEachDatabase("GET /deployments/:id/events on $name", (db) => {
     await node.agent.close();
   });
 
+  it("answers a Last-Event-ID it never sent with VALIDATION_ERROR naming the header, not the body", async () => {
+    const { tenant, node, id, s } = await setUp();
+    s.close();
+    for (const bad of ["abc", "-1", "1e3", "9999999999999999"]) {
+      const r = await h.call("GET", `/deployments/${id}/events`, { token: tenant.token, headers: { "last-event-id": bad } });
+      expect(r.status).toBe(400);
+      expect(r.json.error).toMatchObject({ code: "VALIDATION_ERROR", requestId: expect.any(String), details: [{ field: "last-event-id" }] });
+      expect(r.json.error.message).toMatch(/^invalid header: last-event-id /);
+    }
+    await node.agent.close();
+  });
+
   it("sends a comment when nothing was sent for 15 s, so proxies keep a quiet stream open", async () => {
     const { node, s } = await setUp();
     await until("a keep-alive comment", () => s.comments() > 0, 20_000);

@@ -90,6 +90,21 @@ describe("GET /deployments/:id/logs/stream", () => {
     expect(r.json.error.code).toBe("DEPLOYMENT_NOT_FOUND");
   });
 
+  it("answers bad tail, since and Last-Event-ID with VALIDATION_ERROR naming where, never a stream", async () => {
+    const id = await deploy();
+    for (const [query, headers, where, field] of [
+      ["?tail=0", {}, "query", "tail"],
+      ["?tail=ten", {}, "query", "tail"],
+      ["?since=yesterday", {}, "query", "since"],
+      ["", { "last-event-id": "line-7" }, "header", "last-event-id"],
+    ] as const) {
+      const r = await h.call("GET", `/deployments/${id}/logs/stream${query}`, { token: tenant.token, headers });
+      expect(r.status).toBe(400);
+      expect(r.json.error).toMatchObject({ code: "VALIDATION_ERROR", requestId: expect.any(String), details: [{ field }] });
+      expect(r.json.error.message).toMatch(new RegExp(`^invalid ${where}: ${field} `));
+    }
+  });
+
   it("is in the document as text/event-stream with bearer security", async () => {
     const op = (await h.call("GET", "/openapi.json")).json.paths["/deployments/{id}/logs/stream"].get;
     expect(op.security).toEqual([{ bearer: [] }]);
