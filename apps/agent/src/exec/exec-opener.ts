@@ -29,6 +29,10 @@ export type ExecOpenerOptions = {
 
 /** Output queued for a slow client beyond which the command's output is paused. */
 const OUTPUT_BUFFER_BYTES = 1024 * 1024;
+/** What is kept of the client's input while the command is being started; past it the connection is read no more until it is. */
+const EARLY_INPUT_BYTES = 1024 * 1024;
+/** While stdin is held the connection is not read, not even a close: a ping this often finds out that it went away. */
+const HELD_PING_MS = 15_000;
 
 /** ws(s)://control-plane[/base]/agent/exec */
 export const execUrlOf = (httpUrl: string) => `${httpUrl.replace(/^http/, "ws")}${AGENT_EXEC_PATH}`;
@@ -44,6 +48,8 @@ export const execUrlOf = (httpUrl: string) => `${httpUrl.replace(/^http/, "ws")}
  */
 export class ExecOpener {
   private readonly open = new Set<WebSocket>();
+  /** Sessions whose command has not read what it was sent: their connection is paused. */
+  private readonly held = new Set<WebSocket>();
   constructor(private readonly o: ExecOpenerOptions) {}
 
   async openExec(req: ExecRequest): Promise<void> {
@@ -53,8 +59,14 @@ export class ExecOpener {
     // typed meanwhile right behind its 101, and those messages may arrive with it.
     // They are kept, in order, while the container is found and the command started.
     const early: Array<{ data: WebSocket.RawData; isBinary: boolean }> = [];
+    let earlyBytes = 0;
     let proc: ExecProcess | undefined;
-    ws.on("message", (data, isBinary) => (proc ? this.input(proc, ws, data, isBinary) : early.push({ data, isBinary })));
+    ws.on("message", (data, isBinary) => {
+      if (proc) return this.input(proc, ws, data, isBinary);
+      early.push({ data, isBinary });
+      earlyBytes += rawLength(data);
+      if (earlyBytes > EARLY_INPUT_BYTES) ws.pause();
+    });
     const opened = await this.opened(ws).catch((err: Error) => err);
     if (opened instanceof Error) return void log.warn("exec connection failed", { error: opened.message });
     this.open.add(ws);
@@ -90,6 +102,7 @@ export class ExecOpener {
     log.info("exec started", { tty: req.tty, argv0: req.command[0] });
     if (ws.readyState !== WebSocket.OPEN) return proc.detach();
     for (const m of early.splice(0)) this.input(proc, ws, m.data, m.isBinary);
+    if (!this.held.has(ws)) ws.resume();
     const code = await proc.exit;
     log.info("exec ended", { exitCode: code });
     send(ws, { type: "exit", code });
@@ -100,13 +113,26 @@ export class ExecOpener {
   private input(proc: ExecProcess, ws: WebSocket, data: WebSocket.RawData, isBinary: boolean) {
     const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
     if (isBinary) {
-      if (buf[0] === EXEC_CHANNEL.stdin) proc.write(buf.subarray(1));
+      if (buf[0] === EXEC_CHANNEL.stdin && !proc.write(buf.subarray(1))) this.holdInput(proc, ws);
       return;
     }
     const parsed = parseFrame(ExecClientControl, buf.toString("utf8"));
     if (!parsed.ok) return ws.close(EXEC_CLOSE_CODES.BAD_MESSAGE);
     if (parsed.frame.type === "stdin_end") return proc.endStdin();
     proc.resize(parsed.frame.cols, parsed.frame.rows).catch(() => undefined);
+  }
+
+  /** The command reads its stdin slower than the client sends: read no more of the client until it catches up. */
+  private holdInput(proc: ExecProcess, ws: WebSocket) {
+    if (this.held.has(ws)) return;
+    this.held.add(ws);
+    ws.pause();
+    const ping = setInterval(() => ws.readyState === WebSocket.OPEN && ws.ping(), HELD_PING_MS);
+    void proc.drained().then(() => {
+      clearInterval(ping);
+      this.held.delete(ws);
+      ws.resume();
+    });
   }
 
   private holdOutput(proc: ExecProcess, ws: WebSocket) {
@@ -144,6 +170,10 @@ export class ExecOpener {
     for (const ws of this.open) ws.terminate();
     this.open.clear();
   }
+}
+
+function rawLength(data: WebSocket.RawData): number {
+  return Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data.byteLength;
 }
 
 function send(ws: WebSocket, message: ExecServerControl) {

@@ -74,7 +74,14 @@ export interface ExecOptions {
 
 /** A command running in a container (docker exec), its stdin open. */
 export interface ExecProcess {
-  write(chunk: Uint8Array): void;
+  /**
+   * Passes bytes to the command's stdin. False once the engine holds more than the
+   * command has read: write no more until `drained()`, or a tenant piping into a
+   * command that never reads fills the agent's memory.
+   */
+  write(chunk: Uint8Array): boolean;
+  /** Resolves once stdin takes more (at once when it already does), or the command's streams are gone. */
+  drained(): Promise<void>;
   /** Closes stdin: the command reads end of file. */
   endStdin(): void;
   resize(cols: number, rows: number): Promise<void>;

@@ -47,9 +47,18 @@ export class DockerExecClient implements ExecClient {
     });
     const exit = ended.then(() => this.exitCode(exec));
     return {
-      write: (chunk) => {
-        if (stream.writable) stream.write(chunk);
-      },
+      write: (chunk) => (stream.writable ? stream.write(chunk) : true),
+      drained: () =>
+        new Promise<void>((resolve) => {
+          if (!stream.writableNeedDrain || stream.destroyed) return resolve();
+          const done = () => {
+            stream.off("drain", done);
+            stream.off("close", done);
+            resolve();
+          };
+          stream.on("drain", done);
+          stream.on("close", done);
+        }),
       // A half-close: the engine closes the command's stdin and keeps sending its output.
       endStdin: () => {
         if (stream.writable) stream.end();

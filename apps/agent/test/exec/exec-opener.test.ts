@@ -96,3 +96,31 @@ it("runs the command in the deployment's container: stdin in, output out, the si
   expect(output).toEqual([[1, "hi"]]);
   expect(texts(e!)).toEqual([{ type: "exit", code: 0 }]);
 });
+
+it("reads no more than a little of the client's input while the command is being started", async () => {
+  await runContainer("dep_mine");
+  // The engine takes its time starting the command (a busy daemon).
+  let started!: () => void;
+  const starting = new Promise<void>((r) => (started = r));
+  const exec = runtime.exec.bind(runtime);
+  runtime.exec = async (id, options) => {
+    await starting;
+    return exec(id, options);
+  };
+  const opening = opener.openExec({ type: "open_exec", execId: "x3", deploymentId: "dep_mine", command: ["cat"], tty: false });
+  await expect.poll(() => dialled.length).toBe(1);
+  const [e] = dialled;
+  const chunk = Buffer.alloc(64 * 1024 + 1, 0x80);
+  chunk[0] = 0;
+  for (let i = 0; i < 512; i++) e!.ws.send(chunk);
+  e!.ws.send(JSON.stringify({ type: "stdin_end" }));
+  await new Promise((r) => setTimeout(r, 500));
+  // The rest of the 32 MiB waits at the control plane, not in the agent's memory.
+  expect(e!.ws.bufferedAmount).toBeGreaterThan(16 * 1024 * 1024);
+  started();
+  await opening;
+  expect(await closed(e!.ws)).toBe(1000);
+  const echoed = e!.messages.filter((m) => m.isBinary).reduce((n, m) => n + m.data.length - 1, 0);
+  expect(echoed).toBe(512 * 64 * 1024);
+  expect(texts(e!)).toEqual([{ type: "exit", code: 0 }]);
+});

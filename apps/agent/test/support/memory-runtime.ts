@@ -349,7 +349,9 @@ export class MemoryRuntime implements ContainerRuntime, EngineRestarts {
       detached: false,
       write: (chunk) => {
         if (!ended) options.onOutput("stdout", Buffer.from(chunk));
+        return true;
       },
+      drained: async () => {},
       endStdin: () => end(0),
       resize: async (cols, rows) => void process.sizes.push({ cols, rows }),
       pauseOutput: () => {},
