@@ -10,7 +10,7 @@ export type LogStreamOptions = { tail: number; sinceMs?: number; lastEventId?: s
 /**
  * A deployment's log lines as Server-Sent Events: the tail first (or, with
  * Last-Event-ID, the lines after that one), then each line as it is stored, each
- * with its number as id; `end` once the deployment has ended and its last lines
+ * with its number as id (the highest sent, for a line stored late); `end` once the deployment has ended and its last lines
  * are out; a comment when nothing was sent for LOG_STREAM_KEEP_ALIVE_MS.
  */
 export function streamLogs(c: Context, deps: Pick<Deps, "repos" | "watch" | "log">, dep: DeploymentRow, o: LogStreamOptions) {
@@ -19,9 +19,14 @@ export function streamLogs(c: Context, deps: Pick<Deps, "repos" | "watch" | "log
     async (stream) => {
       const abort = new AbortController();
       stream.onAbort(() => abort.abort());
-      const send = (r: LogRow) => stream.writeSSE({ id: String(r.seq), data: JSON.stringify({ timestamp: r.ts, stream: r.stream, message: r.message }) });
+      // The id is the cursor a reconnect resumes after: a late line (stored after higher-numbered ones) does not move it back.
+      let top = 0;
+      const send = (r: LogRow) => {
+        top = Math.max(top, r.seq);
+        return stream.writeSSE({ id: String(top), data: JSON.stringify({ timestamp: r.ts, stream: r.stream, message: r.message }) });
+      };
       let afterSeq: number;
-      if (o.lastEventId !== undefined) afterSeq = Number(o.lastEventId);
+      if (o.lastEventId !== undefined) afterSeq = top = Number(o.lastEventId);
       else {
         const rows = await deps.repos.logs.tail(dep.id, o.tail, o.sinceMs);
         for (const r of rows) await send(r);

@@ -2,7 +2,7 @@ import type { DeploymentRow, LogRow } from "@cm/db";
 import { type DeploymentStatus, TENANT_ACTIONS } from "@cm/protocol";
 import type { DeploymentWatch } from "./deployment-watch";
 
-/** What a follower gets: new lines, a quiet poll (time to send a keep-alive), or the end of the deployment. */
+/** What a follower gets: new lines (a late one, stored after higher-numbered ones, may come after them), a quiet poll (time to send a keep-alive), or the end of the deployment. */
 export type LogFollowStep = { kind: "lines"; rows: LogRow[] } | { kind: "quiet" } | { kind: "end"; status: DeploymentStatus | "deleted" };
 
 export type LogFollowOptions = {
@@ -24,10 +24,21 @@ export type LogFollowOptions = {
 };
 
 const ENDED: readonly DeploymentStatus[] = TENANT_ACTIONS.start;
+/** A missing line is looked for this long after it was passed over; then it is taken as never coming (a new run's numbering skips, trimmed lines). */
+const HOLE_KEEP_MS = 5 * 60_000;
+const MAX_HOLES = 64;
+
+/**
+ * Lines numbered between ones the follower got, not stored when it read past
+ * them: an agent sends a refused batch again after later ones were stored
+ * (LOGS_RATE_LIMITED), so a cursor by line number alone would skip it.
+ */
+type Hole = { from: number; to: number; seenAtMs: number };
 
 /**
  * A deployment's log lines after a cursor, as they are stored, until it has ended
- * and its last lines are out. Status changes and wake-ups come from the watch;
+ * and its last lines are out; a line stored after higher-numbered ones still
+ * reaches a follower that passed its number (see Hole). Status changes and wake-ups come from the watch;
  * lines are read from the store, so a follower resumes after any line by its number.
  */
 export async function* followLogs(deps: { watch: DeploymentWatch }, dep: DeploymentRow, o: LogFollowOptions): AsyncGenerator<LogFollowStep> {
@@ -47,15 +58,33 @@ export async function* followLogs(deps: { watch: DeploymentWatch }, dep: Deploym
     wake?.();
   });
   let cursor = o.afterSeq;
+  let holes: Hole[] = [];
   let read = true;
+  // The lines stored since in the holes; what is still missing stays a hole.
+  const fillHoles = async (nowMs: number) => {
+    const found: LogRow[] = [];
+    const left: Hole[] = [];
+    for (const hole of holes) {
+      if (nowMs - hole.seenAtMs > HOLE_KEEP_MS) continue;
+      const rows = (await deps.watch.readLines(dep.id, hole.from - 1, hole.to - hole.from + 1, o.sinceMs)).filter((r) => r.seq <= hole.to);
+      found.push(...rows);
+      left.push(...gaps(hole.from - 1, rows, hole.to, hole.seenAtMs));
+    }
+    holes = left;
+    return found;
+  };
   try {
     while (!o.signal.aborted) {
       if (read) {
         woken = false;
+        const late = holes.length > 0 ? await fillHoles(Date.now()) : [];
         const rows = await deps.watch.readLines(dep.id, cursor, o.batch ?? 1_000, o.sinceMs);
         if (rows.length > 0) {
+          holes = [...holes, ...gaps(cursor, rows, undefined, Date.now())].slice(-MAX_HOLES);
           cursor = rows.at(-1)!.seq;
-          yield { kind: "lines", rows };
+        }
+        if (late.length > 0 || rows.length > 0) {
+          yield { kind: "lines", rows: [...late, ...rows] };
           continue;
         }
       }
@@ -79,6 +108,18 @@ export async function* followLogs(deps: { watch: DeploymentWatch }, dep: Deploym
     stopRows();
     stopLines();
   }
+}
+
+/** The numbers missing after `afterSeq` among `rows` (ascending), up to `to` when given. */
+function gaps(afterSeq: number, rows: readonly LogRow[], to: number | undefined, seenAtMs: number): Hole[] {
+  const out: Hole[] = [];
+  let prev = afterSeq;
+  for (const r of rows) {
+    if (r.seq > prev + 1) out.push({ from: prev + 1, to: r.seq - 1, seenAtMs });
+    prev = r.seq;
+  }
+  if (to !== undefined && to > prev) out.push({ from: prev + 1, to, seenAtMs });
+  return out;
 }
 
 const isEnded = (s: DeploymentStatus | "deleted") => s === "deleted" || ENDED.includes(s);

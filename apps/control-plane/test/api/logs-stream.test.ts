@@ -91,7 +91,8 @@ describe("GET /deployments/:id/logs/stream", () => {
   });
 
   it("answers bad tail, since and Last-Event-ID with VALIDATION_ERROR naming where, never a stream", async () => {
-    const id = await deploy();
+    // One of the tenant's deployments: the node may have no room left for another.
+    const id = (await h.call("GET", "/deployments", { token: tenant.token })).json.deployments[0]?.id ?? (await deploy());
     for (const [query, headers, where, field] of [
       ["?tail=0", {}, "query", "tail"],
       ["?tail=ten", {}, "query", "tail"],
@@ -117,7 +118,8 @@ describeEachDatabase("GET /deployments/:id/logs/stream on $name, lines from an a
   let h: AgentHarness;
   beforeAll(async () => {
     // A fallback read of the store far longer than the wait below: a line can only arrive through the wake-up.
-    h = await startAgentHarness(db, { STREAM_FALLBACK_MS: 600_000 });
+    // 64 KiB a second per node (256 KiB at once), so that a batch can be refused and sent again after later ones.
+    h = await startAgentHarness(db, { STREAM_FALLBACK_MS: 600_000, LOG_INGEST_BYTES_PER_S: 64 * 1024 });
   });
   afterAll(() => h.close());
 
@@ -141,6 +143,40 @@ describeEachDatabase("GET /deployments/:id/logs/stream on $name, lines from an a
       ["1", "first"],
       ["2", "second"],
     ]);
+    s.close();
+    await node.agent.close();
+  });
+
+  it("sends a refused batch's lines when the agent sends it again after later lines were stored, ids never going back", async () => {
+    const tenant = await h.signIn();
+    await h.grantCredits(tenant.user.id, 1_000);
+    const node = await h.connectedNode((await h.signIn()).token);
+    const { id, spec } = await h.deploy(tenant.token, node.id, node.agent);
+    await h.run(node.agent, spec, tenant.token);
+    const s = await open(`${h.url}/deployments/${id}/logs/stream`, tenant.token);
+    await until("the cursor", () => s.events.length === 1);
+    const ts = new Date(h.clock.now()).toISOString();
+    const lines = (from: number, n: number, size: number) =>
+      Array.from({ length: n }, (_, i) => ({ seq: from + i, ts, stream: "stdout" as const, message: `${from + i} ${"x".repeat(size)}` }));
+    node.agent.send({ type: "logs", deploymentId: id, lines: lines(1, 10, 10_000) });
+    await node.agent.next("logs_ack");
+    // More than the burst has left: refused. The agent's next batch fits, is stored, and tells it the first was refused.
+    const refused = lines(11, 30, 10_000);
+    node.agent.send({ type: "logs", deploymentId: id, lines: refused });
+    expect((await node.agent.next("error")).code).toBe("LOGS_RATE_LIMITED");
+    node.agent.send({ type: "logs", deploymentId: id, lines: lines(41, 1, 0) });
+    await node.agent.next("logs_ack");
+    await until("line 41", () => s.events.some((e) => e.data && JSON.parse(e.data).message.startsWith("41 ")));
+    h.clock.advance(5_000);
+    node.agent.send({ type: "logs", deploymentId: id, lines: refused });
+    await node.agent.next("logs_ack");
+    const seqs = () => s.events.filter((e) => e.data).map((e) => Number(JSON.parse(e.data!).message.split(" ")[0]));
+    await until("the lines sent again", () => seqs().length === 41);
+    expect([...seqs()].sort((a, b) => a - b)).toEqual(Array.from({ length: 41 }, (_, i) => i + 1));
+    // The id is the cursor a reconnect resumes after: it never goes back, so resuming repeats nothing.
+    const ids = s.events.filter((e) => e.data).map((e) => Number(e.id));
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(ids.at(-1)).toBe(41);
     s.close();
     await node.agent.close();
   });
