@@ -62,6 +62,27 @@ needs("docker", "busybox").describe("cm exec with a real agent and Docker", () =
     expect(r).toEqual({ code: 0, stdout: "PIPED TEXT\n", stderr: "to-stderr\n" });
   });
 
+  it("reads a large stdin only as fast as the command takes it, and passes it all", async () => {
+    // `cm exec ID -- sh -c 'cat > f' < big`: the file must not be read into cm's memory.
+    const total = 128 * 1024 * 1024;
+    const child = spawn(TSX, [ENTRY, "exec", id, "--", "sh", "-c", "echo ready; sleep 4; wc -c"], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? "", HOME: t.home, XDG_CONFIG_HOME: join(t.home, ".config"), CM_API_URL: s.h.url },
+    });
+    let stdout = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c));
+    const code = new Promise<number>((r) => child.on("close", (c) => r(c ?? -1)));
+    const chunk = Buffer.alloc(1024 * 1024, 0xfe);
+    for (let i = 0; i < total / chunk.length; i++) child.stdin.write(chunk);
+    child.stdin.end();
+    await until("the command started", async () => stdout.startsWith("ready\n"), 30_000);
+    await new Promise((r) => setTimeout(r, 2_000));
+    // What the command has not read yet is still waiting here, not in cm.
+    expect(child.stdin.writableLength).toBeGreaterThan(total / 2);
+    expect(await code).toBe(0);
+    expect(stdout).toBe(`ready\n${total}\n`);
+  }, 60_000);
+
   it("-it gives a shell in a terminal sized like this one; what is typed is echoed, exit 5 is cm's exit code", async () => {
     // script(1) gives cm a pseudo-terminal of 100x30, as a terminal emulator would.
     const inner = `stty cols 100 rows 30; ${TSX} ${ENTRY} exec ${id} -it -- sh`;

@@ -8,11 +8,15 @@ const BEARER_PREFIX: typeof P.EXEC_BEARER_PROTOCOL_PREFIX = "bearer.";
 const CHANNEL: typeof P.EXEC_CHANNEL = { stdin: 0, stdout: 1, stderr: 2 };
 /** stdin is sent in pieces well under the server's message limit. */
 const STDIN_CHUNK_BYTES = 64 * 1024;
+/** stdin queued here past which write() says to wait for drained(). */
+const STDIN_HIGH_WATER_BYTES = 1024 * 1024;
+const DRAIN_POLL_MS = 20;
 
 /** The part of the WebSocket API this uses: the browser's, and the `ws` package's. */
 export interface WebSocketLike {
   binaryType: string;
   readonly readyState: number;
+  readonly bufferedAmount: number;
   send(data: string | ArrayBufferView | ArrayBuffer): void;
   close(code?: number, reason?: string): void;
   addEventListener(type: "open" | "message" | "close" | "error", listener: (event: { data?: unknown; code?: number }) => void): void;
@@ -37,7 +41,14 @@ export interface ExecSession {
   readonly opened: Promise<void>;
   /** The command's exit code; rejects with ExecError, ApiError or NetworkError when it ended without one. */
   readonly exit: Promise<number>;
-  write(data: Uint8Array | string): void;
+  /**
+   * Sends bytes to the command's stdin. False once more is queued than the
+   * command is taking: send no more until `drained()`, or a large input is held
+   * in memory here (the control plane reads only as fast as the command does).
+   */
+  write(data: Uint8Array | string): boolean;
+  /** Resolves once write() may be called again (at once when it already may), or the session is over. */
+  drained(): Promise<void>;
   /** No more stdin: the command reads end of file. */
   end(): void;
   resize(cols: number, rows: number): void;
@@ -63,7 +74,14 @@ export function exec(t: Transport, id: string, options: ExecOptions): ExecSessio
   let ws: WebSocketLike | undefined;
   let isOpen = false;
   let closed = false;
-  const send = (m: string | Uint8Array) => (ws && isOpen ? ws.send(m) : void pending.push(m));
+  let ended = false;
+  let pendingBytes = 0;
+  const send = (m: string | Uint8Array) => {
+    if (ws && isOpen) return ws.send(m);
+    pending.push(m);
+    pendingBytes += m.length;
+  };
+  const queued = () => pendingBytes + (ws && isOpen ? ws.bufferedAmount : 0);
 
   let opened!: () => void;
   let notOpened!: (err: unknown) => void;
@@ -87,6 +105,7 @@ export function exec(t: Transport, id: string, options: ExecOptions): ExecSessio
         isOpen = true;
         socket.send(JSON.stringify({ type: "start", command: options.command, tty: options.tty ?? false, cols: options.cols, rows: options.rows }));
         for (const m of pending.splice(0)) socket.send(m);
+        pendingBytes = 0;
         opened();
       });
       socket.addEventListener("message", ({ data }) => {
@@ -102,6 +121,7 @@ export function exec(t: Transport, id: string, options: ExecOptions): ExecSessio
         else if (bytes[0] === CHANNEL.stderr) options.onStderr?.(body);
       });
       socket.addEventListener("close", () => {
+        ended = true;
         if (code !== undefined) return resolve(code);
         if (error) return reject(error);
         if (closed) return reject(new ExecError("SESSION_ENDED", "the session was closed"));
@@ -132,7 +152,13 @@ export function exec(t: Transport, id: string, options: ExecOptions): ExecSessio
         frame.set(piece, 1);
         send(frame);
       }
+      return queued() <= STDIN_HIGH_WATER_BYTES;
     },
+    drained: () =>
+      new Promise<void>((resolve) => {
+        const check = () => (ended || queued() <= STDIN_HIGH_WATER_BYTES / 2 ? resolve() : void setTimeout(check, DRAIN_POLL_MS));
+        check();
+      }),
     end: () => send(JSON.stringify({ type: "stdin_end" })),
     resize: (cols, rows) => send(JSON.stringify({ type: "resize", cols, rows })),
     close() {

@@ -26,7 +26,13 @@ export const exec: Run = async (ctx, { args, flags }) => {
   });
 
   const passStdin = flags.interactive === true || tty || !stdin.isTTY;
-  const onData = (chunk: Buffer) => session.write(chunk);
+  let over = false;
+  // Read stdin only as fast as the command takes it: `cm exec ID -- sh -c 'cat > f' < big` must not load big.
+  const onData = (chunk: Buffer) => {
+    if (session.write(chunk)) return;
+    stdin.pause();
+    void session.drained().then(() => over || stdin.resume());
+  };
   const onEnd = () => session.end();
   const onResize = () => out.columns && out.rows && session.resize(out.columns, out.rows);
   const onAbort = () => session.close();
@@ -48,6 +54,7 @@ export const exec: Run = async (ctx, { args, flags }) => {
     if (ctx.signal.aborted) throw ctx.signal.reason;
     throw err;
   } finally {
+    over = true;
     ctx.signal.removeEventListener("abort", onAbort);
     if (tty) {
       stdin.setRawMode(false);
