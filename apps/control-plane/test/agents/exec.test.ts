@@ -121,3 +121,28 @@ describe("exec through a node's agent (control plane side)", () => {
     }
   });
 });
+
+describe("exec when the control plane shuts down", () => {
+  it("tells the tenant the session ended (SESSION_ENDED, 4500) and closes the agent's connection", async () => {
+    const h = await startAgentHarness(db, { TUNNEL_OPEN_TIMEOUT_MS: 1_000 });
+    const op = await h.signIn();
+    const tenant = await h.signIn();
+    await h.grantCredits(tenant.user.id, 100_000);
+    const node = await h.connectedNode(op.token);
+    const dep = await h.deploy(tenant.token, node.id, node.agent);
+    await h.run(node.agent, dep.spec, tenant.token);
+    const c = openExec(h.url, dep.id, tenant.token);
+    await c.opened;
+    c.ws.send(JSON.stringify({ type: "start", command: ["sh"], tty: true }));
+    const ask = await node.agent.next("open_exec");
+    const agent = new WebSocket(`${h.url.replace(/^http/, "ws")}${AGENT_EXEC_PATH}?id=${ask.execId}`, {
+      headers: { authorization: `Bearer ${node.agentToken}` },
+    });
+    await new Promise((r) => agent.once("open", r));
+    const agentClosed = new Promise<number>((r) => agent.once("close", r));
+    await h.close();
+    expect(await c.got.closed).toBe(EXEC_CLOSE_CODES.FAILED);
+    expect(c.got.texts).toEqual([{ type: "error", code: "SESSION_ENDED", message: "the control plane is shutting down" }]);
+    await agentClosed;
+  });
+});
