@@ -117,6 +117,19 @@ needs("docker", "busybox").describe("exec in a deployment's container", () => {
     expect(e.stdout().trim()).toBe(String(16 * 64 * 1024));
   });
 
+  it("carries bytes as they are, both ways: all 256 values, not UTF-8, through cat", async () => {
+    const e = exec(depId, { command: ["cat"] });
+    const bytes = Buffer.from(Array.from({ length: 4096 }, (_, i) => (i * 7) % 256));
+    const out: Buffer[] = [];
+    e.ws.on("message", (data: Buffer, isBinary) => isBinary && data[0] === 1 && out.push(data.subarray(1)));
+    e.ws.once("open", () => {
+      e.ws.send(Buffer.concat([Buffer.from([0]), bytes]));
+      e.control({ type: "stdin_end" });
+    });
+    expect(await e.done).toEqual({ exit: 0, closeCode: 1000 });
+    expect(Buffer.concat(out).equals(bytes)).toBe(true);
+  });
+
   it("an interactive shell with a tty: typed input echoes, the terminal is sized and resized, exit 5 ends it", async () => {
     const e = exec(depId, { command: ["sh"], tty: true, cols: 100, rows: 30 });
     await new Promise((r) => e.ws.once("open", r));
