@@ -50,6 +50,8 @@ export class ExecOpener {
   private readonly open = new Set<WebSocket>();
   /** Sessions whose command has not read what it was sent: their connection is paused. */
   private readonly held = new Set<WebSocket>();
+  /** Sessions applying a resize: what the client sent after it waits here, in order. */
+  private readonly afterResize = new Map<WebSocket, Array<{ data: WebSocket.RawData; isBinary: boolean }>>();
   constructor(private readonly o: ExecOpenerOptions) {}
 
   async openExec(req: ExecRequest): Promise<void> {
@@ -102,7 +104,7 @@ export class ExecOpener {
     log.info("exec started", { tty: req.tty, argv0: req.command[0] });
     if (ws.readyState !== WebSocket.OPEN) return proc.detach();
     for (const m of early.splice(0)) this.input(proc, ws, m.data, m.isBinary);
-    if (!this.held.has(ws)) ws.resume();
+    this.resumeUnlessHeld(ws);
     const code = await proc.exit;
     log.info("exec ended", { exitCode: code });
     send(ws, { type: "exit", code });
@@ -111,6 +113,8 @@ export class ExecOpener {
 
   /** What the control plane relays of the client's messages (it checked them; checked again, cheaply). */
   private input(proc: ExecProcess, ws: WebSocket, data: WebSocket.RawData, isBinary: boolean) {
+    const waiting = this.afterResize.get(ws);
+    if (waiting) return void waiting.push({ data, isBinary });
     const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
     if (isBinary) {
       if (buf[0] === EXEC_CHANNEL.stdin && !proc.write(buf.subarray(1))) this.holdInput(proc, ws);
@@ -119,7 +123,30 @@ export class ExecOpener {
     const parsed = parseFrame(ExecClientControl, buf.toString("utf8"));
     if (!parsed.ok) return ws.close(EXEC_CLOSE_CODES.BAD_MESSAGE);
     if (parsed.frame.type === "stdin_end") return proc.endStdin();
-    proc.resize(parsed.frame.cols, parsed.frame.rows).catch(() => undefined);
+    // What the client typed after resizing must reach a terminal of the new size
+    // (`stty size` right after a resize answers the new one): nothing more is
+    // handled, or read, until the engine has applied it.
+    this.afterResize.set(ws, []);
+    ws.pause();
+    void proc
+      .resize(parsed.frame.cols, parsed.frame.rows)
+      .catch(() => undefined)
+      .then(() => {
+        const later = this.afterResize.get(ws) ?? [];
+        this.afterResize.delete(ws);
+        for (const [i, m] of later.entries()) {
+          this.input(proc, ws, m.data, m.isBinary);
+          // Another resize among them: it takes the rest.
+          const again = this.afterResize.get(ws);
+          if (again) return void again.push(...later.slice(i + 1));
+        }
+        this.resumeUnlessHeld(ws);
+      });
+  }
+
+  /** Reads the client again unless its input is held back for another reason. */
+  private resumeUnlessHeld(ws: WebSocket) {
+    if (!this.held.has(ws) && !this.afterResize.has(ws)) ws.resume();
   }
 
   /** The command reads its stdin slower than the client sends: read no more of the client until it catches up. */
@@ -131,7 +158,7 @@ export class ExecOpener {
     void proc.drained().then(() => {
       clearInterval(ping);
       this.held.delete(ws);
-      ws.resume();
+      this.resumeUnlessHeld(ws);
     });
   }
 

@@ -124,3 +124,35 @@ it("reads no more than a little of the client's input while the command is being
   expect(echoed).toBe(512 * 64 * 1024);
   expect(texts(e!)).toEqual([{ type: "exit", code: 0 }]);
 });
+
+it("applies a resize before anything the client sent after it reaches the command", async () => {
+  await runContainer("dep_mine");
+  // The engine takes a while to resize the terminal; what happened, in order.
+  const seen: string[] = [];
+  const exec = runtime.exec.bind(runtime);
+  runtime.exec = async (id, options) => {
+    const proc = await exec(id, options);
+    const write = proc.write.bind(proc);
+    return Object.assign(proc, {
+      resize: async (cols: number, rows: number) => {
+        await new Promise((r) => setTimeout(r, 200));
+        seen.push(`resize ${cols}x${rows}`);
+      },
+      write: (chunk: Buffer) => {
+        seen.push(`stdin ${chunk.toString()}`);
+        return write(chunk);
+      },
+    });
+  };
+  const opening = opener.openExec({ type: "open_exec", execId: "x4", deploymentId: "dep_mine", command: ["cat"], tty: true, cols: 80, rows: 24 });
+  await expect.poll(() => runtime.execs.length).toBe(1);
+  const [e] = dialled;
+  e!.ws.send(JSON.stringify({ type: "resize", cols: 120, rows: 40 }));
+  e!.ws.send(Buffer.from([0, ...Buffer.from("stty size")]));
+  e!.ws.send(JSON.stringify({ type: "resize", cols: 100, rows: 30 }));
+  e!.ws.send(Buffer.from([0, ...Buffer.from("again")]));
+  e!.ws.send(JSON.stringify({ type: "stdin_end" }));
+  await opening;
+  expect(await closed(e!.ws)).toBe(1000);
+  expect(seen).toEqual(["resize 120x40", "stdin stty size", "resize 100x30", "stdin again"]);
+});
