@@ -73,7 +73,9 @@ describeEachDatabase("logs from the agent on $name", (db) => {
     await again.agent.close();
   });
 
-  it("keeps the newest 10,000 lines and ingests 50,000 lines in well under a few seconds", async () => {
+  // How fast lines are stored is bench/logs.ts's and bench/fan-in.ts's question, not a
+  // floor here: on two shared cores a floor fails for load, not for a fault.
+  it("takes 50,000 lines in batches of 5,000 and keeps the newest 10,000", async () => {
     const node = await h.connectedNode(op.token);
     const { id } = await h.deploy(tenant.token, node.id, node.agent);
     const started = performance.now();
@@ -81,7 +83,6 @@ describeEachDatabase("logs from the agent on $name", (db) => {
     await node.agent.next("logs_ack", (f) => f.cursor.seq === 50_000, 30_000);
     const linesPerS = Math.round(50_000 / ((performance.now() - started) / 1000));
     console.log(`[logs] ${db.name}: 50,000 lines over the socket at ${linesPerS} lines/s`);
-    expect(linesPerS).toBeGreaterThan(10_000);
     const kept = await logs(id, "?tail=10000");
     expect(kept).toHaveLength(10_000);
     expect(kept[0]!.message).toBe("line 40001");
