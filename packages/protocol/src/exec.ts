@@ -30,6 +30,12 @@ export type ExecChannel = (typeof EXEC_CHANNEL)[keyof typeof EXEC_CHANNEL];
 
 /** The largest message either side reads; stdin should be sent in smaller chunks. */
 export const EXEC_MAX_MESSAGE_BYTES = 256 * 1024;
+/**
+ * Sessions one deployment may have open at once: each holds two connections and
+ * a `docker exec` on a node's agent that every tenant of the node shares. The
+ * next is refused with RATE_LIMITED before the upgrade.
+ */
+export const EXEC_MAX_SESSIONS_PER_DEPLOYMENT = 8;
 /** How long a client has, after the upgrade, to send its `start`. */
 export const EXEC_START_TIMEOUT_MS = 10_000;
 

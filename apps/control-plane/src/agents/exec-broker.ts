@@ -62,6 +62,9 @@ export class ExecBroker {
   });
   private readonly agents = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: EXEC_MAX_MESSAGE_BYTES });
 
+  /** Client connections per deployment, from the upgrade until they close: what the route's cap counts. */
+  private readonly clientsOf = new Map<string, number>();
+
   /** The 101 carries the request id, as every answer of the API does. */
   private readonly requestIds = new WeakMap<IncomingMessage, string>();
 
@@ -79,7 +82,21 @@ export class ExecBroker {
   /** Takes a client's connection once the route has checked who asks and that the deployment runs. */
   acceptClient(req: IncomingMessage, socket: Duplex, head: Buffer, target: ExecTarget) {
     this.requestIds.set(req, target.requestId);
+    // Counted from now, not once the handshake is done, so that a burst of opens
+    // cannot all pass the cap; the socket's close is the one end every path has.
+    const id = target.deploymentId;
+    this.clientsOf.set(id, this.sessionsOf(id) + 1);
+    socket.once("close", () => {
+      const left = this.sessionsOf(id) - 1;
+      if (left > 0) this.clientsOf.set(id, left);
+      else this.clientsOf.delete(id);
+    });
     this.clients.handleUpgrade(req, socket, head, (ws) => this.run(ws, target));
+  }
+
+  /** The deployment's client connections open or opening now. */
+  sessionsOf(deploymentId: string): number {
+    return this.clientsOf.get(deploymentId) ?? 0;
   }
 
   /** `GET /agent/exec?id=...` from an agent, with its token: the node's half of a session. */

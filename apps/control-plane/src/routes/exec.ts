@@ -6,6 +6,7 @@ import {
   EXEC_CHANNEL,
   EXEC_CLOSE_CODES,
   EXEC_MAX_MESSAGE_BYTES,
+  EXEC_MAX_SESSIONS_PER_DEPLOYMENT,
   EXEC_START_TIMEOUT_MS,
   EXEC_SUBPROTOCOL,
   ExecClientControl,
@@ -29,7 +30,7 @@ const upgradeOf = (c: Context<AppEnv>) => (c.env as Partial<ExecUpgradeEnv> | un
 
 const PROTOCOL_DOC = [
   `Opened as a WebSocket (\`Upgrade: websocket\`) with the subprotocol \`${EXEC_SUBPROTOCOL}\`. The bearer token goes in the Authorization header as for every route; a browser, which cannot set headers on a WebSocket, names it as a second subprotocol instead: \`Sec-WebSocket-Protocol: ${EXEC_SUBPROTOCOL}, ${EXEC_BEARER_PROTOCOL_PREFIX}<access token>\` (never echoed back).`,
-  "Refusals come before the upgrade as plain HTTP in the one error shape: another account's deployment is DEPLOYMENT_NOT_FOUND, one that is not running INVALID_STATE_TRANSITION (details.currentStatus), a node that is not connected NODE_OFFLINE. The same request without `Upgrade` answers those, or UPGRADE_REQUIRED when all is well: a browser learns that way why its WebSocket was refused.",
+  `Refusals come before the upgrade as plain HTTP in the one error shape: another account's deployment is DEPLOYMENT_NOT_FOUND, one that is not running INVALID_STATE_TRANSITION (details.currentStatus), a node that is not connected NODE_OFFLINE, a deployment with ${EXEC_MAX_SESSIONS_PER_DEPLOYMENT} sessions open already RATE_LIMITED (429, Retry-After). The same request without \`Upgrade\` answers those, or UPGRADE_REQUIRED when all is well: a browser learns that way why its WebSocket was refused.`,
   `Messages: the client's first, within ${EXEC_START_TIMEOUT_MS / 1000} s, is JSON text \`${JSON.stringify(z.toJSONSchema(ExecStart))}\`. Bytes travel as binary messages whose first byte is the channel (${EXEC_CHANNEL.stdin} stdin from the client; ${EXEC_CHANNEL.stdout} stdout, ${EXEC_CHANNEL.stderr} stderr from the server; a tty sends everything as stdout). Control messages are JSON text: from the client ${JSON.stringify(z.toJSONSchema(ExecClientControl))}; from the server ${JSON.stringify(z.toJSONSchema(ExecServerControl))}.`,
   `The session ends with \`exit\` and close code ${EXEC_CLOSE_CODES.NORMAL}, or \`error\` and ${EXEC_CLOSE_CODES.FAILED} (the node could not be reached, the container is gone, the deployment stopped), or ${EXEC_CLOSE_CODES.BAD_MESSAGE} after a message that breaks these rules. Messages are at most ${EXEC_MAX_MESSAGE_BYTES / 1024} KiB. Closing the connection hangs up on the command (SIGHUP with a tty; end of file on stdin without).`,
 ].join("\n\n");
@@ -53,7 +54,7 @@ export function execRoutes(deps: Deps, route: RouteFactory) {
           },
         },
       },
-      { auth: true, errors: ["DEPLOYMENT_NOT_FOUND", "INVALID_STATE_TRANSITION", "NODE_OFFLINE", "UPGRADE_REQUIRED"] },
+      { auth: true, errors: ["DEPLOYMENT_NOT_FOUND", "INVALID_STATE_TRANSITION", "NODE_OFFLINE", "RATE_LIMITED", "UPGRADE_REQUIRED"] },
     ),
     async (c) => {
       const dep = await deps.deployments.mine(c.req.valid("param").id, c.get("user").id);
@@ -63,6 +64,13 @@ export function execRoutes(deps: Deps, route: RouteFactory) {
           action: "exec",
         });
       if (!deps.agents.isConnected(dep.nodeId)) throw new ApiError("NODE_OFFLINE", `node ${dep.nodeId} is not connected; try again once it is back`);
+      if (deps.execs.sessionsOf(dep.id) >= EXEC_MAX_SESSIONS_PER_DEPLOYMENT)
+        throw new ApiError(
+          "RATE_LIMITED",
+          `deployment ${dep.id} has ${EXEC_MAX_SESSIONS_PER_DEPLOYMENT} exec sessions open, the most it may: end one first`,
+          { limit: EXEC_MAX_SESSIONS_PER_DEPLOYMENT, retryAfterSeconds: 5 },
+          { "Retry-After": "5" },
+        );
       const upgrade = upgradeOf(c);
       if (!upgrade) throw new ApiError("UPGRADE_REQUIRED");
       upgrade({ deploymentId: dep.id, nodeId: dep.nodeId, log: c.get("log"), requestId: c.get("requestId") });

@@ -3,7 +3,7 @@
 // one that hangs), that only the node asked can take the session, and that what
 // the tenant typed before the agent was there reaches it. The whole path with a
 // real agent and Docker is e2e/exec.test.ts.
-import { AGENT_EXEC_PATH, EXEC_CHANNEL, EXEC_CLOSE_CODES, EXEC_SUBPROTOCOL } from "@cm/protocol";
+import { AGENT_EXEC_PATH, EXEC_CHANNEL, EXEC_CLOSE_CODES, EXEC_MAX_SESSIONS_PER_DEPLOYMENT, EXEC_SUBPROTOCOL } from "@cm/protocol";
 import { sqliteDatabase as db } from "@cm/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
@@ -119,6 +119,35 @@ describe("exec through a node's agent (control plane side)", () => {
     } finally {
       nodes.byAgentTokenHash = lookup;
     }
+  });
+
+  it("refuses one session more than a deployment may hold open, with RATE_LIMITED before the upgrade, and takes one again once a session ends", async () => {
+    const { dep } = await runningDeployment();
+    const open = [];
+    for (let i = 0; i < EXEC_MAX_SESSIONS_PER_DEPLOYMENT; i++) {
+      const c = openExec(h.url, dep.id, tenant.token);
+      await c.opened;
+      open.push(c);
+    }
+    const refused = new WebSocket(`${h.url.replace(/^http/, "ws")}/deployments/${dep.id}/exec`, [EXEC_SUBPROTOCOL], {
+      headers: { authorization: `Bearer ${tenant.token}` },
+    });
+    const answer = await new Promise<{ status: number; retryAfter: string | undefined; body: string }>((resolve) =>
+      refused.once("unexpected-response", (_req, res) => {
+        let body = "";
+        res.on("data", (c: Buffer) => (body += c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers["retry-after"] as string | undefined, body }));
+      }),
+    );
+    expect(answer.status).toBe(429);
+    expect(answer.retryAfter).toBe("5");
+    expect(JSON.parse(answer.body).error).toMatchObject({ code: "RATE_LIMITED", details: { limit: EXEC_MAX_SESSIONS_PER_DEPLOYMENT } });
+
+    open[0]!.ws.close();
+    await open[0]!.got.closed;
+    const again = openExec(h.url, dep.id, tenant.token);
+    await again.opened;
+    for (const c of [again, ...open.slice(1)]) c.ws.close();
   });
 });
 
