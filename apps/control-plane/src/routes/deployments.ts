@@ -187,7 +187,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
           description: [
             "First the last `tail` lines (and `since`, as GET /deployments/{id}/logs), then each new line as it is stored.",
             "Each line is an event with `id:` its line number and `data:` a LogEntry as JSON. Reconnect with `Last-Event-ID` (EventSource does) to resume after that line, none lost or repeated; with no line yet, a first event with only an `id:` hands the cursor.",
-            `\`event: end\` (data: LogStreamEnd) once the deployment is stopped, exited, failed or deleted and its last lines are out; then the stream closes. A comment (\`: keep-alive\`) every ${LOG_STREAM_KEEP_ALIVE_MS / 1000} s keeps proxies from closing a quiet stream.`,
+            `\`event: end\` (data: LogStreamEnd) once the deployment is stopped, exited, failed or deleted and its last lines are out; then the stream closes. A comment (\`: keep-alive\`) every ${LOG_STREAM_KEEP_ALIVE_MS / 1000} s keeps proxies from closing a quiet stream. A failure on our side is told as \`event: error\` (data: the API's error shape, INTERNAL_ERROR with the request id), then the stream closes: reconnect with Last-Event-ID to resume.`,
           ].join("\n\n"),
           request: { params: IdParams, query: LogsQuery, headers: LogStreamHeaders },
           responses: {
@@ -224,7 +224,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
           description: [
             "First the deployment as GET /deployments/{id} answers it, then the deployment again each time something in it changes: status, statusReason (pull progress included), exitCode, an endpoint becoming ready, totalCost as it is charged.",
             "Each is an event with `id:` a number counting up and `data:` a Deployment as JSON. Changes that come close together may arrive as one event with the newest state. A reconnect gets the current state first again; with `Last-Event-ID` (EventSource sends it) the ids go on from it.",
-            `\`event: end\` (data: LogStreamEnd) once the deployment is stopped, exited or failed (after the event showing it) or deleted; then the stream closes. A comment (\`: keep-alive\`) every ${LOG_STREAM_KEEP_ALIVE_MS / 1000} s keeps proxies from closing a quiet stream.`,
+            `\`event: end\` (data: LogStreamEnd) once the deployment is stopped, exited or failed (after the event showing it) or deleted; then the stream closes. A comment (\`: keep-alive\`) every ${LOG_STREAM_KEEP_ALIVE_MS / 1000} s keeps proxies from closing a quiet stream. A failure on our side is told as \`event: error\` (data: the API's error shape, INTERNAL_ERROR with the request id), then the stream closes: reconnect with Last-Event-ID to resume.`,
           ].join("\n\n"),
           request: { params: IdParams, headers: DeploymentEventsHeaders },
           responses: {

@@ -106,6 +106,26 @@ describe("GET /deployments/:id/logs/stream", () => {
     }
   });
 
+  it("tells a failure on our side as an error event in the API's error shape, not the store's own words, and ends", async () => {
+    // One of the tenant's deployments: the node may have no room left for another.
+    const id = (await h.call("GET", "/deployments", { token: tenant.token })).json.deployments[0]?.id ?? (await deploy());
+    const tail = h.deps.repos.logs.tail;
+    h.deps.repos.logs.tail = async () => {
+      throw new Error("SQLITE_IOERR: disk I/O error at /var/lib/cm/cm.db");
+    };
+    try {
+      const s = await open(`${h.url}/deployments/${id}/logs/stream`, tenant.token);
+      await s.done;
+      const failed = s.events.find((e) => e.event === "error");
+      expect(JSON.parse(failed!.data!)).toEqual({
+        error: { code: "INTERNAL_ERROR", message: "the log stream failed on our side; reconnect to resume it", requestId: s.res.headers.get("x-request-id") },
+      });
+      expect(JSON.stringify(s.events)).not.toMatch(/SQLITE|cm\.db/);
+    } finally {
+      h.deps.repos.logs.tail = tail;
+    }
+  });
+
   it("is in the document as text/event-stream with bearer security", async () => {
     const op = (await h.call("GET", "/openapi.json")).json.paths["/deployments/{id}/logs/stream"].get;
     expect(op.security).toEqual([{ bearer: [] }]);
