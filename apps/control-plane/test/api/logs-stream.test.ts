@@ -143,7 +143,8 @@ describeEachDatabase("GET /deployments/:id/logs/stream on $name, lines from an a
   });
   afterAll(() => h.close());
 
-  it("wakes the follower when the agent's lines are stored, without waiting for the fallback read", async () => {
+  /** A running deployment on its own node, and a follower of its log stream that has its cursor. */
+  async function followedDeployment() {
     const tenant = await h.signIn();
     await h.grantCredits(tenant.user.id, 1_000);
     const node = await h.connectedNode((await h.signIn()).token);
@@ -151,6 +152,11 @@ describeEachDatabase("GET /deployments/:id/logs/stream on $name, lines from an a
     await h.run(node.agent, spec, tenant.token);
     const s = await open(`${h.url}/deployments/${id}/logs/stream`, tenant.token);
     await until("the cursor", () => s.events.length === 1);
+    return { node, id, s };
+  }
+
+  it("wakes the follower when the agent's lines are stored, without waiting for the fallback read", async () => {
+    const { node, id, s } = await followedDeployment();
     const ship = async (seq: number, message: string) => {
       node.agent.send({ type: "logs", deploymentId: id, lines: [{ seq, ts: new Date(h.clock.now()).toISOString(), stream: "stdout", message }] });
       await node.agent.next("logs_ack", (a) => a.deploymentId === id && a.cursor.seq === seq);
@@ -168,13 +174,7 @@ describeEachDatabase("GET /deployments/:id/logs/stream on $name, lines from an a
   });
 
   it("sends a refused batch's lines when the agent sends it again after later lines were stored, ids never going back", async () => {
-    const tenant = await h.signIn();
-    await h.grantCredits(tenant.user.id, 1_000);
-    const node = await h.connectedNode((await h.signIn()).token);
-    const { id, spec } = await h.deploy(tenant.token, node.id, node.agent);
-    await h.run(node.agent, spec, tenant.token);
-    const s = await open(`${h.url}/deployments/${id}/logs/stream`, tenant.token);
-    await until("the cursor", () => s.events.length === 1);
+    const { node, id, s } = await followedDeployment();
     const ts = new Date(h.clock.now()).toISOString();
     const lines = (from: number, n: number, size: number) =>
       Array.from({ length: n }, (_, i) => ({ seq: from + i, ts, stream: "stdout" as const, message: `${from + i} ${"x".repeat(size)}` }));
