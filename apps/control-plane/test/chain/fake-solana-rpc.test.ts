@@ -298,3 +298,22 @@ describe("sending transactions", () => {
     }
   });
 });
+
+describe("the fake's ports", () => {
+  it("takes another pair when the pubsub port (RPC port + 1) is taken, without an uncaught error", async () => {
+    const { createServer } = await import("node:net");
+    const { createFakePubsub } = await import("../support/fake-rpc-pubsub");
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, "127.0.0.1", r));
+    const port = (taken.address() as { port: number }).port;
+    const pubsub = createFakePubsub(
+      () => undefined,
+      () => {},
+    );
+    await expect(pubsub.listen(port)).rejects.toMatchObject({ code: "EADDRINUSE" });
+    // Had the error escaped, vitest would report it as an unhandled error of this file.
+    await new Promise((r) => setTimeout(r, 50));
+    await pubsub.stop();
+    await new Promise((r) => taken.close(r));
+  });
+});

@@ -41,6 +41,9 @@ export function createFakePubsub(state: (signature: string) => SignatureState | 
   let nextId = 0;
   const server = createServer((_req, res) => res.writeHead(405).end("Used HTTP Method is not allowed. POST or OPTIONS is required"));
   const wss = new WebSocketServer({ server });
+  // ws re-emits the server's errors on itself: a port taken (listen() rejects and the
+  // caller tries another pair) would otherwise be an uncaught exception.
+  wss.on("error", () => {});
   wss.on("connection", (socket) => {
     socket.on("message", (raw) => answer(socket, String(raw)));
     socket.on("close", () => {
