@@ -45,44 +45,18 @@ export interface FollowOptions extends PollOptions {
 export async function* watch(t: Transport, id: string, options: PollOptions = {}): AsyncGenerator<Deployment> {
   const path = `/deployments/${encodeURIComponent(id)}`;
   let last = "";
-  let lastId: string | undefined;
-  for (let attempt = 0; ; attempt++) {
-    let res: Response;
-    try {
-      const headers: Record<string, string> = { accept: "text/event-stream", ...(lastId ? { "last-event-id": lastId } : {}) };
-      res = await t.send("GET", `${path}/events`, { auth: true, headers, signal: options.signal });
-    } catch (err) {
-      if (err instanceof ApiError && err.code === "NOT_FOUND" && lastId === undefined) {
-        yield* watchByPolling(t, id, options);
-        return;
-      }
-      if (!transient(err) || options.signal?.aborted) throw err;
-      await sleep(backoffMs(attempt), options.signal);
-      continue;
+  for await (const step of resumingStream(t, `${path}/events`, { signal: options.signal })) {
+    if (step.type === "unsupported") return yield* watchByPolling(t, id, options);
+    if (step.type === "end") {
+      // Deleted: the API's own answer for it (DEPLOYMENT_NOT_FOUND), as a read would have given.
+      if ((JSON.parse(step.data) as { status: string }).status === "deleted")
+        await retrying(options, () => t.json<DeploymentResponse>("GET", path, { auth: true, signal: options.signal }));
+      return;
     }
-    let end: string | undefined;
-    try {
-      for await (const e of readSse(res.body!)) {
-        lastId = e.id ?? lastId;
-        if (e.event === END_EVENT) {
-          end = (JSON.parse(e.data) as { status: string }).status;
-          break;
-        }
-        if (e.event !== "message") continue;
-        attempt = 0;
-        if (e.data !== last) {
-          last = e.data;
-          yield JSON.parse(e.data) as Deployment;
-        }
-      }
-    } catch (err) {
-      if (options.signal?.aborted) throw err;
+    if (step.data !== last) {
+      last = step.data;
+      yield JSON.parse(step.data) as Deployment;
     }
-    // Deleted: the API's own answer for it (DEPLOYMENT_NOT_FOUND), as a read would have given.
-    if (end === "deleted") await retrying(options, () => t.json<DeploymentResponse>("GET", path, { auth: true, signal: options.signal }));
-    if (end !== undefined) return;
-    // The stream closed without its end event: the connection dropped or the control plane restarted.
-    await sleep(backoffMs(attempt), options.signal);
   }
 }
 
@@ -140,35 +114,58 @@ export async function waitFor(t: Transport, id: string, status: DeploymentStatus
  */
 export async function* follow(t: Transport, id: string, options: FollowOptions = {}): AsyncGenerator<LogEntry> {
   const path = `/deployments/${encodeURIComponent(id)}/logs/stream`;
+  for await (const step of resumingStream(t, path, { query: { tail: options.tail, since: options.since }, signal: options.signal })) {
+    if (step.type === "unsupported") return yield* followByPolling(t, id, options);
+    if (step.type === "end") return;
+    yield JSON.parse(step.data) as LogEntry;
+  }
+}
+
+/** What a resuming stream hands on: an event's data, its end event's data, or that the control plane has no such route. */
+type StreamStep = { type: "message"; data: string } | { type: "end"; data: string } | { type: "unsupported" };
+
+/**
+ * A Server-Sent Events route read to its end event: a dropped connection or a
+ * restarting control plane is waited out (backing off) and the route read again
+ * from the last event id it gave (Last-Event-ID). "unsupported" when the first
+ * request finds no such route (a control plane from before it).
+ */
+async function* resumingStream(
+  t: Transport,
+  path: string,
+  o: { query?: Record<string, string | number | undefined>; signal?: AbortSignal | undefined },
+): AsyncGenerator<StreamStep> {
   let lastId: string | undefined;
   for (let attempt = 0; ; attempt++) {
     let res: Response;
     try {
       const headers: Record<string, string> = { accept: "text/event-stream", ...(lastId ? { "last-event-id": lastId } : {}) };
-      res = await t.send("GET", path, { auth: true, query: { tail: options.tail, since: options.since }, headers, signal: options.signal });
+      res = await t.send("GET", path, { auth: true, ...(o.query ? { query: o.query } : {}), headers, signal: o.signal });
     } catch (err) {
       if (err instanceof ApiError && err.code === "NOT_FOUND" && lastId === undefined) {
-        yield* followByPolling(t, id, options);
+        yield { type: "unsupported" };
         return;
       }
-      if (!transient(err) || options.signal?.aborted) throw err;
-      await sleep(backoffMs(attempt), options.signal);
+      if (!transient(err) || o.signal?.aborted) throw err;
+      await sleep(backoffMs(attempt), o.signal);
       continue;
     }
     try {
       for await (const e of readSse(res.body!)) {
         lastId = e.id ?? lastId;
-        if (e.event === END_EVENT) return;
-        if (e.event === "message") {
-          attempt = 0;
-          yield JSON.parse(e.data) as LogEntry;
+        if (e.event === END_EVENT) {
+          yield { type: "end", data: e.data };
+          return;
         }
+        if (e.event !== "message") continue;
+        attempt = 0;
+        yield { type: "message", data: e.data };
       }
     } catch (err) {
-      if (options.signal?.aborted) throw err;
+      if (o.signal?.aborted) throw err;
     }
     // The stream closed without its end event: the connection dropped or the control plane restarted.
-    await sleep(backoffMs(attempt), options.signal);
+    await sleep(backoffMs(attempt), o.signal);
   }
 }
 
