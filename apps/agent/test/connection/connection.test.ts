@@ -79,6 +79,9 @@ describe("agent connection", () => {
     fake = await FakeControlPlane.start();
     agent = await startTestAgent(fake);
     await fake.waitFor(() => agent?.state === "ready", 5_000, "ready");
+    // The first specs must have reached the fake before it goes: the agent sends them right after
+    // welcome, and a stop in between would cut them off in flight (CI saw it), not test the reconnect.
+    await fake.waitFor(() => fake.of("specs").length >= 1, 5_000, "specs");
     const states = statesOf(agent);
 
     await fake.stop();
