@@ -105,8 +105,9 @@ export class Agent {
       { reliable: (frame) => this.connection.sendReliable(frame), unreliable: (frame) => this.connection.send(frame) },
       clock,
     );
-    this.tunnels = new TunnelOpener({ tunnelUrl: config.tunnelUrl, token: config.token, runtime, logger });
-    this.execs = new ExecOpener({ httpUrl: config.httpUrl, token: config.token, runtime, logger });
+    const runningContainer = (deploymentId: string) => this.reconciler.runningContainer(deploymentId);
+    this.tunnels = new TunnelOpener({ tunnelUrl: config.tunnelUrl, token: config.token, runningContainer, logger });
+    this.execs = new ExecOpener({ httpUrl: config.httpUrl, token: config.token, runtime, runningContainer, logger });
     this.endpoints = new EndpointReporter({
       probe: (deploymentId) => this.tunnels.probe(deploymentId),
       running: () => this.reconciler.running(),

@@ -14,7 +14,7 @@ import WebSocket from "ws";
 import type { z } from "zod";
 import type { Logger } from "../logger";
 import type { ContainerRuntime, ExecProcess } from "../runtime/container-runtime";
-import { LABEL_DEPLOYMENT_ID } from "../runtime/labels";
+import type { ContainerState } from "../runtime/types";
 
 export type ExecRequest = z.infer<typeof OpenExecFrame>;
 
@@ -23,6 +23,8 @@ export type ExecOpenerOptions = {
   httpUrl: string;
   token: string;
   runtime: ContainerRuntime;
+  /** this node's running container of a deployment (Reconciler.runningContainer): the only kind a session enters */
+  runningContainer(deploymentId: string): Promise<ContainerState | undefined>;
   logger: Logger;
   connectTimeoutMs?: number;
 };
@@ -81,8 +83,7 @@ export class ExecOpener {
       ws.close(EXEC_CLOSE_CODES.FAILED);
     };
 
-    const containers = await this.o.runtime.listManaged({ [LABEL_DEPLOYMENT_ID]: req.deploymentId }).catch(() => []);
-    const container = containers.find((c) => c.running && c.deploymentId === req.deploymentId);
+    const container = await this.o.runningContainer(req.deploymentId).catch(() => undefined);
     if (!container) return fail("EXEC_REFUSED", `deployment ${req.deploymentId} has no running container on this node`);
 
     try {

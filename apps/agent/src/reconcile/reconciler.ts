@@ -10,6 +10,7 @@ import type { ContainerExit, ContainerState } from "../runtime/types";
 import { describeExit } from "./exit-reason";
 import { ExitWatcher } from "./exit-watcher";
 import { runSeqOf } from "./labels";
+import { ownRunningContainer } from "./own-container";
 import { leftByPreviousEnrolment, removeLeftOver } from "./previous-enrolment";
 import type { ConvergeResult, ReconcilerOptions } from "./reconciler-options";
 import { DeploymentFailure, startDeployment } from "./start-deployment";
@@ -86,6 +87,11 @@ export class Reconciler {
       .filter((container) => !this.nodeId || container.nodeId === this.nodeId)
       .map((container) => container.deploymentId)
       .sort();
+  }
+
+  /** The running container of this node's deployment, looked up on the engine now: what exec and tunnels may enter. */
+  runningContainer(deploymentId: string): Promise<ContainerState | undefined> {
+    return ownRunningContainer(this.options.runtime, { labels: this.options.containerLabels, nodeId: this.nodeId }, deploymentId);
   }
 
   /** The full desired state: converge each deployment, and remove our containers it no longer lists. */

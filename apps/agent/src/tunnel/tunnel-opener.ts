@@ -3,8 +3,7 @@ import https from "node:https";
 import net from "node:net";
 import { AGENT_TUNNEL_UPGRADE } from "@cm/protocol";
 import type { Logger } from "../logger";
-import type { ContainerRuntime } from "../runtime/container-runtime";
-import { LABEL_DEPLOYMENT_ID } from "../runtime/labels";
+import type { ContainerState } from "../runtime/types";
 import { ReusedBufferReader } from "./reused-buffer-reader";
 
 export type TunnelRequest = { tunnelId: string; deploymentId: string; port: number };
@@ -14,7 +13,8 @@ export type TunnelOptions = {
   /** http(s)://control-plane/agent/tunnel */
   tunnelUrl: string;
   token: string;
-  runtime: ContainerRuntime;
+  /** this node's running container of a deployment (Reconciler.runningContainer): the only kind a tunnel enters */
+  runningContainer(deploymentId: string): Promise<ContainerState | undefined>;
   logger: Logger;
   connectTimeoutMs?: number;
 };
@@ -33,8 +33,7 @@ export class TunnelOpener {
   constructor(private readonly o: TunnelOptions) {}
 
   async openTunnel(req: TunnelRequest): Promise<TunnelResult> {
-    const containers = await this.o.runtime.listManaged({ [LABEL_DEPLOYMENT_ID]: req.deploymentId });
-    const c = containers.find((x) => x.running);
+    const c = await this.o.runningContainer(req.deploymentId);
     if (!c || !c.ipAddress) return { ok: false, reason: `deployment ${req.deploymentId} has no running container on this node` };
     if (!c.ports.some((p) => p.containerPort === req.port)) return { ok: false, reason: `port ${req.port} is not exposed by deployment ${req.deploymentId}` };
 
@@ -93,7 +92,7 @@ export class TunnelOpener {
 
   /** Which of the deployment's exposed ports accept a connection now (for the endpoint's `ready`); undefined while it has no running container. */
   async probe(deploymentId: string): Promise<Array<{ port: number; ready: boolean }> | undefined> {
-    const c = (await this.o.runtime.listManaged({ [LABEL_DEPLOYMENT_ID]: deploymentId })).find((x) => x.running);
+    const c = await this.o.runningContainer(deploymentId);
     if (!c || !c.ipAddress) return undefined; // not running (yet): nothing to say
     return Promise.all(
       c.ports.map(async (p) => {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { type WebSocket, WebSocketServer } from "ws";
 import { ExecOpener } from "../../src/exec/exec-opener";
 import { silentLogger } from "../../src/logger";
+import { ownRunningContainer } from "../../src/reconcile/own-container";
 import { DockerRuntime } from "../../src/runtime/docker-runtime";
 import { ensureBusyboxImage } from "../support/busybox-image";
 import { dockerTestRun } from "../support/docker-test-run";
@@ -41,7 +42,13 @@ needs("docker", "busybox").describe("exec in a real container", () => {
     server = http.createServer();
     server.on("upgrade", (req, socket, head) => wss.handleUpgrade(req, socket, head, (ws) => dialled.push(ws)));
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-    opener = new ExecOpener({ httpUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: "agent-token", runtime, logger: silentLogger });
+    opener = new ExecOpener({
+      httpUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      token: "agent-token",
+      runtime,
+      runningContainer: (id) => ownRunningContainer(runtime, { labels: run.labels, nodeId: "node-test" }, id),
+      logger: silentLogger,
+    });
   }, 60_000);
   afterAll(async () => {
     opener?.closeAll();

@@ -6,12 +6,14 @@ import { type WebSocket, WebSocketServer } from "ws";
 import { systemClock } from "../../src/clock";
 import { ExecOpener } from "../../src/exec/exec-opener";
 import { silentLogger } from "../../src/logger";
+import { ownRunningContainer } from "../../src/reconcile/own-container";
 import { MemoryRuntime } from "../support/memory-runtime";
 
 // The agent's half of `cm exec`, without Docker: it connects back to the control
 // plane (a WebSocket server on port 0 here) and enters only the running
 // container of the deployment it was asked for.
 
+const AGENT_LABELS = { "cm.agent": "a" };
 let server: http.Server;
 let wss: WebSocketServer;
 let runtime: MemoryRuntime;
@@ -32,7 +34,14 @@ beforeEach(async () => {
   );
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   runtime = new MemoryRuntime(systemClock).loadImage("app:1");
-  opener = new ExecOpener({ httpUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: "agent-token", runtime, logger: silentLogger });
+  opener = new ExecOpener({
+    httpUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    token: "agent-token",
+    runtime,
+    // This agent: node_1, its containers labelled cm.agent=a.
+    runningContainer: (id) => ownRunningContainer(runtime, { labels: AGENT_LABELS, nodeId: "node_1" }, id),
+    logger: silentLogger,
+  });
 });
 afterEach(async () => {
   opener.closeAll();
@@ -40,10 +49,10 @@ afterEach(async () => {
   await new Promise((r) => server.close(r));
 });
 
-async function runContainer(deploymentId: string) {
+async function runContainer(deploymentId: string, made: { nodeId: string; labels: Record<string, string> } = { nodeId: "node_1", labels: AGENT_LABELS }) {
   const id = await runtime.createContainer({
     deploymentId,
-    nodeId: "node_1",
+    nodeId: made.nodeId,
     userId: "usr_1",
     image: "app:1",
     env: {},
@@ -51,7 +60,7 @@ async function runContainer(deploymentId: string) {
     cpuCores: 1,
     memoryMb: 64,
     gpuDeviceIds: [],
-    labels: {},
+    labels: made.labels,
   });
   await runtime.start(id);
   return id;
@@ -68,6 +77,18 @@ it("refuses a deployment that has no running container on this node, and runs no
   expect(e!.authorization).toBe("Bearer agent-token");
   expect(await closed(e!.ws)).toBe(4500);
   expect(texts(e!)).toEqual([{ type: "error", code: "EXEC_REFUSED", message: "deployment dep_other has no running container on this node" }]);
+  expect(runtime.execs).toHaveLength(0);
+});
+
+it("refuses the deployment's container that another agent on the same engine made (another node, or without this agent's labels)", async () => {
+  await runContainer("dep_theirs", { nodeId: "node_2", labels: AGENT_LABELS });
+  await runContainer("dep_unlabelled", { nodeId: "node_1", labels: {} });
+  for (const deploymentId of ["dep_theirs", "dep_unlabelled"]) {
+    await opener.openExec({ type: "open_exec", execId: `x-${deploymentId}`, deploymentId, command: ["sh"], tty: false });
+    const e = dialled.at(-1)!;
+    expect(await closed(e.ws)).toBe(4500);
+    expect(texts(e)).toEqual([{ type: "error", code: "EXEC_REFUSED", message: `deployment ${deploymentId} has no running container on this node` }]);
+  }
   expect(runtime.execs).toHaveLength(0);
 });
 
