@@ -102,3 +102,24 @@ export function execFrame(channel: ExecChannel, data: Uint8Array): Uint8Array {
   out.set(data, 1);
   return out;
 }
+
+/** The part of a WebSocket (ws's, or a browser's) whose send buffer can be watched. */
+export interface SendBuffered {
+  readonly readyState: number;
+  readonly bufferedAmount: number;
+  readonly OPEN: number;
+}
+
+/**
+ * Calls `resume` once `socket` has fallen to `lowBytes` or less of unsent data,
+ * or closed. Both ends of an exec relay pause what feeds a socket that is far
+ * behind and resume it here; half the pausing threshold keeps them from
+ * flapping. Sockets say nothing when their buffer drains, hence the polling.
+ */
+export function whenSendBufferBelow(socket: SendBuffered, lowBytes: number, resume: () => void): void {
+  const check = setInterval(() => {
+    if (socket.readyState === socket.OPEN && socket.bufferedAmount > lowBytes) return;
+    clearInterval(check);
+    resume();
+  }, 20);
+}

@@ -9,6 +9,7 @@ import {
   execFrame,
   type OpenExecFrame,
   parseFrame,
+  whenSendBufferBelow,
 } from "@cm/protocol";
 import WebSocket from "ws";
 import type { z } from "zod";
@@ -165,11 +166,7 @@ export class ExecOpener {
 
   private holdOutput(proc: ExecProcess, ws: WebSocket) {
     proc.pauseOutput();
-    const check = setInterval(() => {
-      if (ws.readyState === WebSocket.OPEN && ws.bufferedAmount > OUTPUT_BUFFER_BYTES / 2) return;
-      clearInterval(check);
-      proc.resumeOutput();
-    }, 20);
+    whenSendBufferBelow(ws, OUTPUT_BUFFER_BYTES / 2, () => proc.resumeOutput());
   }
 
   private dial(execId: string): WebSocket {

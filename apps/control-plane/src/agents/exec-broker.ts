@@ -14,6 +14,7 @@ import {
   ExecStart,
   parseFrame,
   type ServerFrame,
+  whenSendBufferBelow,
 } from "@cm/protocol";
 import { type RawData, WebSocket, WebSocketServer } from "ws";
 import type { EventBus } from "../services/events";
@@ -255,11 +256,7 @@ function forward(from: WebSocket, to: WebSocket, data: Buffer, isBinary: boolean
   to.send(data, { binary: isBinary });
   if (to.bufferedAmount <= RELAY_BUFFER_BYTES || from.isPaused) return;
   from.pause();
-  const check = setInterval(() => {
-    if (to.readyState === WebSocket.OPEN && to.bufferedAmount > RELAY_BUFFER_BYTES / 2) return;
-    clearInterval(check);
-    from.resume();
-  }, 20);
+  whenSendBufferBelow(to, RELAY_BUFFER_BYTES / 2, () => from.resume());
 }
 
 function toBuffer(raw: RawData): Buffer {
