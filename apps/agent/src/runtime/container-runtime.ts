@@ -91,8 +91,9 @@ export interface ExecProcess {
   /** The command's exit code, once its output has ended. */
   readonly exit: Promise<number>;
   /**
-   * Lets go of the command's streams. With a tty the command is hung up on
-   * (SIGHUP), as when a terminal closes; without one it reads end of file.
+   * Lets go of the command's streams: its client left. The command is hung up
+   * on (SIGHUP), as when a terminal closes; without a tty, killed if it is still
+   * running after a grace period (exec-hangup.ts).
    */
   detach(): void;
 }

@@ -3,6 +3,7 @@ import type Docker from "dockerode";
 import type { ExecClient, ExecOptions, ExecProcess } from "./container-runtime";
 import { createFrameDecoder } from "./docker-frames";
 import { ContainerNotFoundError, dockerStatusCode } from "./errors";
+import { hangUpExec, hostHangUpDeps } from "./exec-hangup";
 import type { RuntimeLogger } from "./logger";
 
 /** How long the engine may take to mark an exec as ended after its streams closed. */
@@ -69,8 +70,20 @@ export class DockerExecClient implements ExecClient {
       pauseOutput: () => stream.pause(),
       resumeOutput: () => stream.resume(),
       exit,
-      detach: () => stream.destroy(),
+      detach: () => {
+        stream.destroy();
+        if (!options.tty) void this.hangUp(containerId, exec);
+      },
     };
+  }
+
+  /** A command without a tty whose client left: see exec-hangup.ts. */
+  private async hangUp(containerId: string, exec: Docker.Exec): Promise<void> {
+    const info = await exec.inspect().catch(() => undefined);
+    if (!info?.Running || !info.Pid) return;
+    const running = async () => (await exec.inspect().catch(() => undefined))?.Running ?? false;
+    const outcome = await hangUpExec(info.Pid, info.ContainerID, hostHangUpDeps(running)).catch((error: Error) => error.message);
+    this.logger.debug("Exec client left: command hung up", { containerId, execId: exec.id, outcome });
   }
 
   /** The engine can report the streams' end a moment before the process's: ask until it has an exit code. */

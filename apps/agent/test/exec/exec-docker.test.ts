@@ -1,5 +1,7 @@
 // The agent's half of `cm exec` against the real Docker engine: what a command
-// that does not read its stdin does to the agent while a tenant pipes data in.
+// that does not read its stdin does to the agent while a tenant pipes data in,
+// and what becomes of a command without a tty when its client leaves.
+import { execFileSync } from "node:child_process";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { EXEC_CHANNEL } from "@cm/protocol";
@@ -19,6 +21,7 @@ let server: http.Server;
 let wss: WebSocketServer;
 let opener: ExecOpener;
 let deploymentId = "";
+let containerId = "";
 const dialled: WebSocket[] = [];
 
 needs("docker", "busybox").describe("exec in a real container", () => {
@@ -38,6 +41,7 @@ needs("docker", "busybox").describe("exec in a real container", () => {
       labels: run.labels,
     });
     await runtime.start(id);
+    containerId = id;
     wss = new WebSocketServer({ noServer: true });
     server = http.createServer();
     server.on("upgrade", (req, socket, head) => wss.handleUpgrade(req, socket, head, (ws) => dialled.push(ws)));
@@ -79,4 +83,27 @@ needs("docker", "busybox").describe("exec in a real container", () => {
     expect(texts).toEqual([{ type: "exit", code: 0 }]);
     expect(Buffer.concat(out).toString().trim()).toBe(String(chunks * 64 * 1024));
   }, 30_000);
+
+  // The processes of the container whose command line contains `marker`, as the host sees them.
+  const processes = (marker: string) =>
+    execFileSync("docker", ["top", containerId, "-eo", "pid,args"], { encoding: "utf8" })
+      .split("\n")
+      .filter((line) => line.includes(marker));
+
+  it.each([
+    ["a command that ends on the hang-up", "sleep 301", ["sleep", "301"]],
+    ["a shell and its child that ignore it, killed after the grace period", "sleep 302", ["sh", "-c", "trap '' HUP; sleep 302; echo never"]],
+  ])(
+    "without a tty, a command whose client left does not outlive it: %s",
+    async (_, marker, command) => {
+      const before = dialled.length;
+      const opening = opener.openExec({ type: "open_exec", execId: `x-${marker}`, deploymentId, command, tty: false });
+      await expect.poll(() => dialled.length).toBe(before + 1);
+      await expect.poll(() => processes(marker).length, { timeout: 10_000 }).toBeGreaterThan(0);
+      dialled.at(-1)!.terminate(); // the client (and with it the control plane's side) went away
+      await opening;
+      await expect.poll(() => processes(marker), { timeout: 10_000, interval: 200 }).toEqual([]);
+    },
+    30_000,
+  );
 });
