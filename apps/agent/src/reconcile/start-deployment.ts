@@ -13,6 +13,9 @@ import { containerName, gpusOf, runLabels } from "./labels";
 import { containerResources, shmSizeMb } from "./resources";
 import type { StatusReporter } from "./status-reporter";
 
+/** Docker's words when the network namespace a container was made to join is gone: `container:<sandbox>` whose process ended. */
+const SANDBOX_GONE = /namespace path: lstat \/proc\/\d+\/ns\/net|cannot join network of a non running container|joining network namespace/i;
+
 export class DeploymentFailure extends Error {
   override readonly name = "DeploymentFailure";
 }
@@ -63,34 +66,47 @@ export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): 
   const containerId = await ctx.gpuLock.run("gpus", async () => {
     const gpuUuids = await pickFreeGpus(ctx, facts.gpus, spec.gpuCount);
     ctx.reporter.status(spec.deploymentId, spec.runSeq, "starting");
-    let id: string;
-    try {
-      id = await ctx.runtime.createContainer({
-        deploymentId: spec.deploymentId,
-        nodeId: ctx.nodeId,
-        userId: spec.userId,
-        image,
-        env: spec.env,
-        exposedPorts: spec.ports,
-        cpuCores: resources.cpuCores,
-        memoryMb: resources.memoryMb,
-        shmMb: shmSizeMb(resources.memoryMb),
-        ...(diskGb !== undefined ? { diskGb } : {}),
-        gpuDeviceIds: gpuUuids,
-        labels: { ...ctx.containerLabels, ...(ctx.installId ? { [LABEL_INSTALL_ID]: ctx.installId } : {}), ...runLabels(spec.runSeq, gpuUuids) },
-        name: containerName(spec.deploymentId, spec.runSeq),
-      });
-    } catch (error) {
-      throw new DeploymentFailure(`could not create the container: ${dockerMessage(error)}`);
+    const create = async () => {
+      try {
+        return await ctx.runtime.createContainer({
+          deploymentId: spec.deploymentId,
+          nodeId: ctx.nodeId,
+          userId: spec.userId,
+          image,
+          env: spec.env,
+          exposedPorts: spec.ports,
+          cpuCores: resources.cpuCores,
+          memoryMb: resources.memoryMb,
+          shmMb: shmSizeMb(resources.memoryMb),
+          ...(diskGb !== undefined ? { diskGb } : {}),
+          gpuDeviceIds: gpuUuids,
+          labels: { ...ctx.containerLabels, ...(ctx.installId ? { [LABEL_INSTALL_ID]: ctx.installId } : {}), ...runLabels(spec.runSeq, gpuUuids) },
+          name: containerName(spec.deploymentId, spec.runSeq),
+        });
+      } catch (error) {
+        throw new DeploymentFailure(`could not create the container: ${dockerMessage(error)}`);
+      }
+    };
+    for (let attempt = 1; ; attempt++) {
+      const id = await create();
+      try {
+        await ctx.runtime.start(id);
+        return id;
+      } catch (error) {
+        // A container that never ran is of no use to anyone; leave no debris behind (its sandbox goes with it).
+        await ctx.runtime.remove(id).catch(() => {});
+        // The network sandbox it joined ended between being handed out and this start (stopped by
+        // someone, or its process killed): nothing the tenant did. Once more, with another sandbox.
+        if (attempt === 1 && SANDBOX_GONE.test(dockerMessage(error))) {
+          ctx.logger.warn("The container's network sandbox ended before it started; starting again with another", {
+            deploymentId: spec.deploymentId,
+            error: dockerMessage(error),
+          });
+          continue;
+        }
+        throw new DeploymentFailure(`could not start the container: ${dockerMessage(error)}`);
+      }
     }
-    try {
-      await ctx.runtime.start(id);
-    } catch (error) {
-      // A container that never ran is of no use to anyone; leave no debris behind.
-      await ctx.runtime.remove(id).catch(() => {});
-      throw new DeploymentFailure(`could not start the container: ${dockerMessage(error)}`);
-    }
-    return id;
   });
   ctx.logger.info("Started a deployment's container", { deploymentId: spec.deploymentId, runSeq: spec.runSeq, containerId, ...resources });
   return ctx.runtime.inspect(containerId);

@@ -94,6 +94,25 @@ describe("starting a deployment", () => {
     expect(h.lastStatus("dep_full")).toMatchObject({ status: "failed", reason: "could not create the container: devmapper: Thin Pool has 0 free data blocks" });
   });
 
+  it("starts again, once, with another network sandbox when the one it joined ended before the start", async () => {
+    const h = reconcilerHarness();
+    const gone = (pid: number) =>
+      dockerError(
+        500,
+        `OCI runtime create failed: container_linux.go:380: starting container process caused: namespace path: lstat /proc/${pid}/ns/net: no such file or directory: unknown`,
+      );
+    h.engine.loadImage(IMAGE).failNext("start", gone(4242));
+    await h.settle(h.reconciler.command("create", spec("dep_sbx")));
+    expect(h.lastStatus("dep_sbx")).toMatchObject({ status: "running" });
+    expect(h.engine.ps().map((c) => [c.name, c.state.running])).toEqual([["cm-dep_sbx-run1", true]]);
+
+    // Twice in a row is not bad luck: the tenant is told.
+    h.engine.failNext("start", gone(4243)).failNext("start", gone(4244));
+    await h.settle(h.reconciler.command("start", spec("dep_sbx2")));
+    expect(h.lastStatus("dep_sbx2")).toMatchObject({ status: "failed", reason: expect.stringMatching(/^could not start the container: .*namespace path/) });
+    expect(h.engine.ps().map((c) => c.name)).toEqual(["cm-dep_sbx-run1"]);
+  });
+
   it("gives each deployment whole free GPUs, lowest index first, even when they start at the same time", async () => {
     const h = reconcilerHarness({ gpus: [3, 2, 1, 0].map(testGpu) });
     h.engine.loadImage(IMAGE);
