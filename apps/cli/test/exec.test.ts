@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { join, resolve } from "node:path";
 import { needs, sqliteDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -82,6 +82,34 @@ needs("docker", "busybox").describe("cm exec with a real agent and Docker", () =
     expect(await code).toBe(0);
     expect(stdout).toBe(`ready\n${total}\n`);
   }, 60_000);
+
+  it("holds the command's output back while cm's stdout is not read (a slow pipe), then passes all of it", async () => {
+    // `cm exec ID -- cat big | slow-reader`: the output must wait in the container, not pile up in cm.
+    const total = 64 * 1024 * 1024;
+    const child = spawn(TSX, [ENTRY, "exec", id, "--", "sh", "-c", `rm -f /tmp/wrote-all; head -c ${total} /dev/zero; touch /tmp/wrote-all`], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? "", HOME: t.home, XDG_CONFIG_HOME: join(t.home, ".config"), CM_API_URL: s.h.url },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const code = new Promise<number>((r) => child.on("close", (c) => r(c ?? -1)));
+    const [container] = execFileSync("docker", ["ps", "-q", "--filter", `label=cm.deployment-id=${id}`], { encoding: "utf8" }).split("\n");
+    const wroteAll = () => {
+      try {
+        execFileSync("docker", ["exec", container!, "test", "-e", "/tmp/wrote-all"], { stdio: "ignore" });
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    // Nothing reads cm's stdout for a while: its pipe fills, and then cm must stop taking output.
+    await new Promise((r) => setTimeout(r, 6_000));
+    expect(wroteAll()).toBe(false);
+    let received = 0;
+    child.stdout.on("data", (c: Buffer) => (received += c.length));
+    expect(await code).toBe(0);
+    expect(received).toBe(total);
+    expect(wroteAll()).toBe(true);
+  }, 90_000);
 
   it("-it gives a shell in a terminal sized like this one; what is typed is echoed, exit 5 is cm's exit code", async () => {
     // script(1) gives cm a pseudo-terminal of 100x30, as a terminal emulator would.

@@ -20,6 +20,9 @@ export interface WebSocketLike {
   send(data: string | ArrayBufferView | ArrayBuffer): void;
   close(code?: number, reason?: string): void;
   addEventListener(type: "open" | "message" | "close" | "error", listener: (event: { data?: unknown; code?: number }) => void): void;
+  /** The `ws` package's: stop (and start again) reading the connection. A browser's WebSocket has none. */
+  pause?(): void;
+  resume?(): void;
 }
 export type WebSocketConstructor = new (url: string, protocols?: string | string[]) => WebSocketLike;
 
@@ -30,8 +33,15 @@ export interface ExecOptions {
   tty?: boolean;
   cols?: number;
   rows?: number;
-  onStdout?(data: Uint8Array): void;
-  onStderr?(data: Uint8Array): void;
+  /**
+   * The command's output. Return a promise to say "no more until this settles"
+   * (a full stdout pipe, say): where the WebSocket can pause (the `ws` package's),
+   * this stops reading the connection, the control plane and the agent stop
+   * reading behind it, and the command waits on its writes. A browser's
+   * WebSocket cannot pause: what arrives meanwhile is held in memory.
+   */
+  onStdout?(data: Uint8Array): void | Promise<void>;
+  onStderr?(data: Uint8Array): void | Promise<void>;
   /** Where there is no global WebSocket (Node 20): the `ws` package's. */
   WebSocket?: WebSocketConstructor;
 }
@@ -117,9 +127,18 @@ export function exec(t: Transport, id: string, options: ExecOptions): ExecSessio
         }
         const bytes = new Uint8Array(data as ArrayBuffer);
         const body = bytes.subarray(1);
-        if (bytes[0] === CHANNEL.stdout) options.onStdout?.(body);
-        else if (bytes[0] === CHANNEL.stderr) options.onStderr?.(body);
+        const held = bytes[0] === CHANNEL.stdout ? options.onStdout?.(body) : bytes[0] === CHANNEL.stderr ? options.onStderr?.(body) : undefined;
+        if (held) holdUntil(held);
       });
+      // Output the caller is not ready for: read no more of the connection until every such promise settled.
+      let holding = 0;
+      const holdUntil = (held: Promise<void>) => {
+        if (holding++ === 0) socket.pause?.();
+        const release = () => {
+          if (--holding === 0 && !ended) socket.resume?.();
+        };
+        held.then(release, release);
+      };
       socket.addEventListener("close", () => {
         ended = true;
         if (code !== undefined) return resolve(code);

@@ -20,8 +20,9 @@ export const exec: Run = async (ctx, { args, flags }) => {
     command,
     tty,
     ...(tty && out.columns && out.rows ? { cols: out.columns, rows: out.rows } : {}),
-    onStdout: (data) => out.write(data),
-    onStderr: (data) => process.stderr.write(data),
+    // A full pipe (`cm exec ... | slow-reader`) holds the command back rather than this process's memory.
+    onStdout: (data) => paced(out, data),
+    onStderr: (data) => paced(process.stderr, data),
     WebSocket: WebSocket as unknown as WebSocketConstructor,
   });
 
@@ -67,3 +68,19 @@ export const exec: Run = async (ctx, { args, flags }) => {
     stdin.unref?.();
   }
 };
+
+/** Writes `data`; when the stream is full, a promise of its drain (or its end: a closed pipe must not hold the session for ever). */
+function paced(stream: NodeJS.WriteStream, data: Uint8Array): Promise<void> | undefined {
+  if (stream.write(data)) return undefined;
+  return new Promise((resolve) => {
+    const done = () => {
+      stream.off("drain", done);
+      stream.off("close", done);
+      stream.off("error", done);
+      resolve();
+    };
+    stream.on("drain", done);
+    stream.on("close", done);
+    stream.on("error", done);
+  });
+}
