@@ -13,6 +13,11 @@ afterAll(async () => {
   await run.cleanup();
 });
 
+// Making a sandbox is a network, a container and a start: a second or less on an idle
+// engine, far more when every other test file is using the same engine on two cores
+// (CI once took over 20 s for two). The waits are for the pool's behaviour, not its speed.
+const MAKING_MS = 45_000;
+
 function ownerFor(nodeId: string) {
   return { nodeId, labels: run.labels };
 }
@@ -34,7 +39,7 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
         const now = await sandboxesOf("node-pool");
         return now.length === 2 && now.every((s) => s.running) && now;
       },
-      20_000,
+      MAKING_MS,
       "two ready sandboxes",
     );
 
@@ -42,7 +47,7 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
     expect(ready.map((s) => s.name)).toContain(taken);
     expect(await pool.address(taken)).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     // Refilled after the take, in the background.
-    await eventually(async () => (await sandboxesOf("node-pool")).length === 3, 20_000, "the pool refilled");
+    await eventually(async () => (await sandboxesOf("node-pool")).length === 3, MAKING_MS, "the pool refilled");
     await pool.stopWarming();
     // The deployment's container that joined it (never started here: only its label matters).
     await run.docker.createContainer({ Image: ensureBusyboxImage(), Cmd: ["true"], Labels: { ...run.labels, "cm.sandbox-name": taken } });
@@ -57,7 +62,7 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
     expect(spares).toContain(next);
     // Nothing of the last agent's was thrown away.
     expect((await sandboxesOf("node-pool")).map((s) => s.name)).toEqual(expect.arrayContaining(before.map((s) => s.name)));
-  });
+  }, 120_000);
 
   it("never hands out a stopped sandbox, and removes it", async () => {
     const pool = new DockerSandboxes(run.docker, silentLogger, 1);
@@ -67,7 +72,7 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
         const now = await sandboxesOf("node-stale");
         return now.length === 1 && now[0]!.running && now;
       },
-      20_000,
+      MAKING_MS,
       "a ready sandbox",
     );
     await run.docker.getContainer(spare!.name).stop({ t: 0 }); // e.g. the host rebooted
@@ -94,15 +99,15 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
   it("removes the old node's spares when the agent is enrolled as another node", async () => {
     const pool = new DockerSandboxes(run.docker, silentLogger, 1);
     pool.keepWarm(ownerFor("node-before"));
-    await eventually(async () => (await sandboxesOf("node-before")).length === 1, 20_000, "a spare for the first node");
+    await eventually(async () => (await sandboxesOf("node-before")).length === 1, MAKING_MS, "a spare for the first node");
     pool.keepWarm(ownerFor("node-after"));
     await eventually(
       async () => (await sandboxesOf("node-before")).length === 0 && (await sandboxesOf("node-after")).length === 1,
-      20_000,
+      MAKING_MS,
       "spares moved to the new node",
     );
     await pool.stopWarming();
-  });
+  }, 120_000);
 
   it("makes the sandbox image again when it was removed meanwhile", async () => {
     // Removing the real image would pull it from under other test files' sandboxes,
@@ -136,7 +141,7 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
     // Made just now: without a zero grace it would be taken for another pool's sandbox being made.
     const pool = new DockerSandboxes(run.docker, silentLogger, 1, { makingGraceMs: 0 });
     pool.keepWarm(ownerFor("node-debris"));
-    await eventually(async () => (await sandboxesOf("node-debris")).length === 1, 20_000, "a ready sandbox");
+    await eventually(async () => (await sandboxesOf("node-debris")).length === 1, MAKING_MS, "a ready sandbox");
     await pool.stopWarming();
     const networks = await run.docker.listNetworks({ filters: { label: [`cm.node-id=node-debris`, `cm.test-run=${run.labels["cm.test-run"]}`] } });
     expect(networks.map((n) => n.Name)).toEqual([(await sandboxesOf("node-debris"))[0]!.name]);
