@@ -137,7 +137,7 @@ needs("docker", "busybox").describe("DockerRuntime containers", () => {
     const address = (await runtime.inspect(server)).ipAddress!;
     expect(address).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
     // The host (where the agent runs) reaches the server on its own network...
-    await eventually(async () => (await fetch(`http://${address}:8080/`)).status === 404, 5_000, "the server answering the agent");
+    await eventually(async () => (await fetch(`http://${address}:8080/`)).status === 404, 20_000, "the server answering the agent");
     // ...a second deployment on the same node does not, while it can reach itself.
     const probe = await runtime.createContainer(
       specFor("iso-client", [
