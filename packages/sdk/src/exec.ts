@@ -34,14 +34,15 @@ export interface ExecOptions {
   cols?: number;
   rows?: number;
   /**
-   * The command's output. Return a promise to say "no more until this settles"
+   * The command's output. Return a promise (anything else returned is ignored,
+   * such as stream.write's boolean) to say "no more until this settles"
    * (a full stdout pipe, say): where the WebSocket can pause (the `ws` package's),
    * this stops reading the connection, the control plane and the agent stop
    * reading behind it, and the command waits on its writes. A browser's
    * WebSocket cannot pause: what arrives meanwhile is held in memory.
    */
-  onStdout?(data: Uint8Array): void | Promise<void>;
-  onStderr?(data: Uint8Array): void | Promise<void>;
+  onStdout?(data: Uint8Array): unknown;
+  onStderr?(data: Uint8Array): unknown;
   /** Where there is no global WebSocket (Node 20): the `ws` package's. */
   WebSocket?: WebSocketConstructor;
 }
@@ -125,17 +126,18 @@ export function exec(t: Transport, id: string, options: ExecOptions): ExecSessio
           else error = new ExecError(m.code, m.message);
           return;
         }
+        if (closed) return;
         const bytes = new Uint8Array(data as ArrayBuffer);
         const body = bytes.subarray(1);
         const held = bytes[0] === CHANNEL.stdout ? options.onStdout?.(body) : bytes[0] === CHANNEL.stderr ? options.onStderr?.(body) : undefined;
-        if (held) holdUntil(held);
+        if (typeof (held as PromiseLike<unknown> | undefined)?.then === "function") holdUntil(held as PromiseLike<unknown>);
       });
       // Output the caller is not ready for: read no more of the connection until every such promise settled.
       let holding = 0;
-      const holdUntil = (held: Promise<void>) => {
+      const holdUntil = (held: PromiseLike<unknown>) => {
         if (holding++ === 0) socket.pause?.();
         const release = () => {
-          if (--holding === 0 && !ended) socket.resume?.();
+          if (--holding === 0 && !ended && !closed) socket.resume?.();
         };
         held.then(release, release);
       };
@@ -183,6 +185,8 @@ export function exec(t: Transport, id: string, options: ExecOptions): ExecSessio
     close() {
       closed = true;
       ws?.close(1000);
+      // A paused socket would not read the server's answering close (ws then waits 30 s): read on; what output comes is dropped.
+      ws?.resume?.();
     },
   };
 }

@@ -69,18 +69,31 @@ export const exec: Run = async (ctx, { args, flags }) => {
   }
 };
 
-/** Writes `data`; when the stream is full, a promise of its drain (or its end: a closed pipe must not hold the session for ever). */
+const draining = new WeakMap<NodeJS.WriteStream, Promise<void>>();
+
+/**
+ * Writes `data`; when the stream is full, the promise of its drain (or its end:
+ * a closed pipe must not hold the session for ever). One promise per full
+ * stream, whatever the number of writes that find it full: messages already
+ * read still arrive after the pause, and a listener each would pile up.
+ */
 function paced(stream: NodeJS.WriteStream, data: Uint8Array): Promise<void> | undefined {
   if (stream.write(data)) return undefined;
-  return new Promise((resolve) => {
-    const done = () => {
-      stream.off("drain", done);
-      stream.off("close", done);
-      stream.off("error", done);
-      resolve();
-    };
-    stream.on("drain", done);
-    stream.on("close", done);
-    stream.on("error", done);
-  });
+  let drained = draining.get(stream);
+  if (!drained) {
+    drained = new Promise<void>((resolve) => {
+      const done = () => {
+        stream.off("drain", done);
+        stream.off("close", done);
+        stream.off("error", done);
+        draining.delete(stream);
+        resolve();
+      };
+      stream.on("drain", done);
+      stream.on("close", done);
+      stream.on("error", done);
+    });
+    draining.set(stream, drained);
+  }
+  return drained;
 }
