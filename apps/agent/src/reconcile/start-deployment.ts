@@ -14,7 +14,8 @@ import { containerResources, shmSizeMb } from "./resources";
 import type { StatusReporter } from "./status-reporter";
 
 /** Docker's words when the network namespace a container was made to join is gone: `container:<sandbox>` whose process ended. */
-const SANDBOX_GONE = /namespace path: lstat \/proc\/\d+\/ns\/net|cannot join network of a non running container|joining network namespace/i;
+const SANDBOX_GONE =
+  /namespace path: lstat \/proc\/\d+\/ns\/net|cannot join network (namespace )?of (a non running )?container|joining network namespace of container/i;
 
 export class DeploymentFailure extends Error {
   override readonly name = "DeploymentFailure";
@@ -94,10 +95,14 @@ export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): 
         return id;
       } catch (error) {
         // A container that never ran is of no use to anyone; leave no debris behind (its sandbox goes with it).
-        await ctx.runtime.remove(id).catch(() => {});
+        const removed = await ctx.runtime.remove(id).then(
+          () => true,
+          () => false,
+        );
         // The network sandbox it joined ended between being handed out and this start (stopped by
-        // someone, or its process killed): nothing the tenant did. Once more, with another sandbox.
-        if (attempt === 1 && SANDBOX_GONE.test(dockerMessage(error))) {
+        // someone, or its process killed): nothing the tenant did. Once more, with another sandbox,
+        // under the same name: only once this one is gone.
+        if (attempt === 1 && removed && SANDBOX_GONE.test(dockerMessage(error))) {
           ctx.logger.warn("The container's network sandbox ended before it started; starting again with another", {
             deploymentId: spec.deploymentId,
             error: dockerMessage(error),

@@ -105,12 +105,16 @@ describe("starting a deployment", () => {
     await h.settle(h.reconciler.command("create", spec("dep_sbx")));
     expect(h.lastStatus("dep_sbx")).toMatchObject({ status: "running" });
     expect(h.engine.ps().map((c) => [c.name, c.state.running])).toEqual([["cm-dep_sbx-run1", true]]);
+    // Docker's words when the sandbox container is already marked stopped (moby: 409).
+    h.engine.failNext("start", dockerError(409, "cannot join network namespace of a non running container: container 3f2a is exited"));
+    await h.settle(h.reconciler.command("create", spec("dep_sbx3")));
+    expect(h.lastStatus("dep_sbx3")).toMatchObject({ status: "running" });
 
     // Twice in a row is not bad luck: the tenant is told.
     h.engine.failNext("start", gone(4243)).failNext("start", gone(4244));
     await h.settle(h.reconciler.command("start", spec("dep_sbx2")));
     expect(h.lastStatus("dep_sbx2")).toMatchObject({ status: "failed", reason: expect.stringMatching(/^could not start the container: .*namespace path/) });
-    expect(h.engine.ps().map((c) => c.name)).toEqual(["cm-dep_sbx-run1"]);
+    expect(h.engine.ps().map((c) => c.name)).toEqual(["cm-dep_sbx-run1", "cm-dep_sbx3-run1"]);
   });
 
   it("gives each deployment whole free GPUs, lowest index first, even when they start at the same time", async () => {
