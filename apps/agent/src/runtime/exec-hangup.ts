@@ -25,9 +25,18 @@ export function cgroupOfContainer(cgroupText: string, containerId: string): bool
   });
 }
 
+/** The start time (in clock ticks since boot) from a /proc/<pid>/stat text: with the pid, a process's identity, since pids are reused. */
+export function startTimeOf(statText: string): string | undefined {
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses; the fields after it are plain.
+  const fields = statText.slice(statText.lastIndexOf(")") + 2).split(" ");
+  return fields[19]; // field 22 of proc(5), the 20th after comm
+}
+
+/** What /proc says of a process: its cgroups and when it started; undefined when there is no such process here. */
+export type ProcessIdentity = { cgroup: string; startTime: string | undefined };
+
 export interface HangUpDeps {
-  /** /proc/<pid>/cgroup, or undefined when there is no such process here */
-  readCgroup(pid: number): Promise<string | undefined>;
+  identify(pid: number): Promise<ProcessIdentity | undefined>;
   /** kill(2); false when it failed */
   signal(pid: number, signal: NodeJS.Signals): boolean;
   /** whether the exec's process still runs, by the engine */
@@ -36,7 +45,10 @@ export interface HangUpDeps {
 }
 
 export const hostHangUpDeps = (running: () => Promise<boolean>): HangUpDeps => ({
-  readCgroup: (pid) => readFile(`/proc/${pid}/cgroup`, "utf8").catch(() => undefined),
+  identify: async (pid) => {
+    const [cgroup, stat] = await Promise.all([readFile(`/proc/${pid}/cgroup`, "utf8"), readFile(`/proc/${pid}/stat`, "utf8")]).catch(() => []);
+    return cgroup === undefined || stat === undefined ? undefined : { cgroup, startTime: startTimeOf(stat) };
+  },
   signal: (pid, signal) => {
     try {
       process.kill(pid, signal);
@@ -53,16 +65,21 @@ export type HangUpOutcome = "ended" | "hung-up" | "killed" | "not-ours";
 
 /** SIGHUP to the exec's process group, SIGKILL to it after HANGUP_GRACE_MS if it still runs. */
 export async function hangUpExec(pid: number, containerId: string, deps: HangUpDeps, graceMs = HANGUP_GRACE_MS): Promise<HangUpOutcome> {
-  const ours = async () => cgroupOfContainer((await deps.readCgroup(pid)) ?? "", containerId);
   if (!(await deps.running())) return "ended";
-  if (!(await ours())) return "not-ours";
+  const first = await deps.identify(pid);
+  if (!first?.startTime || !cgroupOfContainer(first.cgroup, containerId)) return "not-ours";
+  // Still the process first seen: a number freed and taken again by another is left alone.
+  const same = async () => {
+    const now = await deps.identify(pid);
+    return now !== undefined && now.startTime === first.startTime && cgroupOfContainer(now.cgroup, containerId);
+  };
   // The group first (a shell's children too); the process alone if it leads none.
   if (!deps.signal(-pid, "SIGHUP")) deps.signal(pid, "SIGHUP");
   for (let waited = 0; waited < graceMs; waited += 100) {
     await deps.sleep(100);
     if (!(await deps.running())) return "hung-up";
   }
-  if (!(await ours())) return "hung-up"; // gone, and its number perhaps someone else's by now
+  if (!(await same())) return "hung-up"; // gone, and its number perhaps someone else's by now
   if (!deps.signal(-pid, "SIGKILL")) deps.signal(pid, "SIGKILL");
   return "killed";
 }

@@ -1,7 +1,8 @@
 // The hang-up of an exec'd command whose client left, decided without Docker:
 // which process ids it may signal, and in what order.
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { cgroupOfContainer, type HangUpDeps, hangUpExec } from "../../src/runtime/exec-hangup";
+import { cgroupOfContainer, type HangUpDeps, hangUpExec, type ProcessIdentity, startTimeOf } from "../../src/runtime/exec-hangup";
 
 const ID = "5d73661f2a5bdc65af6ff0c48a2f3f7f56367531d911eb7593a7f8e27c57a9d5";
 const OTHER = "0".repeat(64);
@@ -22,17 +23,28 @@ describe("cgroupOfContainer", () => {
   });
 });
 
-/** A process that ends after `endsAfter` signals of the kinds it heeds. */
-function fakeProcess(options: { heeds: NodeJS.Signals[]; cgroup?: string | undefined; leadsGroup?: boolean }) {
+describe("startTimeOf", () => {
+  it("reads field 22 of /proc/<pid>/stat, whatever the command's name holds", () => {
+    const stat = "4242 (a (weird) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+    expect(startTimeOf(stat)).toBe("987654");
+    // This very process's, as the kernel writes it.
+    expect(startTimeOf(readFileSync("/proc/self/stat", "utf8"))).toMatch(/^\d+$/);
+  });
+});
+
+/** A process of the container, pid 4242, that ends on the signals it heeds; `reused` makes its number another's after the hang-up. */
+function fakeProcess(options: { heeds: NodeJS.Signals[]; cgroup?: string | undefined; leadsGroup?: boolean; reusedAfterHangUp?: boolean; running?: boolean }) {
   const signals: Array<[number, NodeJS.Signals]> = [];
-  let alive = true;
+  let alive = options.running ?? true;
+  let identity: ProcessIdentity | undefined = options.cgroup === undefined ? undefined : { cgroup: options.cgroup, startTime: "1000" };
   let now = 0;
   const deps: HangUpDeps = {
-    readCgroup: async () => (alive ? options.cgroup : undefined),
+    identify: async () => identity,
     signal: (pid, signal) => {
       if (pid < 0 && options.leadsGroup === false) return false;
       signals.push([pid, signal]);
       if (options.heeds.includes(signal)) alive = false;
+      if (signal === "SIGHUP" && options.reusedAfterHangUp) identity = { cgroup: options.cgroup ?? "", startTime: "2000" };
       return true;
     },
     running: async () => alive,
@@ -68,6 +80,12 @@ describe("hangUpExec", () => {
     expect(p.signals).toEqual([[4242, "SIGHUP"]]);
   });
 
+  it("kills nothing when the number belongs to another process by the end of the grace period (the engine has not noticed the end yet)", async () => {
+    const p = fakeProcess({ heeds: [], cgroup, reusedAfterHangUp: true });
+    expect(await hangUpExec(4242, ID, p.deps, 500)).toBe("hung-up");
+    expect(p.signals).toEqual([[-4242, "SIGHUP"]]);
+  });
+
   it("signals nothing when the number is not a process of that container here (a remote engine, an agent in a container)", async () => {
     for (const other of [undefined, `0::/system.slice/docker-${OTHER}.scope\n`, "0::/user.slice/session-1.scope\n"]) {
       const p = fakeProcess({ heeds: ["SIGHUP", "SIGKILL"], cgroup: other });
@@ -77,11 +95,8 @@ describe("hangUpExec", () => {
   });
 
   it("signals nothing when the command already ended", async () => {
-    const p = fakeProcess({ heeds: [], cgroup });
-    await p.deps.signal(1, "SIGKILL"); // not heeded; then mark it gone
-    p.signals.length = 0;
-    const ended: HangUpDeps = { ...p.deps, running: async () => false };
-    expect(await hangUpExec(4242, ID, ended)).toBe("ended");
+    const p = fakeProcess({ heeds: [], cgroup, running: false });
+    expect(await hangUpExec(4242, ID, p.deps)).toBe("ended");
     expect(p.signals).toEqual([]);
   });
 });
