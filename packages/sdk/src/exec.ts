@@ -19,7 +19,9 @@ export interface WebSocketLike {
   readonly bufferedAmount: number;
   send(data: string | ArrayBufferView | ArrayBuffer): void;
   close(code?: number, reason?: string): void;
-  addEventListener(type: "open" | "message" | "close" | "error", listener: (event: { data?: unknown; code?: number }) => void): void;
+  addEventListener(type: "message", listener: (event: { data: unknown }) => void): void;
+  addEventListener(type: "close", listener: (event: { code: number }) => void): void;
+  addEventListener(type: "open" | "error", listener: (event: unknown) => void): void;
   /** The `ws` package's: stop (and start again) reading the connection. A browser's WebSocket has none. */
   pause?(): void;
   resume?(): void;

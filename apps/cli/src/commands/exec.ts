@@ -1,4 +1,3 @@
-import type { WebSocketConstructor } from "@cm/sdk";
 import { type Run, UsageError } from "../args";
 
 /**
@@ -23,7 +22,7 @@ export const exec: Run = async (ctx, { args, flags }) => {
     // A full pipe (`cm exec ... | slow-reader`) holds the command back rather than this process's memory.
     onStdout: (data) => paced(out, data),
     onStderr: (data) => paced(process.stderr, data),
-    WebSocket: WebSocket as unknown as WebSocketConstructor,
+    WebSocket,
   });
 
   const passStdin = flags.interactive === true || tty || !stdin.isTTY;
