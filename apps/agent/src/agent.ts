@@ -177,7 +177,7 @@ export class Agent {
     this.specs.stop();
     this.endpoints.stop();
     this.tunnels.closeAll();
-    this.execs.closeAll();
+    await this.execs.closeAll();
     await this.connection.stop();
     this.install?.release();
     this.deps.logger.info("Agent stopped; containers were left running");

@@ -51,6 +51,8 @@ export const execUrlOf = (httpUrl: string) => `${httpUrl.replace(/^http/, "ws")}
  */
 export class ExecOpener {
   private readonly open = new Set<WebSocket>();
+  /** The command of each open session, once started: closeAll waits for their hang-ups. */
+  private readonly procs = new Map<WebSocket, ExecProcess>();
   /** Sessions whose command has not read what it was sent: their connection is paused. */
   private readonly held = new Set<WebSocket>();
   /** Sessions applying a resize: what the client sent after it waits here, in order. */
@@ -77,7 +79,8 @@ export class ExecOpener {
     this.open.add(ws);
     ws.on("close", () => {
       this.open.delete(ws);
-      proc?.detach();
+      this.procs.delete(ws);
+      void proc?.detach();
     });
     const fail = (code: ExecErrorCode, message: string) => {
       send(ws, { type: "error", code, message: message.slice(0, 2000) });
@@ -104,7 +107,8 @@ export class ExecOpener {
       return fail("EXEC_FAILED", `the container engine could not run the command: ${(err as Error).message}`);
     }
     log.info("exec started", { tty: req.tty, argv0: req.command[0] });
-    if (ws.readyState !== WebSocket.OPEN) return proc.detach();
+    if (ws.readyState !== WebSocket.OPEN) return void proc.detach();
+    this.procs.set(ws, proc);
     for (const m of early.splice(0)) this.input(proc, ws, m.data, m.isBinary);
     this.resumeUnlessHeld(ws);
     const code = await proc.exit;
@@ -190,10 +194,19 @@ export class ExecOpener {
     });
   }
 
-  /** Ends every session (the agent is shutting down); their commands are hung up on. */
-  closeAll() {
-    for (const ws of this.open) ws.terminate();
+  /**
+   * Ends every session (the agent is shutting down): their commands are hung up
+   * on, and settles once that is done, kills included, so that a command
+   * ignoring the hang-up does not outlive an agent that exits right after.
+   */
+  async closeAll(): Promise<void> {
+    const hangUps = [...this.open].map((ws) => {
+      ws.terminate();
+      return this.procs.get(ws)?.detach();
+    });
     this.open.clear();
+    this.procs.clear();
+    await Promise.all(hangUps);
   }
 }
 

@@ -93,9 +93,10 @@ export interface ExecProcess {
   /**
    * Lets go of the command's streams: its client left. The command is hung up
    * on (SIGHUP), as when a terminal closes; without a tty, killed if it is still
-   * running after a grace period (exec-hangup.ts).
+   * running after a grace period (exec-hangup.ts). Settles once that is done;
+   * calling it again answers the same.
    */
-  detach(): void;
+  detach(): Promise<void>;
 }
 
 export interface ExecClient {

@@ -47,6 +47,7 @@ export class DockerExecClient implements ExecClient {
       });
     });
     const exit = ended.then(() => this.exitCode(exec));
+    let detached: Promise<void> | undefined;
     return {
       write: (chunk) => (stream.writable ? stream.write(chunk) : true),
       drained: () =>
@@ -71,8 +72,11 @@ export class DockerExecClient implements ExecClient {
       resumeOutput: () => stream.resume(),
       exit,
       detach: () => {
-        stream.destroy();
-        if (!options.tty) void this.hangUp(containerId, exec);
+        detached ??= (async () => {
+          stream.destroy();
+          if (!options.tty) await this.hangUp(containerId, exec);
+        })();
+        return detached;
       },
     };
   }

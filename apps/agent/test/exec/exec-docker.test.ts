@@ -55,7 +55,7 @@ needs("docker", "busybox").describe("exec in a real container", () => {
     });
   }, 60_000);
   afterAll(async () => {
-    opener?.closeAll();
+    await opener?.closeAll();
     wss?.close();
     await new Promise((r) => server?.close(r));
     await run.cleanup();
@@ -106,4 +106,15 @@ needs("docker", "busybox").describe("exec in a real container", () => {
     },
     30_000,
   );
+
+  it("an agent shutting down hangs up its sessions and has killed what ignored that by the time it stops", async () => {
+    const before = dialled.length;
+    const marker = "sleep 303";
+    void opener.openExec({ type: "open_exec", execId: "x-shutdown", deploymentId, command: ["sh", "-c", "trap '' HUP; sleep 303; echo never"], tty: false });
+    await expect.poll(() => dialled.length).toBe(before + 1);
+    await expect.poll(() => processes(marker).length, { timeout: 10_000 }).toBeGreaterThan(0);
+    await opener.closeAll();
+    // The agent process may exit now: nothing is left to do later (a SIGKILL due in 2 s would never be sent).
+    await expect.poll(() => processes(marker), { timeout: 1_000, interval: 100 }).toEqual([]);
+  }, 30_000);
 });

@@ -357,7 +357,7 @@ export class MemoryRuntime implements ContainerRuntime, EngineRestarts {
       pauseOutput: () => {},
       resumeOutput: () => {},
       exit,
-      detach: () => {
+      detach: async () => {
         process.detached = true;
         end(options.tty ? 129 : 0);
       },
