@@ -25,6 +25,11 @@ function openExec(base: string, id: string, token: string) {
   return { ws, got, opened };
 }
 
+/** The agent's side of a session: its dial-back to /agent/exec for `execId`, with an agent token. */
+function dialAgentExec(base: string, execId: string, agentToken: string) {
+  return new WebSocket(`${base.replace(/^http/, "ws")}${AGENT_EXEC_PATH}?id=${execId}`, { headers: { authorization: `Bearer ${agentToken}` } });
+}
+
 const stdin = (text: string) => Buffer.concat([Buffer.from([EXEC_CHANNEL.stdin]), Buffer.from(text)]);
 
 describe("exec through a node's agent (control plane side)", () => {
@@ -66,14 +71,13 @@ describe("exec through a node's agent (control plane side)", () => {
     c.ws.send(JSON.stringify({ type: "start", command: ["cat"], tty: false }));
     c.ws.send(stdin("typed early\n"));
     const ask = await node.agent.next("open_exec");
-    const agentUrl = `${h.url.replace(/^http/, "ws")}${AGENT_EXEC_PATH}?id=${ask.execId}`;
 
     // Another operator's agent that learnt the id cannot splice itself into the shell.
-    const intruder = new WebSocket(agentUrl, { headers: { authorization: `Bearer ${other.agentToken}` } });
+    const intruder = dialAgentExec(h.url, ask.execId, other.agentToken);
     const refused = await new Promise<number>((resolve) => intruder.once("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0)));
     expect(refused).toBe(403);
 
-    const agent = new WebSocket(agentUrl, { headers: { authorization: `Bearer ${node.agentToken}` } });
+    const agent = dialAgentExec(h.url, ask.execId, node.agentToken);
     const first = await new Promise<Buffer>((resolve) => agent.once("message", (m) => resolve(m as Buffer)));
     expect(first).toEqual(stdin("typed early\n"));
 
@@ -104,9 +108,7 @@ describe("exec through a node's agent (control plane side)", () => {
       await c.opened;
       c.ws.send(JSON.stringify({ type: "start", command: ["sh"], tty: false }));
       const ask = await node.agent.next("open_exec");
-      const agent = new WebSocket(`${h.url.replace(/^http/, "ws")}${AGENT_EXEC_PATH}?id=${ask.execId}`, {
-        headers: { authorization: `Bearer ${node.agentToken}` },
-      });
+      const agent = dialAgentExec(h.url, ask.execId, node.agentToken);
       const answer = new Promise<number>((resolve) => {
         agent.once("unexpected-response", (_req, res) => resolve(res.statusCode ?? 0));
         agent.once("open", () => resolve(101));
@@ -164,9 +166,7 @@ describe("exec when the control plane shuts down", () => {
     await c.opened;
     c.ws.send(JSON.stringify({ type: "start", command: ["sh"], tty: true }));
     const ask = await node.agent.next("open_exec");
-    const agent = new WebSocket(`${h.url.replace(/^http/, "ws")}${AGENT_EXEC_PATH}?id=${ask.execId}`, {
-      headers: { authorization: `Bearer ${node.agentToken}` },
-    });
+    const agent = dialAgentExec(h.url, ask.execId, node.agentToken);
     await new Promise((r) => agent.once("open", r));
     const agentClosed = new Promise<number>((r) => agent.once("close", r));
     await h.close();
