@@ -51,8 +51,8 @@ export const execUrlOf = (httpUrl: string) => `${httpUrl.replace(/^http/, "ws")}
  */
 export class ExecOpener {
   private readonly open = new Set<WebSocket>();
-  /** The command of each open session, once started: closeAll waits for their hang-ups. */
-  private readonly procs = new Map<WebSocket, ExecProcess>();
+  /** Every session from its dial until its command ended and was hung up on: what closeAll ends and waits for. */
+  private readonly sessions = new Map<WebSocket, Promise<void>>();
   /** Sessions whose command has not read what it was sent: their connection is paused. */
   private readonly held = new Set<WebSocket>();
   /** Sessions applying a resize: what the client sent after it waits here, in order. */
@@ -60,8 +60,18 @@ export class ExecOpener {
   constructor(private readonly o: ExecOpenerOptions) {}
 
   async openExec(req: ExecRequest): Promise<void> {
-    const log = this.o.logger.child({ execId: req.execId, deploymentId: req.deploymentId });
     const ws = this.dial(req.execId);
+    const session = this.session(ws, req);
+    this.sessions.set(ws, session);
+    try {
+      await session;
+    } finally {
+      this.sessions.delete(ws);
+    }
+  }
+
+  private async session(ws: WebSocket, req: ExecRequest): Promise<void> {
+    const log = this.o.logger.child({ execId: req.execId, deploymentId: req.deploymentId });
     // Listening before the handshake ends: the control plane sends what the client
     // typed meanwhile right behind its 101, and those messages may arrive with it.
     // They are kept, in order, while the container is found and the command started.
@@ -79,7 +89,6 @@ export class ExecOpener {
     this.open.add(ws);
     ws.on("close", () => {
       this.open.delete(ws);
-      this.procs.delete(ws);
       void proc?.detach();
     });
     const fail = (code: ExecErrorCode, message: string) => {
@@ -107,14 +116,16 @@ export class ExecOpener {
       return fail("EXEC_FAILED", `the container engine could not run the command: ${(err as Error).message}`);
     }
     log.info("exec started", { tty: req.tty, argv0: req.command[0] });
-    if (ws.readyState !== WebSocket.OPEN) return void proc.detach();
-    this.procs.set(ws, proc);
+    // Gone while the command was being started (the client left, the agent is stopping): hang it up at once.
+    if (ws.readyState !== WebSocket.OPEN) return proc.detach();
     for (const m of early.splice(0)) this.input(proc, ws, m.data, m.isBinary);
     this.resumeUnlessHeld(ws);
     const code = await proc.exit;
     log.info("exec ended", { exitCode: code });
     send(ws, { type: "exit", code });
     ws.close(EXEC_CLOSE_CODES.NORMAL);
+    // A connection closed before the end hung the command up (its close handler): the session lasts until that is done.
+    await proc.detach();
   }
 
   /** What the control plane relays of the client's messages (it checked them; checked again, cheaply). */
@@ -200,13 +211,11 @@ export class ExecOpener {
    * ignoring the hang-up does not outlive an agent that exits right after.
    */
   async closeAll(): Promise<void> {
-    const hangUps = [...this.open].map((ws) => {
-      ws.terminate();
-      return this.procs.get(ws)?.detach();
-    });
+    // Those still dialling or starting their command too: one started after this returned would run unseen.
+    const sessions = [...this.sessions];
+    for (const [ws] of sessions) ws.terminate();
     this.open.clear();
-    this.procs.clear();
-    await Promise.all(hangUps);
+    await Promise.all(sessions.map(([, session]) => session.catch(() => undefined)));
   }
 }
 
