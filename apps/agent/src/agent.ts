@@ -58,6 +58,8 @@ export class Agent {
   constructor(
     private readonly config: AgentConfig,
     private readonly deps: AgentDeps,
+  /** The parts of a sync received so far, until the one without `more`. */
+  private syncSoFar: DeploymentSpec[] | undefined;
   ) {
     const { clock, logger, runtime } = deps;
     const timing = config.timing;
@@ -206,8 +208,14 @@ export class Agent {
 
   private onFrame(frame: ServerFrame): void {
     switch (frame.type) {
-      case "sync":
-        void this.reconciler.sync(frame.deployments).then(() => this.endpoints.poke());
+      case "retired":
+        void this.retire(this.connection.welcome?.nodeId);
+        return;
+      case "sync": {
+        // A long desired state comes in parts: reconcile once, with all of them.
+        const whole = [...(this.syncSoFar ?? []), ...frame.deployments];
+        this.syncSoFar = frame.more ? whole : undefined;
+        if (!frame.more) void this.reconciler.sync(whole).then(() => this.endpoints.poke());
         return;
       case "command":
         void this.reconciler.command(frame.action, frame.deployment).then((result) => {
@@ -242,3 +250,4 @@ export class Agent {
 export function createAgent(config: AgentConfig, deps: AgentDeps): Agent {
   return new Agent(config, deps);
 }
+    this.syncSoFar = undefined; // the next welcome brings a whole sync

@@ -10,7 +10,7 @@
 // backoff, parsing. What the frames mean is the agent's business.
 
 import type { AgentFrame } from "@cm/protocol";
-import { CLOSE_CODES, PROTOCOL_VERSIONS, RETRYABLE_CLOSE } from "@cm/protocol";
+import { AGENT_MAX_INBOUND_FRAME_BYTES, CLOSE_CODES, PROTOCOL_VERSIONS, RETRYABLE_CLOSE } from "@cm/protocol";
 import type { TimerHandle } from "../clock";
 import { backoffDelayMs } from "./backoff";
 import { explainFatalClose } from "./close-codes";
@@ -141,7 +141,13 @@ export class Connection {
       socket.terminate();
     }, this.options.timing.helloTimeoutMs);
     socket.send(
-      JSON.stringify({ type: "hello", token: this.options.token, agentVersion: this.options.agentVersion, protocolVersions: [...PROTOCOL_VERSIONS] }),
+      JSON.stringify({
+        type: "hello",
+        token: this.options.token,
+        agentVersion: this.options.agentVersion,
+        protocolVersions: [...PROTOCOL_VERSIONS],
+        maxFrameBytes: AGENT_MAX_INBOUND_FRAME_BYTES,
+      }),
     );
   }
 

@@ -1,4 +1,5 @@
 // The socket is injected so tests (and the doctor) can shape it; production uses `ws`.
+import { AGENT_MAX_INBOUND_FRAME_BYTES } from "@cm/protocol";
 import WebSocket from "ws";
 
 export type AgentSocket = WebSocket;
@@ -13,8 +14,8 @@ export function wsSocketFactory(options: WsSocketOptions = {}): SocketFactory {
   return (url) =>
     new WebSocket(url, {
       handshakeTimeout: options.handshakeTimeoutMs ?? 10_000,
-      // Frames from the control plane are small; a huge one is a bug or an attack.
-      maxPayload: 16 * 1024 * 1024,
+      // The control plane sends nothing bigger (the hello says so); a huge frame is a bug or an attack.
+      maxPayload: AGENT_MAX_INBOUND_FRAME_BYTES,
       perMessageDeflate: false,
     });
 }

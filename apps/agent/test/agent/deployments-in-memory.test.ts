@@ -96,3 +96,28 @@ it("after the control plane comes back, ships what the container wrote meanwhile
   expect(fake.storedLines(spec.deploymentId).map((l) => `${l.seq} ${l.message}`)).toEqual(Array.from({ length: 50 }, (_, i) => `${i + 1} line ${i + 1}`));
   expect(fake.duplicateLines).toBe(0);
 });
+
+it("reconciles a sync sent in parts once, with all of them: what an early part names is not removed as unknown", async () => {
+  const engine = new MemoryRuntime(systemClock).loadImage(IMAGE, { output: ["up"] });
+  await connect(engine);
+  const first = deploymentSpec(run, "part-1", IMAGE);
+  const second = deploymentSpec(run, "part-2", IMAGE);
+  fake.send({ type: "sync", deployments: [first], more: true });
+  // Nothing happens until the last part: a part alone is not the node's whole state.
+  await new Promise((r) => setTimeout(r, 300));
+  expect(fake.statuses(first.deploymentId)).toEqual([]);
+  fake.send({ type: "sync", deployments: [second] });
+  await fake.waitFor(
+    () => statusesOf(first.deploymentId).includes("1:running") && statusesOf(second.deploymentId).includes("1:running"),
+    5_000,
+    "both running",
+  );
+  // A later sync in two parts naming both leaves both running.
+  fake.send({ type: "sync", deployments: [second], more: true });
+  fake.send({ type: "sync", deployments: [first] });
+  await new Promise((r) => setTimeout(r, 500));
+  expect(engine.ps().map((c) => [c.state.deploymentId, c.state.running])).toEqual([
+    [first.deploymentId, true],
+    [second.deploymentId, true],
+  ]);
+});

@@ -15,6 +15,8 @@ export interface SessionHost {
   /** Makes the session the node's one connection, closing an older one with CLOSE_CODES.REPLACED. */
   adopt(session: AgentSession): void;
   onClosed(session: AgentSession): void;
+  /** The node's agent cannot take what it is sent: shown offline until it is back. */
+  notServing(nodeId: string, why: string): void;
   /** Runs fn after every earlier presence change of the node (online, lost), so they never interleave. */
   serialize<T>(nodeId: string, fn: () => Promise<T>): Promise<T>;
   readonly heartbeats: HeartbeatBatch;

@@ -151,6 +151,20 @@ export class AgentHub implements NodeLink, SessionHost {
     // heartbeat monitor declares the node lost once three intervals pass silent.
   }
 
+  /**
+   * Shows a node offline at once when its agent cannot take what it is sent,
+   * instead of online while it reconnects and fails again; its next hello, told
+   * only what it reads, brings it back. Its containers are left as they are.
+   */
+  notServing(nodeId: string, why: string) {
+    void this.serialize(nodeId, async () => {
+      if (this.sessions.has(nodeId)) return; // already back
+      await this.o.repos.nodes.markOffline(nodeId, this.o.clock.now());
+      this.o.events.emit("node-changed", nodeId);
+      this.o.log.error(`node not serving: ${why}`, { nodeId });
+    }).catch((err) => this.o.log.error("agent: marking a node not serving failed", { err, nodeId }));
+  }
+
   serialize<T>(nodeId: string, fn: () => Promise<T>): Promise<T> {
     return this.presence.run(nodeId, fn);
   }

@@ -1,10 +1,20 @@
 import type { DeploymentRow } from "@cm/db";
-import { AgentFrame, CLOSE_CODES, KeyedQueue, PROTOCOL_VERSIONS, parseFrame, type ServerFrame } from "@cm/protocol";
+import {
+  AGENT_MAX_INBOUND_FRAME_BYTES,
+  AgentFrame,
+  CLOSE_CODES,
+  type DeploymentSpec,
+  KeyedQueue,
+  PROTOCOL_VERSIONS,
+  parseFrame,
+  retiredCloseReason,
+  type ServerFrame,
+} from "@cm/protocol";
 import WebSocket, { type RawData } from "ws";
 import { hashSecret } from "../services/ids";
 import type { Logger } from "../services/logger";
 import type { AgentContext } from "./agent-context";
-import { commandAction, diskGbFor, gpuCountFor, specKey, toSpec } from "./desired-state";
+import { commandAction, diskGbFor, gpuCountFor, specKey, syncParts, toSpec } from "./desired-state";
 import { handleFrame } from "./frame-handlers";
 
 type HelloFrame = Extract<AgentFrame, { type: "hello" }>;
@@ -19,6 +29,14 @@ const RESUME_AT = 8;
 /** Frames whose database writes are retried (every OUTAGE_RETRY_MS, in order) while the database cannot be reached. */
 const KEPT_THROUGH_OUTAGES: ReadonlySet<AgentFrame["type"]> = new Set(["hello", "status", "specs", "endpoints"]);
 const OUTAGE_RETRY_MS = 500;
+/**
+ * The most one sync part weighs. Parts far below the agent's limit keep one
+ * frame from holding the agent's socket (and heap) for long; a node's whole
+ * history of stopped deployments (a few hundred bytes each) still takes few.
+ */
+const SYNC_PART_MAX_BYTES = 1024 * 1024;
+/** The close code a `ws` peer sends when a frame exceeds its maxPayload. */
+const MESSAGE_TOO_BIG = 1009;
 
 /**
  * One agent connection: the hello handshake, then frames in arrival order.
@@ -45,6 +63,8 @@ export class AgentSession {
   readonly known = new Map<string, string>();
   /** When each deployment's pull progress was last written. */
   readonly pullNotedAt = new Map<string, number>();
+  /** The largest frame the agent reads, as its hello said. */
+  agentMaxFrameBytes = AGENT_MAX_INBOUND_FRAME_BYTES;
   /** The latest heartbeat proof waiting for the status reports queued before it (see billableUntilMs). */
   private pendingProofMs = 0;
   private badFrames = 0;
@@ -66,7 +86,7 @@ export class AgentSession {
     this.log = ctx.log;
     this.helloTimer = setTimeout(() => this.refuse(CLOSE_CODES.HELLO_TIMEOUT, "HELLO_TIMEOUT", `no hello within ${ctx.helloTimeoutMs} ms`), ctx.helloTimeoutMs);
     ws.on("message", (data, isBinary) => this.receive(data, isBinary));
-    ws.on("close", () => this.closed());
+    ws.on("close", (code) => this.closed(code));
     ws.on("error", (err) => this.log.debug("agent socket error", { err }));
   }
 
@@ -92,8 +112,21 @@ export class AgentSession {
     return this.state === "closed";
   }
 
-  send(frame: ServerFrame) {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(frame));
+  /**
+   * Sends a frame the agent can read; false, sending nothing, for one larger than
+   * its limit (which would make it close the connection and fail again at every
+   * reconnect) or when the socket is not open.
+   */
+  send(frame: ServerFrame): boolean {
+    if (this.ws.readyState !== WebSocket.OPEN) return false;
+    const text = JSON.stringify(frame);
+    const bytes = Buffer.byteLength(text);
+    if (bytes > this.agentMaxFrameBytes) {
+      this.log.error("agent: a frame larger than the agent reads was not sent", { type: frame.type, bytes, limit: this.agentMaxFrameBytes });
+      return false;
+    }
+    this.ws.send(text);
+    return true;
   }
 
   close(code: number, reason: string) {
@@ -142,7 +175,8 @@ export class AgentSession {
       const cursor = (await this.ctx.repos.logIngest.cursors([dep.id])).get(dep.id);
       const templates = await this.ctx.hub.templateNeeds();
       const spec = toSpec(dep, cursor, gpuCountFor(dep, this.gpuCount, templates), diskGbFor(dep, templates));
-      this.send({ type: "command", commandId: this.ctx.ids("cmd"), action: commandAction(dep, prev !== undefined), deployment: spec });
+      if (!this.send({ type: "command", commandId: this.ctx.ids("cmd"), action: commandAction(dep, prev !== undefined), deployment: spec }))
+        await this.unsendable(spec);
     });
   }
 
@@ -249,6 +283,7 @@ export class AgentSession {
         heartbeatIntervalMs: this.ctx.heartbeatIntervalMs,
         serverTime: clock.now(),
         maxFrameBytes: this.ctx.maxFrameBytes,
+    this.agentMaxFrameBytes = f.maxFrameBytes ?? AGENT_MAX_INBOUND_FRAME_BYTES;
       });
       this.state = "ready";
       this.wasReady = true;
@@ -264,13 +299,38 @@ export class AgentSession {
     const cursors = await repos.logIngest.cursors(deps.map((d) => d.id));
     const templates = await hub.templateNeeds();
     for (const d of deps) this.known.set(d.id, specKey(d));
-    this.send({ type: "sync", deployments: deps.map((d) => toSpec(d, cursors.get(d.id), gpuCountFor(d, this.gpuCount, templates), diskGbFor(d, templates))) });
+    const specs = deps.map((d) => toSpec(d, cursors.get(d.id), gpuCountFor(d, this.gpuCount, templates), diskGbFor(d, templates)));
+    const { parts, tooBig } = syncParts(specs, Math.min(SYNC_PART_MAX_BYTES, this.agentMaxFrameBytes), this.agentMaxFrameBytes);
+    for (const [i, part] of parts.entries()) {
+      if (!this.send({ type: "sync", deployments: part, ...(i < parts.length - 1 ? { more: true } : {}) })) return;
+    }
+    for (const spec of tooBig) await this.unsendable(spec);
   }
 
-  private closed() {
+  /**
+   * A deployment whose spec alone is larger than the agent reads (its env from
+   * before env was bounded, or an agent with a small limit) can never reach the
+   * node: it fails, as if the agent had reported it, rather than wait forever.
+   */
+  private async unsendable(spec: DeploymentSpec) {
+    if (spec.desiredState !== "running") return;
+    await handleFrame(this, {
+      type: "status",
+      deploymentId: spec.deploymentId,
+      runSeq: spec.runSeq,
+      status: "failed",
+      reason: `its settings (env) are too large for this node's agent to receive (over ${this.agentMaxFrameBytes} bytes); recreate it with a smaller env`,
+      at: this.ctx.clock.now(),
+    });
+  }
+
+  private closed(code: number) {
     if (this.state === "closed") return;
     this.state = "closed";
     clearTimeout(this.helloTimer);
     this.ctx.hub.onClosed(this);
   }
 }
+    // The agent could not read a frame this side sent: it is not being told what
+    // to run, so it does not serve until it reconnects and is sent what it reads.
+    if (code === MESSAGE_TOO_BIG && this.wasReady) this.ctx.hub.notServing(this.nodeId, "the agent closed its connection on a frame larger than it reads");

@@ -41,7 +41,9 @@ export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, gp
     runSeq: d.runSeq,
     desiredState: d.desiredState,
     image: d.image,
-    env: d.env,
+    // Only a deployment wanted running is (re)created from its spec; one being
+    // stopped or removed is not, so its env is not sent again, however often.
+    env: d.desiredState === "running" ? d.env : {},
     ports: d.ports,
     gpuCount,
     ...(diskGb !== undefined ? { diskGb } : {}),
@@ -55,4 +57,34 @@ export function commandAction(d: Pick<DeploymentRow, "desiredState">, seenBefore
   if (d.desiredState === "removed") return "remove";
   if (d.desiredState === "stopped") return "stop";
   return seenBefore ? "start" : "create";
+}
+
+/** What one sync part may weigh besides its deployments: the frame's own fields. */
+const SYNC_PART_OVERHEAD_BYTES = 64;
+
+/**
+ * The node's desired state cut into parts of about `partBytes` each, in order;
+ * always at least one part (an empty sync still says "nothing"). A spec larger
+ * than a part goes alone in one. A spec larger than `maxBytes`, what the agent
+ * reads, is left out and returned in `tooBig`: sending it would make the agent
+ * close its connection, again at every reconnect.
+ */
+export function syncParts(specs: readonly DeploymentSpec[], partBytes: number, maxBytes: number): { parts: DeploymentSpec[][]; tooBig: DeploymentSpec[] } {
+  const parts: DeploymentSpec[][] = [[]];
+  const tooBig: DeploymentSpec[] = [];
+  let used = SYNC_PART_OVERHEAD_BYTES;
+  for (const spec of specs) {
+    const bytes = Buffer.byteLength(JSON.stringify(spec)) + 1; // and its comma
+    if (bytes + SYNC_PART_OVERHEAD_BYTES > maxBytes) {
+      tooBig.push(spec);
+      continue;
+    }
+    if (used + bytes > partBytes && parts[parts.length - 1]!.length > 0) {
+      parts.push([]);
+      used = SYNC_PART_OVERHEAD_BYTES;
+    }
+    parts[parts.length - 1]!.push(spec);
+    used += bytes;
+  }
+  return { parts, tooBig };
 }

@@ -75,17 +75,19 @@ const handlers: Handlers = {
   async logs(s, f) {
     const { repos, clock } = s.ctx;
     if (!s.known.has(f.deploymentId) && !(await repos.deployments.getOnNode(f.deploymentId, s.nodeId))) {
-      return s.send({ type: "error", code: "UNKNOWN_DEPLOYMENT", message: `deployment ${f.deploymentId} is not on this node; its logs were dropped` });
+      s.send({ type: "error", code: "UNKNOWN_DEPLOYMENT", message: `deployment ${f.deploymentId} is not on this node; its logs were dropped` });
+      return;
     }
     const nowMs = clock.now();
     const lines = f.lines.map((l) => storedLine(l, nowMs));
     if (!s.ctx.hub.logBudget(s.nodeId).take(ingestCost(lines), nowMs)) {
       // No ack: the agent keeps the batch and sends it again later, reading its container's log no faster than we store it.
-      return s.send({
+      s.send({
         type: "error",
         code: "LOGS_RATE_LIMITED",
         message: `this node sends more log text than ${s.ctx.logIngestBytesPerS} bytes a second; the batch ending at line ${f.lines.at(-1)!.seq} was not stored, send it again later`,
       });
+      return;
     }
     if ((await repos.logIngest.append(f.deploymentId, lines)) > 0) s.ctx.events.emit("logs-stored", f.deploymentId);
     const last = f.lines.reduce((a, b) => (b.seq > a.seq ? b : a));

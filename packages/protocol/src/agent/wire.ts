@@ -35,6 +35,15 @@ export const CLOSE_CODES = {
  */
 export const AGENT_RECONNECT_MAX_MS = 30_000;
 export const RETRYABLE_CLOSE = (code: number) =>
+/**
+ * The largest frame an agent reads from the control plane (its socket's
+ * maxPayload), unless its hello names another. The control plane never sends a
+ * bigger one: a sync that would be is sent in parts (SyncFrame.more), and no
+ * single deployment's spec comes near it (EnvMap bounds a deployment's env).
+ */
+export const AGENT_MAX_INBOUND_FRAME_BYTES = 16 * 1024 * 1024;
+/** The smallest inbound limit an agent may announce: room for the largest single deployment spec. */
+export const AGENT_MIN_INBOUND_FRAME_BYTES = 1024 * 1024;
   code !== CLOSE_CODES.UNAUTHORIZED && code !== CLOSE_CODES.REPLACED && code !== CLOSE_CODES.UNSUPPORTED_PROTOCOL;
 
 // ---- shared pieces ---------------------------------------------------------
@@ -104,6 +113,13 @@ export const HelloFrame = z.object({
   agentVersion: z.string().max(50),
   protocolVersions: z.array(z.number().int()).min(1).max(16),
 });
+  /** The largest frame this agent reads; absent, AGENT_MAX_INBOUND_FRAME_BYTES. */
+  maxFrameBytes: z
+    .number()
+    .int()
+    .min(AGENT_MIN_INBOUND_FRAME_BYTES)
+    .max(1024 * 1024 * 1024)
+    .optional(),
 export const SpecsFrame = z.object({
   type: z.literal("specs"),
   specs: NodeSpecs,
@@ -191,8 +207,15 @@ export const WelcomeFrame = z.object({
   /** The largest frame the control plane reads; a bigger one closes the connection (1009), so split log batches below it. */
   maxFrameBytes: z.number().int().min(1024).optional(),
 });
-/** The full desired state of the node: sent after welcome, and whenever the agent should reconcile everything. */
-export const SyncFrame = z.object({ type: z.literal("sync"), deployments: z.array(DeploymentSpec) });
+/**
+ * The full desired state of the node: sent after welcome, and whenever the agent
+ * should reconcile everything. A node's history can be long, so the state comes
+ * in parts below the agent's frame limit: `more: true` on every part but the
+ * last, and the agent reconciles once, with all of them, when the last arrives
+ * (a connection lost between parts drops the parts; the next welcome syncs anew).
+ * Deployments not wanted running carry no env: the agent only stops or removes them.
+ */
+export const SyncFrame = z.object({ type: z.literal("sync"), deployments: z.array(DeploymentSpec), more: z.boolean().optional() });
 /** What a command asks the agent to do with one deployment. */
 export const CommandAction = z.enum(["create", "start", "stop", "remove"]);
 export type CommandAction = z.infer<typeof CommandAction>;

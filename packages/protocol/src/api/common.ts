@@ -84,11 +84,26 @@ export const EnvMap = z
   )
   .refine((env) => Object.keys(env).length <= 100, "at most 100 variables")
   .meta({
-    description: "Environment variables, name to value (at most 100, values up to 32 KiB)",
+    description: `Environment variables, name to value (at most 100, values up to 32 KiB, ${ENV_MAX_TOTAL_BYTES / 1024} KiB in all)`,
     maxProperties: 100,
     propertyNames: { type: "string", minLength: 1, maxLength: 256, pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
   });
 
 export function paginate(page: number, limit: number, total: number): Pagination {
   return { page, limit, total, totalPages: Math.ceil(total / limit) };
+/**
+ * A deployment's env in all. Every spec the node's agent is sent carries it, and
+ * a node runs up to its maxDeployments at once: bounding each keeps every frame
+ * far below the agent's limit (AGENT_MAX_INBOUND_FRAME_BYTES). Linux itself
+ * caps one variable at 128 KiB and a process's whole env near 2 MiB.
+ */
+export const ENV_MAX_TOTAL_BYTES = 64 * 1024;
+/** What an env weighs on the wire and in the container: NAME=value per variable, UTF-8. */
+export const envBytes = (env: Record<string, string>) => Object.entries(env).reduce((sum, [k, v]) => sum + utf8Bytes(k) + 1 + utf8Bytes(v), 0);
+
+// Runs in browsers too (the SDK parses with these schemas): no Buffer.
+const utf8 = new TextEncoder();
+const utf8Bytes = (s: string) => utf8.encode(s).length;
+
 }
+  .refine((env) => envBytes(env) <= ENV_MAX_TOTAL_BYTES, `at most ${ENV_MAX_TOTAL_BYTES / 1024} KiB in all (names and values, UTF-8)`)

@@ -47,8 +47,9 @@ export class SimAgent {
     this.closed = new Promise((resolve) => ws.on("close", (code, reason) => resolve({ code, reason: reason.toString() })));
   }
 
-  static async open(url: string): Promise<SimAgent> {
-    const ws = new WebSocket(url.replace(/^http/, "ws") + AGENT_WS_PATH);
+  /** `maxPayload`: the largest frame it reads, as a real agent's socket does (ws closes with 1009 past it). */
+  static async open(url: string, o: { maxPayload?: number } = {}): Promise<SimAgent> {
+    const ws = new WebSocket(url.replace(/^http/, "ws") + AGENT_WS_PATH, o.maxPayload ? { maxPayload: o.maxPayload } : {});
     await new Promise<void>((resolve, reject) => {
       ws.once("open", () => resolve());
       ws.once("error", reject);
