@@ -40,6 +40,7 @@ export class DockerContainerClient implements ContainerClient {
         this.capsLayers = Promise.resolve(false);
         container = await this.docker.createContainer(buildContainerCreateOptions(spec, sandbox));
       }
+      this.sandboxes.joined(sandbox);
       this.logger.debug("Created container", { deploymentId: spec.deploymentId, containerId: container.id });
       return container.id;
     } catch (error) {

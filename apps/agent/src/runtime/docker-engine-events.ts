@@ -5,6 +5,11 @@
 // is held open: it ends when dockerd stops, and the first time it opens again
 // is the engine back, its chains already rewritten (dockerd serves its API only
 // once its networks are set up).
+//
+// The same stream carries containers' ends (die, destroy) and nothing else of
+// theirs, for the network sandbox pool: a tenant's container killed or removed
+// out of band leaves its sandbox, and the bridge network it holds, behind until
+// someone looks (sandboxes.ts). A few events per deployment, not per request.
 import type Docker from "dockerode";
 import type { Clock, TimerHandle } from "../clock";
 import type { RuntimeLogger } from "./logger";
@@ -18,10 +23,26 @@ export interface EngineRestarts {
   onEngineBack(listener: () => void): () => void;
 }
 
+/** A container that stopped running (`die`) or no longer exists (`destroy`), with its labels. */
+export interface ContainerEnd {
+  id: string;
+  action: "die" | "destroy";
+  labels: Record<string, string>;
+}
+
+/** What the sandbox pool listens to: containers' ends, and the engine's comebacks (whatever ended meanwhile was never told). */
+export interface ContainerEnds extends EngineRestarts {
+  onContainerEnd(listener: (end: ContainerEnd) => void): () => void;
+}
+
+/** Only these reach the agent: daemon events (none expected; its stream's end is the news) and containers' ends. */
+export const ENGINE_EVENT_FILTERS: { type: Array<"daemon" | "container">; event: string[] } = { type: ["daemon", "container"], event: ["die", "destroy"] };
+
 type EventStream = NodeJS.ReadableStream & { destroy(): void };
 
-export class DockerEngineEvents implements EngineRestarts {
+export class DockerEngineEvents implements ContainerEnds {
   private readonly listeners = new Set<() => void>();
+  private readonly endListeners = new Set<(end: ContainerEnd) => void>();
   private stream: EventStream | undefined;
   private timer: TimerHandle | undefined;
   /** the stream broke (or never opened): its next opening is the engine back */
@@ -36,12 +57,24 @@ export class DockerEngineEvents implements EngineRestarts {
   ) {}
 
   onEngineBack(listener: () => void): () => void {
-    this.listeners.add(listener);
-    if (this.listeners.size === 1) void this.open();
+    return this.listen(this.listeners, listener);
+  }
+
+  onContainerEnd(listener: (end: ContainerEnd) => void): () => void {
+    return this.listen(this.endListeners, listener);
+  }
+
+  private listen<T>(set: Set<T>, listener: T): () => void {
+    set.add(listener);
+    void this.open();
     return () => {
-      this.listeners.delete(listener);
-      if (this.listeners.size === 0) this.close();
+      set.delete(listener);
+      if (!this.listened()) this.close();
     };
+  }
+
+  private listened(): boolean {
+    return this.listeners.size + this.endListeners.size > 0;
   }
 
   private async open(): Promise<void> {
@@ -50,7 +83,7 @@ export class DockerEngineEvents implements EngineRestarts {
     let stream: EventStream;
     try {
       this.logger.debug("Opening Docker's event stream");
-      stream = (await this.docker.getEvents({ filters: { type: ["daemon"] } })) as EventStream;
+      stream = (await this.docker.getEvents({ filters: ENGINE_EVENT_FILTERS })) as EventStream;
     } catch (error) {
       this.opening = false;
       if (!this.lost) this.logger.warn("Docker does not answer; watching for it to come back", { error: (error as Error).message });
@@ -59,7 +92,7 @@ export class DockerEngineEvents implements EngineRestarts {
       return;
     }
     this.opening = false;
-    if (this.listeners.size === 0) return stream.destroy();
+    if (!this.listened()) return stream.destroy();
     this.stream = stream;
     const broken = () => {
       if (this.stream !== stream) return;
@@ -71,16 +104,35 @@ export class DockerEngineEvents implements EngineRestarts {
     stream.once("end", broken);
     stream.once("close", broken);
     stream.once("error", broken);
-    // Daemon events (a config reload) are not needed: only the stream's end is news.
-    stream.resume();
+    let buffered = "";
+    stream.on("data", (chunk: Buffer | string) => {
+      const lines = (buffered + chunk.toString()).split("\n");
+      buffered = lines.pop() ?? "";
+      for (const line of lines) this.dispatch(line);
+    });
     if (!this.lost) return;
     this.lost = false;
     this.logger.warn("Docker answers again after it was gone");
     for (const listener of [...this.listeners]) listener();
   }
 
+  /** One JSON event per line (Docker's /events); only containers' ends are news. */
+  private dispatch(line: string): void {
+    if (!line.trim()) return;
+    let event: { Type?: string; Action?: string; Actor?: { ID?: string; Attributes?: Record<string, string> } };
+    try {
+      event = JSON.parse(line);
+    } catch {
+      this.logger.debug("Ignoring an event Docker sent that is not JSON", { line: line.slice(0, 200) });
+      return;
+    }
+    if (event.Type !== "container" || (event.Action !== "die" && event.Action !== "destroy")) return;
+    const end: ContainerEnd = { id: event.Actor?.ID ?? "", action: event.Action, labels: event.Actor?.Attributes ?? {} };
+    for (const listener of [...this.endListeners]) listener(end);
+  }
+
   private retry(): void {
-    if (this.listeners.size === 0) return;
+    if (!this.listened()) return;
     this.timer = this.clock.setTimeout(() => void this.open(), this.retryMs);
   }
 

@@ -46,16 +46,14 @@ export class DockerRuntime implements ContainerRuntime, DiskClient, EngineRestar
     this.docker = options.docker ?? new Docker(options.socketPath ? { socketPath: options.socketPath } : undefined);
     this.logger = options.logger ?? silentLogger;
     this.images = new DockerImageClient(this.docker, this.logger);
-    this.sandboxes = new DockerSandboxes(
-      this.docker,
-      this.logger,
-      options.sandboxPool ?? DEFAULT_SANDBOX_POOL,
-      options.bridgePrefix ? { bridgePrefix: options.bridgePrefix } : {},
-    );
+    this.engineEvents = new DockerEngineEvents(this.docker, this.logger, options.clock ?? systemClock);
+    this.sandboxes = new DockerSandboxes(this.docker, this.logger, options.sandboxPool ?? DEFAULT_SANDBOX_POOL, {
+      events: this.engineEvents,
+      ...(options.bridgePrefix ? { bridgePrefix: options.bridgePrefix } : {}),
+    });
     this.containers = new DockerContainerClient(this.docker, this.logger, this.sandboxes);
     this.logClient = new DockerLogClient(this.docker, this.logger);
     this.disk = new DockerDiskClient(this.docker, this.logger);
-    this.engineEvents = new DockerEngineEvents(this.docker, this.logger, options.clock ?? systemClock);
     this.execClient = new DockerExecClient(this.docker, this.logger);
   }
 

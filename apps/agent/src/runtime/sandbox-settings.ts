@@ -1,4 +1,5 @@
 // What a sandbox pool is told and the constants it keeps (sandboxes.ts).
+import type { ContainerEnds } from "./docker-engine-events";
 
 /** Whose containers a sandbox is for: the node, and the agent's extra container labels. */
 export interface SandboxOwner {
@@ -10,11 +11,16 @@ export interface SandboxOwner {
 
 /** How many ready sandboxes an agent keeps by default: a pair covers two deploys in a row. */
 export const DEFAULT_SANDBOX_POOL = 2;
-/** How often the spares are looked at: an operator's `docker rm -f` or a reboot tells the pool nothing. */
+/**
+ * How often the pool looks at every sandbox of its node on the engine even when no event came
+ * (the event stream was reconnecting, or a reboot): containers' ends make it look at once.
+ */
 export const DEFAULT_SPARE_CHECK_INTERVAL_MS = 15_000;
 
 export interface SandboxPoolOptions {
   spareCheckIntervalMs?: number;
+  /** containers' ends and the engine's comebacks (docker-engine-events.ts): what makes the pool look again at once */
+  events?: ContainerEnds;
   /** DEFAULT_MAKING_GRACE_MS */
   makingGraceMs?: number;
   /** DEFAULT_BRIDGE_PREFIX: what the egress policy's firewall rules match a deployment's bridge by */

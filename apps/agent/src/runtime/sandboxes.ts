@@ -10,6 +10,11 @@
 // network per deployment, and the network's setup is off the deploy path.
 //
 // A sandbox is never reused: when its tenant's container is removed, it goes too.
+// When that container ends or goes behind the agent's back (`docker kill`,
+// `docker stop`, `docker rm -f`), the pool removes its sandbox itself as soon as
+// the engine says so (its event stream), or at its next look (converge()):
+// otherwise each would hold a bridge network, from Docker's limited address
+// pools, until the tenant removed the deployment.
 import { randomBytes } from "node:crypto";
 import type Docker from "dockerode";
 import { BRIDGE_NAME_OPTION, bridgeName, buildSandboxCreateOptions, buildSandboxNetworkOptions, DEFAULT_BRIDGE_PREFIX } from "./create-options";
@@ -32,6 +37,9 @@ import {
 export type { SandboxOwner, SandboxPoolOptions } from "./sandbox-settings";
 export { DEFAULT_MAKING_GRACE_MS, DEFAULT_SANDBOX_POOL, DEFAULT_SPARE_CHECK_INTERVAL_MS } from "./sandbox-settings";
 
+/** A tenant's container in these states is over: the agent never starts a run again, so its sandbox has no more use. */
+const ENDED_STATES = new Set(["exited", "dead"]);
+
 export class DockerSandboxes {
   private owner: SandboxOwner | undefined;
   /** ready and unclaimed; changed in place only (an await may hold on to it) */
@@ -42,11 +50,17 @@ export class DockerSandboxes {
   private refillTimer: NodeJS.Timeout | undefined;
   private checkTimer: NodeJS.Timeout | undefined;
   private checking = false;
+  /** something happened while converge() ran: it runs once more */
+  private checkAgain = false;
+  private refillPending = false;
+  private unwatch: (() => void) | undefined;
   private warming = false;
   /** taking back a previous agent's spares; take() waits for it, so they are used first */
   private adoption: Promise<void> = Promise.resolve();
   /** handed to a deployment: never a spare again, even before its container exists */
   private readonly taken = new Set<string>();
+  /** handed out, its container not made yet (joined() ends it): converge() must not take it for one whose container is gone */
+  private readonly joining = new Set<string>();
   /** being made right now: adopt() must not take them for debris */
   private readonly creating = new Set<string>();
   /** being removed right now: neither a spare nor adoptable */
@@ -78,8 +92,19 @@ export class DockerSandboxes {
     }
     void this.adoption.then(() => this.fillSoon(0));
     if (!this.checkTimer && this.poolSize > 0) {
-      this.checkTimer = setInterval(() => void this.checkSpares(), this.options.spareCheckIntervalMs ?? DEFAULT_SPARE_CHECK_INTERVAL_MS);
+      this.checkTimer = setInterval(() => void this.converge(), this.options.spareCheckIntervalMs ?? DEFAULT_SPARE_CHECK_INTERVAL_MS);
       this.checkTimer.unref();
+    }
+    const events = this.options.events;
+    if (!this.unwatch && events && this.poolSize > 0) {
+      const onEnd = events.onContainerEnd((end) => {
+        if (end.labels[LABEL_SANDBOX_NAME] || end.labels[LABEL_SANDBOX] === "true") void this.converge();
+      });
+      const onBack = events.onEngineBack(() => void this.converge());
+      this.unwatch = () => {
+        onEnd();
+        onBack();
+      };
     }
   }
 
@@ -89,6 +114,8 @@ export class DockerSandboxes {
     clearTimeout(this.refillTimer);
     clearInterval(this.checkTimer);
     this.checkTimer = undefined;
+    this.unwatch?.();
+    this.unwatch = undefined;
     await this.filling;
   }
 
@@ -100,6 +127,7 @@ export class DockerSandboxes {
     while (pooled && !name && this.spares.length > 0) {
       const candidate = this.spares.shift()!;
       this.taken.add(candidate); // claimed before the await below: nothing else may hand it out meanwhile
+      this.joining.add(candidate);
       // An operator may have stopped it, or the host rebooted since it was made.
       if (await this.running(candidate).catch(() => false)) name = candidate;
       else void this.remove(candidate).catch(() => {});
@@ -108,8 +136,15 @@ export class DockerSandboxes {
     if (!name) {
       name = await this.create(owner);
       this.taken.add(name);
+      this.joining.add(name);
+      this.creating.delete(name);
     }
     return name;
+  }
+
+  /** The container that takes `name` was made: from now on, that container ending or going is the sandbox's end too. */
+  joined(name: string): void {
+    this.joining.delete(name);
   }
 
   /** Removes the sandbox and its network; already gone is not an error. */
@@ -124,6 +159,7 @@ export class DockerSandboxes {
     } finally {
       this.removing.delete(name);
       this.taken.delete(name);
+      this.joining.delete(name);
       this.addresses.delete(name);
     }
   }
@@ -167,36 +203,89 @@ export class DockerSandboxes {
   }
 
   /**
-   * Removes the spares that are no longer running (and with them their
-   * networks), then refills: otherwise one removed out of band would leave its
-   * network behind and the pool short until a deployment happened to take it.
+   * Converges on what the engine shows: spares no longer running go, and so
+   * does every sandbox of this node whose tenant's container ended or is gone
+   * (each with its network); then the pool is refilled to its size. Called on
+   * an interval and whenever a container ends (options.events); a call while
+   * one runs makes it run once more.
    */
-  private async checkSpares(): Promise<void> {
-    if (this.checking || !this.warming) return;
+  private async converge(): Promise<void> {
+    if (!this.warming) return;
+    if (this.checking) {
+      this.checkAgain = true;
+      return;
+    }
     this.checking = true;
     try {
-      let lost = 0;
-      for (const name of [...this.spares]) {
-        const running = await this.running(name).catch(() => true); // Docker unreachable: nothing learnt
-        // Taken meanwhile: it is the taker's now (take() looks again itself).
-        if (running || !this.spares.includes(name)) continue;
-        lost += 1;
-        await this.remove(name).catch((error: unknown) =>
-          this.logger.warn("Could not remove a lost network sandbox", { sandbox: name, error: (error as Error).message }),
-        );
-      }
-      if (lost > 0) {
-        this.logger.warn("Network sandboxes were stopped or removed outside the agent; making new ones", { count: lost });
-        this.fillSoon(0);
-      }
+      do {
+        this.checkAgain = false;
+        await this.convergeOnce().catch((error: unknown) => this.logger.warn("Could not look at the network sandboxes", { error: (error as Error).message }));
+      } while (this.checkAgain && this.warming);
     } finally {
       this.checking = false;
     }
   }
 
+  private async convergeOnce(): Promise<void> {
+    const owner = this.owner;
+    if (!owner) return;
+    let lost = 0;
+    for (const name of [...this.spares]) {
+      const running = await this.running(name).catch(() => true); // Docker unreachable: nothing learnt
+      // Taken meanwhile: it is the taker's now (take() looks again itself).
+      if (running || !this.spares.includes(name)) continue;
+      lost += 1;
+      await this.remove(name).catch((error: unknown) =>
+        this.logger.warn("Could not remove a lost network sandbox", { sandbox: name, error: (error as Error).message }),
+      );
+    }
+    if (lost > 0) this.logger.warn("Network sandboxes were stopped or removed outside the agent; making new ones", { count: lost });
+    const freed = await this.removeUnused(owner);
+    if (freed > 0) this.logger.warn("Removed the network sandboxes of containers that ended or were removed outside the agent", { count: freed });
+    if (lost > 0 || (this.spares.length < this.poolSize && !this.filling && !this.refillPending)) this.fillSoon(0);
+  }
+
+  /** Removes this node's sandboxes (and networks) that are neither spare nor held by a container that is not over; answers how many. */
+  private async removeUnused(owner: SandboxOwner): Promise<number> {
+    // Copied before the listings: a container made after them is not in them, and its sandbox was still joining.
+    const joining = new Set(this.joining);
+    const held = (name: string) =>
+      this.spares.includes(name) || this.creating.has(name) || this.removing.has(name) || joining.has(name) || this.joining.has(name);
+    const filters = this.ownerFilters(owner);
+    const users = new Map<string, boolean>(); // sandbox -> whether a container that has not ended uses it
+    for (const user of await this.docker.listContainers({ all: true, filters: { label: [LABEL_SANDBOX_NAME] } })) {
+      const name = user.Labels[LABEL_SANDBOX_NAME] ?? "";
+      users.set(name, users.get(name) === true || !ENDED_STATES.has(user.State));
+    }
+    const holders = await this.docker.listContainers({ all: true, filters });
+    const networks = await this.docker.listNetworks({ filters });
+    let freed = 0;
+    const free = async (name: string) => {
+      freed += 1;
+      await this.remove(name).catch((error: unknown) =>
+        this.logger.warn("Could not remove an unused network sandbox", { sandbox: name, error: (error as Error).message }),
+      );
+    };
+    for (const holder of holders) {
+      const name = holder.Names[0]?.replace(/^\//, "") ?? "";
+      if (!name || held(name) || users.get(name) || this.beingMade(holder)) continue;
+      await free(name);
+    }
+    // A sandbox removed by hand leaves its network; one this pool does not know and made just now is another pool's being made.
+    const names = new Set(holders.map((holder) => holder.Names[0]?.replace(/^\//, "")));
+    for (const network of networks) {
+      if (names.has(network.Name) || held(network.Name) || users.get(network.Name)) continue;
+      if (!this.known(network.Name) && this.young(Date.parse(network.Created))) continue;
+      await free(network.Name);
+    }
+    return freed;
+  }
+
   private fillSoon(delayMs: number): void {
     clearTimeout(this.refillTimer);
+    this.refillPending = true;
     this.refillTimer = setTimeout(() => {
+      this.refillPending = false;
       if (!this.warming) return;
       // One fill at a time; one still busy (perhaps for a node this agent no longer is) goes first.
       if (this.filling) return void this.filling.then(() => this.fillSoon(0));
@@ -218,14 +307,18 @@ export class DockerSandboxes {
       const made = await this.create(owner);
       // The agent may have been enrolled as another node while it was being made.
       // (If warming stopped meanwhile, it stays a spare: the next agent adopts it.)
-      if (same() && this.spares.length < this.poolSize) this.spares.push(made);
-      else await this.remove(made);
+      try {
+        if (same() && this.spares.length < this.poolSize) this.spares.push(made);
+        else await this.remove(made);
+      } finally {
+        this.creating.delete(made);
+      }
     }
   }
 
   /** Takes back the unused sandboxes of this owner (a restarted agent's), and removes the broken ones. */
   private async adopt(owner: SandboxOwner): Promise<void> {
-    const filters = { label: [`${LABEL_SANDBOX}=true`, `${LABEL_NODE_ID}=${owner.nodeId}`, ...Object.entries(owner.labels).map(([k, v]) => `${k}=${v}`)] };
+    const filters = this.ownerFilters(owner);
     const joined = await this.docker.listContainers({ all: true, filters: { label: [LABEL_SANDBOX_NAME] } });
     const inUse = new Set(joined.map((container) => container.Labels[LABEL_SANDBOX_NAME]));
     const holders = await this.docker.listContainers({ all: true, filters });
@@ -274,6 +367,11 @@ export class DockerSandboxes {
     if (removed > 0) this.logger.warn("Removed network sandboxes a previous enrolment of this machine left", { count: removed });
   }
 
+  /** This node's sandboxes (containers and networks) among this agent's. */
+  private ownerFilters(owner: SandboxOwner) {
+    return { label: [`${LABEL_SANDBOX}=true`, `${LABEL_NODE_ID}=${owner.nodeId}`, ...Object.entries(owner.labels).map(([k, v]) => `${k}=${v}`)] };
+  }
+
   private bridgeNameOf(sandbox: string): string {
     return bridgeName(sandbox, this.options.bridgePrefix ?? DEFAULT_BRIDGE_PREFIX);
   }
@@ -292,6 +390,7 @@ export class DockerSandboxes {
     return this.spares.includes(name) || this.taken.has(name) || this.creating.has(name) || this.removing.has(name);
   }
 
+  /** Left in `creating` when it answers: the caller records it (spare or taken), then lets go, so converge() never sees it in no hand. */
   private async create(owner: SandboxOwner, imageRetry = true): Promise<string> {
     const image = await this.sandboxImage.get();
     const name = `cm-sbx-${randomBytes(6).toString("hex")}`;
@@ -305,14 +404,13 @@ export class DockerSandboxes {
       return name;
     } catch (error) {
       await this.remove(name).catch(() => {});
+      this.creating.delete(name);
       if (imageRetry && dockerStatusCode(error) === NOT_FOUND) {
         // The image was removed (an operator's `docker image prune`): make it again, once.
         this.sandboxImage.forget();
         return this.create(owner, false);
       }
       throw error;
-    } finally {
-      this.creating.delete(name);
     }
   }
 

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import Docker from "dockerode";
 import { afterEach, beforeEach, expect, it } from "vitest";
 import { systemClock } from "../../src/clock";
-import { DockerEngineEvents } from "../../src/runtime/docker-engine-events";
+import { type ContainerEnd, DockerEngineEvents } from "../../src/runtime/docker-engine-events";
 import { silentLogger } from "../../src/runtime/logger";
 import { eventually } from "../support/eventually";
 
@@ -19,6 +19,7 @@ class StandInEngine {
   private readonly connections = new Set<Socket>();
   /** the query of each GET /events, decoded */
   readonly eventRequests: string[] = [];
+  private readonly streams = new Set<http.ServerResponse>();
 
   constructor(readonly socketPath: string) {}
 
@@ -32,6 +33,8 @@ class StandInEngine {
       this.eventRequests.push(decodeURIComponent(req.url));
       res.writeHead(200, { "content-type": "application/json" });
       res.flushHeaders();
+      this.streams.add(res);
+      res.on("close", () => this.streams.delete(res));
     });
     server.on("connection", (socket) => {
       this.connections.add(socket);
@@ -39,6 +42,11 @@ class StandInEngine {
     });
     await new Promise<void>((resolve) => server.listen(this.socketPath, resolve));
     this.server = server;
+  }
+
+  /** Writes raw text on every open event stream, as dockerd writes its JSON lines. */
+  send(text: string): void {
+    for (const res of this.streams) res.write(text);
   }
 
   /** As dockerd stopping: every connection cut, the socket gone. */
@@ -78,8 +86,8 @@ function watch(): { comebacks: () => number } {
 it("says nothing while the engine stays up, and tells once when it answers again after it stopped", async () => {
   const watcher = watch();
   await eventually(async () => engine.eventRequests.length === 1, 5_000, "the event stream opened");
-  // Only daemon events: the stream stays quiet on a busy engine.
-  expect(engine.eventRequests[0]).toContain('filters={"type":["daemon"]}');
+  // Only daemon events and containers' ends: the stream stays quiet on a busy engine.
+  expect(engine.eventRequests[0]).toContain('filters={"type":["daemon","container"],"event":["die","destroy"]}');
   await pause(100);
   expect(watcher.comebacks()).toBe(0);
 
@@ -104,4 +112,22 @@ it("lets go of the engine once nobody listens", async () => {
   await pause(100);
   expect(engine.eventRequests).toHaveLength(1);
   expect(watcher.comebacks()).toBe(0);
+});
+
+it("tells containers' ends with their labels, however the lines are cut, and nothing else", async () => {
+  const events = new DockerEngineEvents(new Docker({ socketPath: engine.socketPath }), silentLogger, systemClock, 20);
+  const ends: ContainerEnd[] = [];
+  unwatch = events.onContainerEnd((end) => ends.push(end));
+  await eventually(async () => engine.openConnections === 1, 5_000, "the event stream opened");
+  const die = JSON.stringify({ Type: "container", Action: "die", Actor: { ID: "c1", Attributes: { "cm.sandbox-name": "cm-sbx-1", exitCode: "137" } } });
+  const destroy = JSON.stringify({ Type: "container", Action: "destroy", Actor: { ID: "c2", Attributes: { "cm.sandbox": "true" } } });
+  const reload = JSON.stringify({ Type: "daemon", Action: "reload", Actor: { ID: "d", Attributes: {} } });
+  engine.send(`${reload}\n${die.slice(0, 20)}`);
+  await pause(50);
+  engine.send(`${die.slice(20)}\nnot json\n${destroy}\n`);
+  await eventually(async () => ends.length === 2, 5_000, "two ends told");
+  expect(ends).toEqual([
+    { id: "c1", action: "die", labels: { "cm.sandbox-name": "cm-sbx-1", exitCode: "137" } },
+    { id: "c2", action: "destroy", labels: { "cm.sandbox": "true" } },
+  ]);
 });

@@ -4,8 +4,9 @@
 // operator removed or a reboot stopped, and what a restarted or re-enrolled agent
 // does with what the last one left. Real Docker: sandboxes.test.ts.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { ContainerEnd, ContainerEnds } from "../../src/runtime/docker-engine-events";
 import { silentLogger } from "../../src/runtime/logger";
-import type { SandboxOwner } from "../../src/runtime/sandboxes";
+import type { SandboxOwner, SandboxPoolOptions } from "../../src/runtime/sandboxes";
 import { DEFAULT_MAKING_GRACE_MS, DEFAULT_SPARE_CHECK_INTERVAL_MS, DockerSandboxes } from "../../src/runtime/sandboxes";
 import { memoryDocker } from "../support/memory-docker";
 
@@ -21,8 +22,8 @@ afterEach(async () => {
   vi.useRealTimers();
 });
 
-function setup(engine = memoryDocker(), poolSize = 2) {
-  const pool = new DockerSandboxes(engine.docker, silentLogger, poolSize);
+function setup(engine = memoryDocker(), poolSize = 2, options: SandboxPoolOptions = {}) {
+  const pool = new DockerSandboxes(engine.docker, silentLogger, poolSize, options);
   pools.push(pool);
   const sandboxes = () => [...engine.containers.values()].filter((c) => c.labels["cm.sandbox"] === "true");
   return {
@@ -40,6 +41,36 @@ function setup(engine = memoryDocker(), poolSize = 2) {
 }
 
 const advance = (ms: number) => vi.advanceTimersByTimeAsync(ms);
+
+/** What DockerEngineEvents tells, told by hand. */
+function engineEvents() {
+  const ends = new Set<(end: ContainerEnd) => void>();
+  const events: ContainerEnds = {
+    onContainerEnd: (listener) => {
+      ends.add(listener);
+      return () => ends.delete(listener);
+    },
+    onEngineBack: () => () => {},
+  };
+  const ended = (end: ContainerEnd) => {
+    for (const listener of ends) listener(end);
+  };
+  return { events, ended, listening: () => ends.size };
+}
+
+/** A tenant's container in the sandbox's namespace, as DockerContainerClient makes it (the pool is told once it exists). */
+function tenantIn(engine: ReturnType<typeof memoryDocker>, pool: DockerSandboxes, sandbox: string, name = `dep-${sandbox}`) {
+  engine.containers.set(name, {
+    name,
+    image: "busybox",
+    labels: { ...AGENT_LABELS, "cm.managed": "true", "cm.sandbox-name": sandbox },
+    createdS: Math.floor(Date.now() / 1000),
+    state: "running",
+    starts: 1,
+  });
+  pool.joined(sandbox);
+  return name;
+}
 
 describe("sandbox pool", () => {
   it("keeps the pool full of running sandboxes, each on a bridge network of its own, labelled for its node and install", async () => {
@@ -89,6 +120,60 @@ describe("sandbox pool", () => {
     expect(running()).toHaveLength(2);
     expect(running()).toContain(kept);
     expect(running()).not.toContain(gone);
+  });
+
+  it("converges to its size when tenants' containers are killed, stopped or removed out of band: their sandboxes and networks go at its next look", async () => {
+    const { pool, engine, running, sandboxes, strayNetworks } = setup();
+    pool.keepWarm(owner());
+    await advance(0);
+    const taken: string[] = [];
+    for (let i = 0; i < 4; i++) taken.push(await pool.take(owner()));
+    const [killed, stopped, removed, kept] = taken.map((sandbox) => tenantIn(engine, pool, sandbox)) as [string, string, string, string];
+    const joining = await pool.take(owner()); // handed out, its container not made yet
+    await advance(1_000); // refilled behind them
+    expect(running()).toHaveLength(7);
+
+    engine.containers.get(killed)!.state = "exited"; // docker kill
+    engine.containers.get(stopped)!.state = "exited"; // docker stop
+    engine.containers.delete(removed); // docker rm -f
+    await advance(DEFAULT_SPARE_CHECK_INTERVAL_MS);
+
+    // The two spares, the one still in use and the one being joined: nothing of the three others.
+    expect(sandboxes()).toHaveLength(4);
+    expect(running()).toEqual(expect.arrayContaining([taken[3]!, joining]));
+    for (const gone of taken.slice(0, 3)) {
+      expect(engine.containers.has(gone)).toBe(false);
+      expect(engine.networks.has(gone)).toBe(false);
+    }
+    expect(strayNetworks()).toEqual([]);
+    expect(engine.containers.get(kept)!.state).toBe("running"); // tenants' containers are the reconciler's, never touched here
+    expect(engine.containers.get(killed)!.state).toBe("exited");
+    expect(engine.problems).toEqual([]);
+
+    // Its container gone too: the pool's two, and the one still being joined.
+    engine.containers.delete(kept);
+    await advance(DEFAULT_SPARE_CHECK_INTERVAL_MS);
+    expect(running()).toHaveLength(3);
+    expect(running()).toContain(joining);
+  });
+
+  it("looks at once when the engine says a tenant's container ended, without waiting for its interval", async () => {
+    const { events, ended, listening } = engineEvents();
+    const { pool, engine, running } = setup(memoryDocker(), 2, { events });
+    pool.keepWarm(owner());
+    await advance(0);
+    const sandbox = await pool.take(owner());
+    const tenant = tenantIn(engine, pool, sandbox);
+    await advance(1_000);
+    expect(running()).toHaveLength(3);
+
+    engine.containers.delete(tenant);
+    ended({ id: tenant, action: "destroy", labels: engine.containers.get(tenant)?.labels ?? { "cm.sandbox-name": sandbox } });
+    await advance(0);
+    expect(running()).toHaveLength(2);
+    expect(engine.networks.has(sandbox)).toBe(false);
+    await pool.stopWarming();
+    expect(listening()).toBe(0);
   });
 
   it("never hands out a sandbox that stopped (a reboot): removes it with its network and makes one", async () => {

@@ -2,6 +2,7 @@
 
 import { needs } from "@cm/testkit";
 import { afterAll, expect, it } from "vitest";
+import { DockerRuntime } from "../../src/runtime/docker-runtime";
 import { silentLogger } from "../../src/runtime/logger";
 import { DockerSandboxes } from "../../src/runtime/sandboxes";
 import { ensureBusyboxImage } from "../support/busybox-image";
@@ -134,6 +135,52 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
     await expect(pool.take(ownerFor("node-power"))).rejects.toThrow('this agent runs containers on x86_64 and aarch64 Docker engines; this one is "ppc64le"');
     expect(await sandboxesOf("node-power")).toEqual([]);
   });
+
+  it("removes the sandboxes of tenants' containers killed, stopped or removed out of band: the engine shows the pool's size again", async () => {
+    // The agent's own wiring: the pool on the runtime, told of containers' ends by the engine's event stream.
+    const runtime = new DockerRuntime({ docker: run.docker, sandboxPool: 2 });
+    const owner = ownerFor("node-oob");
+    runtime.keepSandboxesWarm(owner);
+    await eventually(async () => (await sandboxesOf("node-oob")).filter((s) => s.running).length === 2, MAKING_MS, "two ready sandboxes");
+    const tenants: string[] = [];
+    for (const suffix of ["killed", "stopped", "removed"]) {
+      const id = await runtime.createContainer({
+        deploymentId: run.deploymentId(`oob-${suffix}`),
+        nodeId: "node-oob",
+        userId: "user-oob",
+        image: ensureBusyboxImage(),
+        env: {},
+        cmd: ["sleep", "3600"],
+        exposedPorts: [],
+        cpuCores: 0,
+        memoryMb: 0,
+        gpuDeviceIds: [],
+        labels: run.labels,
+      });
+      await runtime.start(id);
+      tenants.push(id);
+    }
+    // Three in use and the pool refilled behind them.
+    await eventually(async () => (await sandboxesOf("node-oob")).filter((s) => s.running).length === 5, MAKING_MS, "the pool refilled");
+
+    const [killed, stopped, removed] = tenants as [string, string, string];
+    await run.docker.getContainer(killed).kill(); // docker kill
+    await run.docker.getContainer(stopped).stop({ t: 1 }); // docker stop
+    await run.docker.getContainer(removed).remove({ force: true }); // docker rm -f
+
+    const left = await eventually(
+      async () => {
+        const now = await sandboxesOf("node-oob");
+        return now.length === 2 && now.every((s) => s.running) && now;
+      },
+      MAKING_MS,
+      "the engine to show two sandboxes again",
+    );
+    await runtime.stopWarming();
+    // Their networks went with them: what is left is the two spares'.
+    const networks = await run.docker.listNetworks({ filters: { label: [`cm.node-id=node-oob`, `cm.test-run=${run.labels["cm.test-run"]}`] } });
+    expect(networks.map((n) => n.Name).sort()).toEqual(left.map((s) => s.name));
+  }, 120_000);
 
   it("cleans up a network whose sandbox was never made", async () => {
     const labels = { ...run.labels, "cm.sandbox": "true", "cm.node-id": "node-debris" };
