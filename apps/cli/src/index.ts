@@ -3,7 +3,7 @@ import { pathToFileURL } from "node:url";
 import { version } from "../package.json";
 import { commandHelp, findCommand, GLOBAL_OPTIONS, parseCommand, UsageError } from "./args";
 import { COMMANDS } from "./commands";
-import { createOutput } from "./output";
+import { createOutput, printable } from "./output";
 
 /** Exit codes (as `gh help exit-codes` documents its own): */
 export const EXIT = { ok: 0, failed: 1, usage: 2, interrupted: 130 } as const;
@@ -85,10 +85,12 @@ function report(err: unknown): number {
   if (err instanceof Error && typeof code === "string" && /^[A-Z][A-Z0-9_]*$/.test(code)) {
     const requestId = (err as { requestId?: string }).requestId;
     const hint = code === "NETWORK_ERROR" ? " (is the control plane running? --api or CM_API_URL says where)" : "";
-    process.stderr.write(`error ${code}: ${err.message}${hint}${requestId && process.env.CM_DEBUG ? ` (request ${requestId})` : ""}\n`);
+    // The message may carry a deployment's reason, which a node's agent wrote: escaped like all output.
+    process.stderr.write(`error ${code}: ${printable(err.message)}${hint}${requestId && process.env.CM_DEBUG ? ` (request ${requestId})` : ""}\n`);
     return EXIT.failed;
   }
-  process.stderr.write(`error INTERNAL: ${err instanceof Error ? (process.env.CM_DEBUG ? err.stack : err.message) : String(err)}\n`);
+  const text = err instanceof Error ? ((process.env.CM_DEBUG ? err.stack : err.message) ?? "") : String(err);
+  process.stderr.write(`error INTERNAL: ${text.split("\n").map(printable).join("\n")}\n`);
   return EXIT.failed;
 }
 

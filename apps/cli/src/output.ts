@@ -1,4 +1,12 @@
-/** Where a command writes: data on stdout, everything else on stderr (clig.dev, gh). */
+import { CONTROL_CHARACTERS, escapeControlCharacters } from "@cm/protocol/control-characters";
+
+/**
+ * Where a command writes: data on stdout, everything else on stderr (clig.dev, gh).
+ * Every human line passes through `printable`, on a terminal and piped alike: node names,
+ * the hardware an agent reports and deployment reasons are other people's strings, and one
+ * carrying ESC, a C1 CSI or a bidi override would retitle the window, write the clipboard
+ * (OSC 52), plant a link (OSC 8) or forge lines. `--json` keeps every value exact.
+ */
 export interface Output {
   /** A line of data. */
   line(text: string): void;
@@ -6,28 +14,42 @@ export interface Output {
   note(text: string): void;
   /** The API's JSON, as it came. */
   json(value: unknown): void;
+  /** One JSON value on one line (a stream of them: logs -f --json). */
+  jsonLine(value: unknown): void;
   /** Rows: aligned columns with a header on a terminal, tab-separated lines without one when piped. */
   table(header: string[], rows: Array<Array<string | number>>): void;
   /** Label and value pairs, aligned. */
   fields(pairs: Array<[string, string | number | undefined | null]>): void;
 }
 
+/** Shows each control character as its escape (`\x1b`), so a string can only be read, never act on the terminal. */
+export const printable = escapeControlCharacters;
+
+// JSON.stringify escapes C0 in strings but leaves DEL, C1 and the bidi controls raw; as \uXXXX they
+// read back the same. The only control character outside strings is the indentation's newline.
+const CONTROL = new RegExp(`[${CONTROL_CHARACTERS}]`, "g");
+/** JSON whose strings parse back exactly, with no character a terminal would act on. */
+export const jsonText = (value: unknown, indent?: number) =>
+  JSON.stringify(value, null, indent).replace(CONTROL, (c) => (c === "\n" ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`));
+
 export function createOutput(stdout: NodeJS.WriteStream, stderr: NodeJS.WriteStream): Output {
-  const write = (s: string) => stdout.write(`${s}\n`);
+  const emit = (s: string) => stdout.write(`${s}\n`);
+  const write = (s: string) => emit(printable(s));
   return {
     line: write,
-    note: (s) => stderr.write(`${s}\n`),
-    json: (value) => write(JSON.stringify(value, null, 2)),
+    note: (s) => stderr.write(`${printable(s)}\n`),
+    json: (value) => emit(jsonText(value, 2)),
+    jsonLine: (value) => emit(jsonText(value)),
     table(header, rows) {
-      const cells = rows.map((r) => r.map((c) => String(c)));
+      const cells = rows.map((r) => r.map((c) => printable(String(c))));
       if (!stdout.isTTY) {
-        for (const r of cells) write(r.join("\t"));
+        for (const r of cells) emit(r.join("\t"));
         return;
       }
       const all = [header, ...cells];
       const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? "").length)));
       for (const r of all)
-        write(
+        emit(
           r
             .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
             .join("  ")

@@ -6,7 +6,7 @@ export const logs: Run = async (ctx, { args, flags }) => {
   const tail = intFlag(flags, "tail");
   const since = parseSince(str(flags, "since"));
   const print = (line: LogEntry) => {
-    if (ctx.json) return ctx.out.line(JSON.stringify(line));
+    if (ctx.json) return ctx.out.jsonLine(line);
     (line.stream === "stderr" ? process.stderr : process.stdout).write(`${line.message}\n`);
   };
   if (!flags.follow) {

@@ -75,6 +75,25 @@ describeEachDatabase("bad input on $name", (db) => {
     }
   });
 
+  it("refuses control characters and bidi overrides in the names operators and tenants give, naming the field", async () => {
+    const names = ["rig\u001b]0;title\u0007", "rig\tone", "rig\u007f", "rig\u009b2J", "rig\u202eeno", "rig\u2066x\u2069"];
+    for (const name of names) {
+      const r = await h.call("POST", "/operator/nodes", { token, body: { name, region: "eu-west", country: "DE", hourlyRateCents: 10, maxDeployments: 1 } });
+      expect(r.status, JSON.stringify(name)).toBe(400);
+      expect(r.json.error.code).toBe("VALIDATION_ERROR");
+      expect(r.json.error.details).toEqual([expect.objectContaining({ field: "name", message: expect.stringContaining("control characters") })]);
+      shape(r);
+    }
+    const node = await h.call("POST", "/operator/nodes", {
+      token,
+      body: { name: "Ünïcode 🚀 rig", region: "eu-west", country: "DE", hourlyRateCents: 10, maxDeployments: 1 },
+    });
+    expect(node.status).toBe(201);
+    const r = await h.call("POST", "/deployments", { token, body: { nodeId: node.json.node.id, customImage: "busybox", name: "web\u001b[2J" } });
+    expect(r.status).toBe(400);
+    expect(r.json.error.details[0].field).toBe("name");
+  });
+
   it("answers the same 400 on both databases for ids, searches and filters no column can hold", async () => {
     for (const path of ["/nodes/%00", "/templates/a%00b", "/deployments/%00", "/deployments/%00/logs", `/nodes/${"n".repeat(200)}`]) {
       const r = await h.call("GET", path, { token });

@@ -87,6 +87,7 @@ describe("OpenAPI document and docs", () => {
     expect(["a\u0000b", "a\uD800", "\uDC00a"].map((v) => storable.test(v))).toEqual([false, false, false]);
     const name = new RegExp(createNode.name.pattern);
     expect(["rig", " rig ", " ", ""].map((v) => name.test(v))).toEqual([true, true, false, false]);
+    expect(["rig\u001b[2J", "rig\u009b", "rig\u202e", "rig 🚀"].map((v) => name.test(v))).toEqual([false, false, false, true]);
     expect(query("/nodes", "page").maximum).toBe(Number.MAX_SAFE_INTEGER);
     expect(query("/nodes", "limit").maximum).toBe(100);
     const env = doc.paths["/deployments"].post.requestBody.content["application/json"].schema.properties.env;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CONTROL_CHARACTERS, hasControlCharacter } from "../control-characters";
 import { ERROR_CODES, type ErrorCode } from "../errors";
 
 export const ErrorBody = z
@@ -59,13 +60,31 @@ export const text = () =>
 // A high surrogate not followed by a low one, or a low one not preceded by a high one.
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-/** A name: text, trimmed, that must keep a character (so the document's pattern asks for one that is not white space). */
+const CONTROL_CHARACTER_MESSAGE = "must not contain control characters (C0, DEL, C1) or bidirectional overrides";
+// NUL is text()'s to refuse: one message per fault.
+const printable = (value: string) => value.includes("\0") || !hasControlCharacter(value);
+// STORABLE less the control characters.
+const PRINTABLE = `(?:[^${CONTROL_CHARACTERS}\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])*`;
+
+/**
+ * A name: text, trimmed, that must keep a character (so the document's pattern asks for one that is not white space),
+ * and with no control character: names are shown in tenants' terminals and tables, where one would act (see
+ * CONTROL_CHARACTERS).
+ */
 export const nameText = (max: number) =>
   text()
     .trim()
     .min(1)
     .max(max)
-    .meta({ pattern: `^(?=[\\s\\S]*\\S)${STORABLE}$` });
+    .refine(printable, CONTROL_CHARACTER_MESSAGE)
+    .meta({ pattern: `^(?=[\\s\\S]*\\S)${PRINTABLE}$` });
+
+/** Labels a machine reports of itself (a CPU model, a GPU's name): storable, and free of control characters like names. */
+export const labelText = (max: number) =>
+  text()
+    .max(max)
+    .refine(printable, CONTROL_CHARACTER_MESSAGE)
+    .meta({ pattern: `^${PRINTABLE}$` });
 
 /** The largest value of the integer columns query filters are compared with (PostgreSQL's integer). */
 export const INT32_MAX = 2_147_483_647;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { INT32_MAX, nameText, Pagination, pageQuery, queryBoolean, queryInteger, queryNumber, Timestamp, text } from "./common";
+import { INT32_MAX, labelText, nameText, Pagination, pageQuery, queryBoolean, queryInteger, queryNumber, Timestamp } from "./common";
 
 export const REGIONS = ["us-east", "us-west", "eu-west", "eu-central", "asia-east", "asia-south"] as const;
 export const Region = z.enum(REGIONS);
@@ -18,29 +18,28 @@ export type EgressPolicy = z.infer<typeof EgressPolicy>;
  * host; a GPU with 10 TB of memory), so only a lie or a fault breaks them.
  */
 const count = (max: number) => z.number().int().min(0).max(max);
-const label = (max: number) => text().max(max);
 
 export const NodeSpecs = z.object({
-  cpuModel: label(256),
+  cpuModel: labelText(256),
   cpuCores: count(65_536),
   cpuThreads: count(65_536),
   ramMb: count(64 * 1024 * 1024),
   diskGb: count(10_000_000),
-  diskType: label(32),
+  diskType: labelText(32),
   networkSpeedMbps: count(10_000_000),
-  os: label(256),
-  containerVersion: label(64),
+  os: labelText(256),
+  containerVersion: labelText(64),
 });
 export type NodeSpecs = z.infer<typeof NodeSpecs>;
 
 export const Gpu = z.object({
-  name: label(256),
+  name: labelText(256),
   vramMb: count(10_000_000),
-  computeVersion: label(16),
-  brand: label(64),
+  computeVersion: labelText(16),
+  brand: labelText(64),
   computeCores: count(10_000_000),
   tensorCores: count(10_000_000),
-  driverVersion: label(64),
+  driverVersion: labelText(64),
 });
 
 /** The most GPUs one node reports: more than any server chassis holds. */
