@@ -94,6 +94,8 @@ export const ConfigSchema = z
     TLS_KEY: z.string().optional(),
     /** How often running deployments are charged; they are also charged whenever they stop. */
     METER_INTERVAL_MS: z.coerce.number().int().min(100).default(60_000),
+    /** A log stream whose client takes none of what was written for this long is closed (the client resumes with Last-Event-ID). */
+    LOG_STREAM_STALL_MS: z.coerce.number().int().min(100).default(30_000),
     LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
   })
   .superRefine((config, ctx) => {

@@ -2,7 +2,7 @@
 // anyone who enrolled a machine, and a node priced at 0 with a tenant holding 0
 // credits once wrote 151 MB into the database in 3 s. Each line is cut to
 // MAX_STORED_LINE_CHARS, its time is kept near when it arrived, each
-// deployment keeps its newest 10,000 lines (log-ingest.ts), and each node's
+// deployment keeps its 10,000 highest-numbered lines (log-ingest.ts), and each node's
 // connection may store LOG_INGEST_BYTES_PER_S on average.
 
 import type { NewLogLine } from "@cm/db";

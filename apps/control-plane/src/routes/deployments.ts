@@ -7,6 +7,8 @@ import {
   DeploymentListQuery,
   DeploymentListResponse,
   DeploymentResponse,
+  LOG_LINES_KEPT,
+  LOG_READ_MAX_BYTES,
   LOG_STREAM_KEEP_ALIVE_MS,
   LogEntry,
   LogStreamEnd,
@@ -20,7 +22,7 @@ import type { Deps } from "../deps";
 import { deploymentViews } from "../http/deployment-views";
 import { createRouter, IdParams, json, jsonBody, type RouteFactory } from "../http/route";
 import { presentOncePerRow, streamDeploymentEvents } from "./deployment-events";
-import { streamLogs } from "./log-stream";
+import { LOG_STREAM_PAGE_BYTES, LOG_STREAM_PAGE_LINES, streamLogs } from "./log-stream";
 
 /** Your deployments; mounted at /deployments. Every route needs a bearer token. */
 export function deploymentRoutes(deps: Deps, route: RouteFactory) {
@@ -162,8 +164,10 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
           operationId: "getDeploymentLogs",
           tags,
           summary: "A deployment's log lines, oldest first",
-          description:
-            "tail: the last n lines (default 100, max 10,000). since: only lines at or after this time. The last 10,000 lines of each deployment are kept.",
+          description: [
+            `tail: the last n lines (default 100, max ${LOG_LINES_KEPT.toLocaleString("en")}). since: only lines at or after this time. The ${LOG_LINES_KEPT.toLocaleString("en")} highest-numbered lines of each deployment are kept, whatever order its node sends them in.`,
+            `One answer holds at most ${LOG_READ_MAX_BYTES / 1024 / 1024} MiB of message text (UTF-8): when the lines asked for hold more, it has the newest of them that fit (the newest line always) and \`truncated: true\`. GET /deployments/{id}/logs/stream sends a tail of any size, a page at a time.`,
+          ].join("\n\n"),
           request: { params: IdParams, query: LogsQuery },
           responses: { 200: json(LogsResponse, "The log lines") },
         },
@@ -172,8 +176,9 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
       async (c) => {
         const query = c.req.valid("query");
         const dep = await svc.mine(c.req.valid("param").id, c.get("user").id);
-        const rows = await deps.repos.logs.tail(dep.id, query.tail, query.since ? Date.parse(query.since) : undefined);
-        return c.json({ logs: rows.map((r) => ({ timestamp: r.ts, stream: r.stream as "stdout" | "stderr", message: r.message })) }, 200);
+        const sinceMs = query.since ? Date.parse(query.since) : undefined;
+        const { rows, truncated } = await deps.repos.logs.newest(dep.id, { tail: query.tail, maxBytes: LOG_READ_MAX_BYTES, sinceMs });
+        return c.json({ logs: rows.map((r) => ({ timestamp: r.ts, stream: r.stream as "stdout" | "stderr", message: r.message })), truncated }, 200);
       },
     )
     .openapi(
@@ -187,6 +192,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
           description: [
             "First the last `tail` lines (and `since`, as GET /deployments/{id}/logs), then each new line as it is stored.",
             "Each line is an event with `id:` its line number and `data:` a LogEntry as JSON. Reconnect with `Last-Event-ID` (EventSource does) to resume after that line, none lost or repeated; with no line yet, a first event with only an `id:` hands the cursor.",
+            `The tail and any backlog are sent a page at a time (at most ${LOG_STREAM_PAGE_BYTES / 1024} KiB of text, ${LOG_STREAM_PAGE_LINES.toLocaleString("en")} lines), each once the client has read the one before. A client that reads none of what was sent for ${deps.config.LOG_STREAM_STALL_MS / 1000} s (LOG_STREAM_STALL_MS) has its connection closed: reconnect with Last-Event-ID to resume.`,
             `\`event: end\` (data: LogStreamEnd) once the deployment is stopped, exited, failed or deleted and its last lines are out; then the stream closes. A comment (\`: keep-alive\`) every ${LOG_STREAM_KEEP_ALIVE_MS / 1000} s keeps proxies from closing a quiet stream. A failure on our side is told as \`event: error\` (data: the API's error shape, INTERNAL_ERROR with the request id), then the stream closes: reconnect with Last-Event-ID to resume.`,
           ].join("\n\n"),
           request: { params: IdParams, query: LogsQuery, headers: LogStreamHeaders },

@@ -77,13 +77,13 @@ export class DeploymentWatch {
   }
 
   /** Lines after `afterSeq` (repos.logs.after), the query shared with whoever asks the same while it runs. */
-  readLines(id: string, afterSeq: number, limit: number, sinceMs?: number): Promise<LogRow[]> {
+  readLines(id: string, afterSeq: number, limit: number, sinceMs?: number, maxBytes?: number): Promise<LogRow[]> {
     const w = this.watched.get(id);
-    if (!w) return this.o.repos.logs.after(id, afterSeq, limit, sinceMs);
-    const key = `${afterSeq} ${limit} ${sinceMs ?? ""}`;
+    if (!w) return this.o.repos.logs.after(id, afterSeq, limit, sinceMs, maxBytes);
+    const key = `${afterSeq} ${limit} ${sinceMs ?? ""} ${maxBytes ?? ""}`;
     let read = w.lineReads.get(key);
     if (!read) {
-      const started = this.o.repos.logs.after(id, afterSeq, limit, sinceMs);
+      const started = this.o.repos.logs.after(id, afterSeq, limit, sinceMs, maxBytes);
       read = started;
       w.lineReads.set(key, started);
       const done = () => {

@@ -21,6 +21,8 @@ export type LogFollowOptions = {
   drainMs?: number;
   /** Lines per step at most (default 1,000). */
   batch?: number;
+  /** Text per step at most, about (UTF-8 bytes; default no bound): a step of lines found late and one of new lines, each at most this, always one line. */
+  maxBytes?: number;
 };
 
 const ENDED: readonly DeploymentStatus[] = TENANT_ACTIONS.start;
@@ -60,25 +62,35 @@ export async function* followLogs(deps: { watch: DeploymentWatch }, dep: Deploym
   let cursor = o.afterSeq;
   let holes: Hole[] = [];
   let read = true;
-  // The lines stored since in the holes; what is still missing stays a hole.
+  const batch = o.batch ?? 1_000;
+  const maxBytes = o.maxBytes ?? Number.POSITIVE_INFINITY;
+  // The lines stored since in the holes, a page's worth at most; what is still missing, or not read yet, stays a hole.
   const fillHoles = async (nowMs: number) => {
     const found: LogRow[] = [];
+    let bytes = 0;
     const left: Hole[] = [];
     for (const hole of holes) {
       if (nowMs - hole.seenAtMs > HOLE_KEEP_MS) continue;
-      const rows = (await deps.watch.readLines(dep.id, hole.from - 1, hole.to - hole.from + 1, o.sinceMs)).filter((r) => r.seq <= hole.to);
+      if (found.length >= batch || bytes >= maxBytes) {
+        left.push(hole);
+        continue;
+      }
+      const limit = Math.min(hole.to - hole.from + 1, batch - found.length);
+      const rows = (await deps.watch.readLines(dep.id, hole.from - 1, limit, o.sinceMs, o.maxBytes)).filter((r) => r.seq <= hole.to);
       found.push(...rows);
+      for (const r of rows) bytes += Buffer.byteLength(r.message);
       left.push(...gaps(hole.from - 1, rows, hole.to, hole.seenAtMs));
     }
     holes = left;
-    return found;
+    return { found, full: found.length >= batch || bytes >= maxBytes };
   };
   try {
     while (!o.signal.aborted) {
       if (read) {
         woken = false;
-        const late = holes.length > 0 ? await fillHoles(Date.now()) : [];
-        const rows = await deps.watch.readLines(dep.id, cursor, o.batch ?? 1_000, o.sinceMs);
+        const { found: late, full } = holes.length > 0 ? await fillHoles(Date.now()) : { found: [], full: false };
+        // A full page of late lines goes alone: a step holds two pages at most.
+        const rows = full ? [] : await deps.watch.readLines(dep.id, cursor, batch, o.sinceMs, o.maxBytes);
         if (rows.length > 0) {
           holes = [...holes, ...gaps(cursor, rows, undefined, Date.now())].slice(-MAX_HOLES);
           cursor = rows.at(-1)!.seq;

@@ -1,6 +1,7 @@
 import type { LogLineFrame } from "@cm/protocol";
 import { describeEachDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { openSse, until } from "../api/support/sse-client";
 import { type AgentHarness, startAgentHarness } from "./support/agent-harness";
 import { SimAgent } from "./support/sim-agent";
 
@@ -86,6 +87,34 @@ describeEachDatabase("logs from the agent on $name", (db) => {
     const kept = await logs(id, "?tail=10000");
     expect(kept).toHaveLength(10_000);
     expect(kept[0]!.message).toBe("line 40001");
+    await node.agent.close();
+  });
+
+  it("keeps the 10,000 highest-numbered lines when batches come numbered downwards, and a follower sees just those", async () => {
+    const node = await h.connectedNode(op.token);
+    const { id } = await h.deploy(tenant.token, node.id, node.agent);
+    const follower = await openSse(`${h.url}/deployments/${id}/logs/stream`, tenant.token);
+    await until("the cursor", () => follower.events.length === 1);
+    for (const from of [200_001, 100_001, 1]) {
+      node.agent.send({ type: "logs", deploymentId: id, lines: lines(from, from + 4_999) });
+      expect((await node.agent.next("logs_ack", undefined, 30_000)).cursor.seq).toBe(from + 4_999);
+    }
+    const expected = [...lines(100_001, 105_000), ...lines(200_001, 205_000)].map((l) => l.message);
+    const kept = await logs(id, "?tail=10000");
+    expect(kept.map((l) => l.message)).toEqual(expected);
+    expect(await h.deps.repos.logs.tail(id, 100_000)).toHaveLength(10_000);
+
+    // The follower got the higher block first and the lower one as lines stored late: each stored line once, no other.
+    const got = () => follower.events.filter((e) => e.data).map((e) => JSON.parse(e.data!).message as string);
+    await until("every stored line", () => got().length >= 10_000, 30_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect([...got()].sort()).toEqual([...expected].sort());
+    follower.close();
+    // A reader coming now gets the same log, in order.
+    const later = await openSse(`${h.url}/deployments/${id}/logs/stream?tail=10000`, tenant.token);
+    await until("the tail", () => later.events.length >= 10_000, 30_000);
+    expect(later.events.map((e) => JSON.parse(e.data!).message)).toEqual(expected);
+    later.close();
     await node.agent.close();
   });
 });

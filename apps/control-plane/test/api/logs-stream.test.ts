@@ -109,8 +109,8 @@ describe("GET /deployments/:id/logs/stream", () => {
   it("tells a failure on our side as an error event in the API's error shape, not the store's own words, and ends", async () => {
     // One of the tenant's deployments: the node may have no room left for another.
     const id = (await h.call("GET", "/deployments", { token: tenant.token })).json.deployments[0]?.id ?? (await deploy());
-    const tail = h.deps.repos.logs.tail;
-    h.deps.repos.logs.tail = async () => {
+    const tailStart = h.deps.repos.logs.tailStart;
+    h.deps.repos.logs.tailStart = async () => {
       throw new Error("SQLITE_IOERR: disk I/O error at /var/lib/cm/cm.db");
     };
     try {
@@ -122,7 +122,7 @@ describe("GET /deployments/:id/logs/stream", () => {
       });
       expect(JSON.stringify(s.events)).not.toMatch(/SQLITE|cm\.db/);
     } finally {
-      h.deps.repos.logs.tail = tail;
+      h.deps.repos.logs.tailStart = tailStart;
     }
   });
 

@@ -1,4 +1,5 @@
-import { and, eq, inArray, lt, max, type SQL, sql } from "drizzle-orm";
+import { LOG_LINES_KEPT } from "@cm/protocol";
+import { and, desc, eq, inArray, lt, max, type SQL, sql } from "drizzle-orm";
 import type { DbHandle } from "../client";
 import type { NewLogLine } from "./logs";
 import { execRaw } from "./raw";
@@ -12,7 +13,7 @@ export type StoredLogCursor = { seq: number; dockerTs: string | null };
  * the 500-row multi-VALUES inserts of logs.ts ran at 24k lines/s on PostgreSQL
  * and 78k on SQLite, this at 79k and 186k. Reads and the API's view stay in logs.ts.
  */
-export function createLogIngest(h: DbHandle, keepLines = 10_000) {
+export function createLogIngest(h: DbHandle, keepLines = LOG_LINES_KEPT) {
   const { deploymentLogs: logs } = h.t;
 
   function insertJson(json: string, deploymentId: string): SQL {
@@ -29,16 +30,28 @@ export function createLogIngest(h: DbHandle, keepLines = 10_000) {
   }
 
   return {
-    /** Idempotent by (deployment, seq); keeps the newest `keepLines`. Answers how many lines were new. */
+    /**
+     * Idempotent by (deployment, seq); keeps the `keepLines` highest-numbered
+     * lines, whatever order, gaps or repeats the batches come in (trimming below
+     * the batch's own highest number let batches numbered downwards pile up).
+     * Answers how many lines were new.
+     */
     async append(deploymentId: string, lines: NewLogLine[]): Promise<number> {
       if (lines.length === 0) return 0;
       // PostgreSQL text cannot hold NUL; a container may print one.
       const clean = (m: string) => (m.includes("\u0000") ? m.replaceAll("\u0000", "\uFFFD") : m);
       const json = JSON.stringify(lines.map((l) => ({ seq: l.seq, ts: l.ts, ts_ms: l.tsMs, stream: l.stream, message: clean(l.message) })));
-      const last = lines.reduce((m, l) => Math.max(m, l.seq), 0);
       return h.transaction(async (db) => {
         const inserted = await execRaw(h, db, insertJson(json, deploymentId));
-        await db.delete(logs).where(and(eq(logs.deploymentId, deploymentId), lt(logs.seq, last - keepLines + 1)));
+        // The keepLines-th highest number: an index walk of keepLines entries (0.7 ms on SQLite); none while fewer are stored.
+        const lowestKept = db
+          .select({ seq: logs.seq })
+          .from(logs)
+          .where(eq(logs.deploymentId, deploymentId))
+          .orderBy(desc(logs.seq))
+          .limit(1)
+          .offset(keepLines - 1);
+        await db.delete(logs).where(and(eq(logs.deploymentId, deploymentId), lt(logs.seq, sql`(${lowestKept})`)));
         return inserted;
       });
     },

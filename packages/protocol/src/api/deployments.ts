@@ -74,11 +74,25 @@ export const DeploymentActionResponse = z.object({ deployment: Deployment });
 export const DeleteDeploymentResponse = z.object({ success: z.boolean(), message: z.string() });
 
 export const LogEntry = z.object({ timestamp: Timestamp, stream: z.enum(["stdout", "stderr"]), message: z.string() }).meta({ id: "LogEntry" });
+/** Each deployment keeps its highest-numbered lines, this many at most: whatever order, gaps or repeats its agent sends them in. */
+export const LOG_LINES_KEPT = 10_000;
+/**
+ * The most message text (UTF-8 bytes) one GET /deployments/:id/logs answers: a
+ * tail of 10,000 lines of 16 KiB each (160 MB) read at once took 400 MB of the
+ * control plane's memory. Past it the oldest lines of the tail are left out and
+ * `truncated` says so; the stream sends a tail of any size, page by page.
+ */
+export const LOG_READ_MAX_BYTES = 4 * 1024 * 1024;
 export const LogsQuery = z.strictObject({
-  tail: queryInteger(z.number().int().min(1).max(10_000)).default(100),
+  tail: queryInteger(z.number().int().min(1).max(LOG_LINES_KEPT)).default(100),
   since: z.iso.datetime({ offset: true }).optional(),
 });
-export const LogsResponse = z.object({ logs: z.array(LogEntry) });
+export const LogsResponse = z.object({
+  logs: z.array(LogEntry),
+  truncated: z.boolean().meta({
+    description: `true when older lines of the tail were left out because the lines hold more than ${LOG_READ_MAX_BYTES / 1024 / 1024} MiB of text; follow the logs stream to read them all`,
+  }),
+});
 
 /*
  * GET /deployments/:id/logs/stream: Server-Sent Events. Each line is a message
@@ -86,6 +100,13 @@ export const LogsResponse = z.object({ logs: z.array(LogEntry) });
  * event says the deployment has ended and its last lines are out.
  */
 export const LOG_STREAM_END_EVENT = "end";
+/**
+ * The event a stream (logs or events) ends with when it cannot go on; its data
+ * is the API's error shape. UNAUTHORIZED: the sign-in that opened it is over
+ * (sign in again); TOKEN_EXPIRED: its access token expired (refresh, then
+ * reconnect with Last-Event-ID); INTERNAL_ERROR: reconnect to resume.
+ */
+export const LOG_STREAM_ERROR_EVENT = "error";
 /** A comment this often keeps proxies from closing a quiet stream. */
 export const LOG_STREAM_KEEP_ALIVE_MS = 15_000;
 export const LogStreamHeaders = z.object({
