@@ -213,7 +213,7 @@ describeEachDatabase("deployment records on $name", (db) => {
     const d = (await create({ nodeId: cpuNode, customImage: "busybox" })).json.deployment;
     const r = await h.call("GET", `/deployments/${d.id}/logs`, { token: tenant.token });
     expect(r.status).toBe(200);
-    expect(r.json).toEqual({ logs: [] });
+    expect(r.json).toEqual({ logs: [], truncated: false });
     expect((await h.call("GET", `/deployments/${d.id}/logs?since=yesterday`, { token: tenant.token })).json.error.code).toBe("VALIDATION_ERROR");
     expect((await h.call("GET", `/deployments/${d.id}/logs?tail=0`, { token: tenant.token })).json.error.code).toBe("VALIDATION_ERROR");
   });
