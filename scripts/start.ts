@@ -11,10 +11,12 @@ import { openRepos } from "@cm/db";
 import { Keypair } from "@solana/web3.js";
 import { DockerRuntime } from "../apps/agent/src/runtime/docker-runtime";
 import { loadConfigOrExit } from "../apps/control-plane/src/config";
+import { DATA_DIR } from "../apps/control-plane/src/database-location";
 import { hashSecret, newSecret, randomId } from "../apps/control-plane/src/services/ids";
 
 const config = loadConfigOrExit("npm start");
-const localNodeFile = path.resolve("data", "local-node.json");
+// Beside the default database, from the repository root wherever npm start runs: the admin commands find them there too.
+const localNodeFile = path.join(DATA_DIR, "local-node.json");
 const children: ChildProcess[] = [];
 const say = (line: string) => process.stdout.write(`[start] ${line}\n`);
 

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { resolveDatabaseUrl } from "./database-location";
 import { parseTrustedProxies } from "./http/client-address";
 import { sharedCookieScope } from "./http/cookie-scope";
 
@@ -10,7 +11,8 @@ export const ConfigSchema = z
   .object({
     PORT: z.coerce.number().int().min(0).max(65535).default(8080),
     HOST: z.string().default("127.0.0.1"),
-    DATABASE_URL: z.string().default("file:./data/marketplace.db"),
+    /** A relative SQLite path is read from the repository root, whichever directory the command runs in (database-location.ts). */
+    DATABASE_URL: z.string().default("file:./data/marketplace.db").transform(resolveDatabaseUrl),
     /** The domain a wallet binds the sign-in message to; defaults to HOST:PORT. */
     PUBLIC_DOMAIN: z.string().optional(),
     SOLANA_RPC_URL: z.string().url().default("https://api.mainnet-beta.solana.com"),

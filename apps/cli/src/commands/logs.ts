@@ -13,6 +13,8 @@ export const logs: Run = async (ctx, { args, flags }) => {
     const answer = await ctx.client.deployments.logs(id, { tail, since });
     if (ctx.json) return ctx.out.json(answer);
     for (const line of answer.logs) print(line);
+    // One answer holds a few MiB of text at most; the stream sends a tail of any size.
+    if (answer.truncated) ctx.out.note(`older lines were left out: they hold more text than one answer carries; 'cm logs ${id} -f' reads them all`);
     return;
   }
   // --json with -f: one JSON log entry a line, as they come.
