@@ -1,14 +1,37 @@
 #!/usr/bin/env bash
-# Installs the cm-agent on this machine from this checkout, in one command:
-#
-#   sudo scripts/install-agent.sh --control-plane https://cp.example.com --token cmn_xxxxxxxx
-#
-# Checks Node.js and Docker, installs the repository's dependencies when they are
-# missing, runs `doctor` (Docker, GPUs, the control plane, the token), then
-# `install`: writes /etc/systemd/system/cm-agent.service and /etc/cm-agent/agent.env
-# (mode 0600) and enables the service. Any `install` option may be passed
-# (--dry-run, --unit-dir, --env-path, --docker-socket, ...); see apps/agent/README.md.
+# Installs the cm-agent on this machine from this checkout, in one command.
+usage() {
+  cat <<'USAGE'
+Usage: scripts/install-agent.sh --control-plane URL [install options]
+
+Installs the cm-agent on this machine as the systemd service cm-agent, in one
+command: checks Node.js and Docker, installs the repository's dependencies when
+they are missing, runs `doctor` (Docker, GPUs, the control plane, the token),
+then `install`: writes /etc/systemd/system/cm-agent.service and
+/etc/cm-agent/agent.env (mode 0600) and enables the service.
+
+The node's agent token comes from the environment or a file, never the command
+line (every user of the machine reads arguments with ps):
+
+  AGENT_TOKEN=cmn_xxxxxxxx sudo --preserve-env=AGENT_TOKEN scripts/install-agent.sh --control-plane https://cp.example.com
+  sudo scripts/install-agent.sh --control-plane https://cp.example.com --token-file /root/cm-agent.token
+
+Options (any of `npm run agent -- install`; see apps/agent/README.md):
+  --control-plane URL   the control plane
+  --token-file PATH     a file (mode 0600) holding the token (or AGENT_TOKEN_FILE)
+  --token TOKEN         the token itself: works, with a warning (it shows in ps)
+  --config PATH         a KEY=VALUE file with the same settings
+  --docker-socket PATH  Docker's socket (default /var/run/docker.sock)
+  --dry-run             check, and print the files instead of installing them
+  --unit-dir DIR, --env-path PATH   where to write the unit and the env file
+  -h, --help            this help
+
+Run again without options to check and reinstall what /etc/cm-agent/agent.env holds.
+USAGE
+}
 set -euo pipefail
+# Paths given relative to where the operator stands, read from the checkout's root below.
+here="$PWD"
 cd "$(dirname "$0")/.."
 
 fail() { printf '✗ %s\n' "$*" >&2; exit 1; }
@@ -19,10 +42,17 @@ doctor_args=()
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
   case "${args[i]}" in
+    --token-file | --config | --env-path | --env-file | --unit-dir)
+      if [[ "${args[i + 1]:-/}" != /* ]]; then args[i + 1]="$here/${args[i + 1]}"; fi ;;
+    --token-file=* | --config=* | --env-path=* | --env-file=* | --unit-dir=*)
+      if [[ "${args[i]#*=}" != /* ]]; then args[i]="${args[i]%%=*}=$here/${args[i]#*=}"; fi ;;
+  esac
+  case "${args[i]}" in
+    -h | --help) usage; exit 0 ;;
     --dry-run) dry_run=true ;;
     # The options that say how to reach the control plane and Docker matter to doctor too.
-    --control-plane | --token | --config | --docker-socket) doctor_args+=("${args[i]}" "${args[i + 1]:-}"); i=$((i + 1)) ;;
-    --control-plane=* | --token=* | --config=* | --docker-socket=*) doctor_args+=("${args[i]}") ;;
+    --control-plane | --token | --token-file | --config | --docker-socket) doctor_args+=("${args[i]}" "${args[i + 1]:-}"); i=$((i + 1)) ;;
+    --control-plane=* | --token=* | --token-file=* | --config=* | --docker-socket=*) doctor_args+=("${args[i]}") ;;
   esac
 done
 
@@ -51,4 +81,4 @@ if [ ${#doctor_args[@]} -eq 0 ] && [ -r /etc/cm-agent/agent.env ]; then doctor_a
 # doctor exits non-zero when a required check fails; nothing is installed then.
 npm run --silent agent -- doctor ${doctor_args[@]+"${doctor_args[@]}"} || fail "fix what doctor reports above, then run this again"
 
-exec npm run --silent agent -- install "$@"
+exec npm run --silent agent -- install ${args[@]+"${args[@]}"}

@@ -16,6 +16,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 export const CONFIG_KEYS = [
   "CONTROL_PLANE_URL",
   "AGENT_TOKEN",
+  "AGENT_TOKEN_FILE",
   "DOCKER_SOCKET",
   "AGENT_STATE_DIR",
   "LOG_LEVEL",
@@ -85,7 +86,7 @@ const EgressAllowList = z.union([z.string(), z.array(z.custom<EgressAllow>())]).
 
 export const AgentConfigInput = z.object({
   controlPlaneUrl: z.url({ protocol: /^(https?|wss?)$/, error: "CONTROL_PLANE_URL (or --control-plane) must be an http(s):// or ws(s):// URL" }),
-  token: z.string({ error: "AGENT_TOKEN (or --token) is required" }).trim().min(1, "AGENT_TOKEN is empty").max(200),
+  token: z.string({ error: "AGENT_TOKEN (or --token-file PATH) is required" }).trim().min(1, "AGENT_TOKEN is empty").max(200),
   dockerSocket: z.string().min(1).default(DEFAULT_DOCKER_SOCKET),
   stateDir: z.string().min(1).optional(),
   logLevel: z.enum(LOG_LEVELS).default("info"),
@@ -198,15 +199,22 @@ function unquote(value: string): string {
 }
 
 export interface ConfigSources {
-  /** from the command line: --control-plane, --token, --docker-socket, --state-dir, --log-level */
+  /** from the command line: --control-plane, --token, --token-file, --docker-socket, --state-dir, --log-level */
   flags: RawConfig;
   env: Record<string, string | undefined>;
   /** --config, else AGENT_CONFIG from the environment */
   configPath?: string;
   readFile: (path: string) => string;
+  /** a file's mode (stat's), to refuse a token file other users can read; unchecked without it */
+  fileMode?: (path: string) => number;
 }
 
-/** Merges the sources, flags over env over file; empty values count as unset. */
+/**
+ * Merges the sources, flags over env over file; empty values count as unset.
+ * The token comes from the strongest source that gives it, as AGENT_TOKEN or as
+ * AGENT_TOKEN_FILE (--token-file), a file holding it: a token on the command line
+ * is in every local user's `ps`, a file or the environment is not.
+ */
 export function mergeConfigSources(sources: ConfigSources): RawConfig {
   const path = sources.configPath ?? sources.env.AGENT_CONFIG;
   let fromFile: RawConfig = {};
@@ -219,12 +227,36 @@ export function mergeConfigSources(sources: ConfigSources): RawConfig {
     }
     fromFile = parseConfigFile(text, path);
   }
+  const layers = [sources.flags, sources.env, fromFile];
+  const given = (layer: RawConfig | Record<string, string | undefined>, key: ConfigKey) => (layer[key] === "" ? undefined : layer[key]);
   const merged: RawConfig = {};
   for (const key of CONFIG_KEYS) {
-    const value = [sources.flags[key], sources.env[key], fromFile[key]].find((v) => v !== undefined && v !== "");
+    const value = layers.map((layer) => given(layer, key)).find((v) => v !== undefined);
     if (value !== undefined) merged[key] = value;
   }
+  const tokenLayer = layers.find((layer) => given(layer, "AGENT_TOKEN") !== undefined || given(layer, "AGENT_TOKEN_FILE") !== undefined);
+  delete merged.AGENT_TOKEN;
+  delete merged.AGENT_TOKEN_FILE;
+  if (tokenLayer) {
+    const token = given(tokenLayer, "AGENT_TOKEN");
+    const file = given(tokenLayer, "AGENT_TOKEN_FILE");
+    if (token !== undefined && file !== undefined) throw new ConfigError(["AGENT_TOKEN and AGENT_TOKEN_FILE are both set: give the token one way"]);
+    merged.AGENT_TOKEN = file === undefined ? token : readTokenFile(file, sources);
+  }
   return merged;
+}
+
+function readTokenFile(path: string, sources: ConfigSources): string {
+  let text: string;
+  try {
+    const mode = sources.fileMode?.(path);
+    if (mode !== undefined && (mode & 0o077) !== 0)
+      throw new Error(`other users may read it (mode ${(mode & 0o777).toString(8).padStart(4, "0")}): chmod 600 ${path}`);
+    text = sources.readFile(path);
+  } catch (error) {
+    throw new ConfigError([`token file ${path}: ${(error as Error).message}`]);
+  }
+  return text.trim();
 }
 
 export function configFromRaw(raw: RawConfig): AgentConfig {

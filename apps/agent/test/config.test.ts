@@ -1,4 +1,7 @@
-import { describe, expect, it } from "vitest";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
 import { ConfigError, controlPlaneUrls, loadAgentConfig, parseAgentConfig, parseConfigFile } from "../src/config";
 
 const files: Record<string, string> = {
@@ -60,7 +63,7 @@ describe("agent config", () => {
       expect(error).toBeInstanceOf(ConfigError);
       expect((error as ConfigError).problems).toEqual([
         "CONTROL_PLANE_URL (or --control-plane) must be an http(s):// or ws(s):// URL",
-        "AGENT_TOKEN (or --token) is required",
+        "AGENT_TOKEN (or --token-file PATH) is required",
         expect.stringContaining("debug"),
       ]);
     }
@@ -90,5 +93,46 @@ describe("agent config", () => {
   it("refuses unknown keys and unreadable files with the path", () => {
     expect(() => parseConfigFile("CONTROL_PLANE_URL=http://x\nAGENT_TOKNE=t\n", "/x.env")).toThrow("/x.env: unknown key AGENT_TOKNE");
     expect(() => loadAgentConfig({ flags: {}, env: {}, configPath: "/missing.env", readFile })).toThrow("cannot read config file /missing.env");
+  });
+});
+
+describe("the token from a file or the environment, never only the command line", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cm-agent-token-"));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const sources = (flags: Record<string, string>, env: Record<string, string> = {}) => ({
+    flags,
+    env: { CONTROL_PLANE_URL: "http://cp:8080", ...env },
+    readFile: (path: string) => readFileSync(path, "utf8"),
+    fileMode: (path: string) => statSync(path).mode,
+  });
+  const tokenFile = (name: string, text: string, mode: number) => {
+    const path = join(dir, name);
+    writeFileSync(path, text, { mode });
+    chmodSync(path, mode);
+    return path;
+  };
+
+  it("reads --token-file and AGENT_TOKEN_FILE, a file of mode 0600 whose trailing newline is not the token's", () => {
+    const path = tokenFile("token", "cmn_from_file\n", 0o600);
+    expect(loadAgentConfig(sources({ AGENT_TOKEN_FILE: path })).token).toBe("cmn_from_file");
+    expect(loadAgentConfig(sources({}, { AGENT_TOKEN_FILE: path })).token).toBe("cmn_from_file");
+    expect(loadAgentConfig(sources({}, { AGENT_TOKEN: "cmn_from_env" })).token).toBe("cmn_from_env");
+  });
+
+  it("takes the token from the strongest source that gives it, in either form", () => {
+    const path = tokenFile("token2", "cmn_file", 0o600);
+    expect(loadAgentConfig(sources({ AGENT_TOKEN_FILE: path }, { AGENT_TOKEN: "cmn_env" })).token).toBe("cmn_file");
+    expect(loadAgentConfig(sources({ AGENT_TOKEN: "cmn_flag" }, { AGENT_TOKEN_FILE: path })).token).toBe("cmn_flag");
+  });
+
+  it("refuses a token file other users can read, one it cannot read, and both forms from one source", () => {
+    const open = tokenFile("open", "cmn_x", 0o644);
+    expect(() => loadAgentConfig(sources({ AGENT_TOKEN_FILE: open }))).toThrow(`token file ${open}: other users may read it (mode 0644): chmod 600 ${open}`);
+    expect(() => loadAgentConfig(sources({ AGENT_TOKEN_FILE: join(dir, "missing") }))).toThrow(`token file ${join(dir, "missing")}: ENOENT`);
+    const path = tokenFile("token3", "cmn_file", 0o600);
+    expect(() => loadAgentConfig(sources({}, { AGENT_TOKEN: "cmn_env", AGENT_TOKEN_FILE: path }))).toThrow(
+      "AGENT_TOKEN and AGENT_TOKEN_FILE are both set: give the token one way",
+    );
+    expect(() => loadAgentConfig(sources({ AGENT_TOKEN_FILE: tokenFile("empty", "\n", 0o600) }))).toThrow("AGENT_TOKEN is empty");
   });
 });

@@ -262,7 +262,10 @@ describe("operators", () => {
     expect(add.code).toBe(0);
     const [id, command] = add.stdout.trim().split("\n");
     expect(id).toMatch(/^node_/);
-    expect(command).toMatch(new RegExp(`^npm run agent -- --control-plane ${h.url} --token \\S+$`));
+    // The token rides in the environment, not in an argument every local user reads with ps.
+    expect(command).toMatch(new RegExp(`^AGENT_TOKEN=cmn_\\S+ npm run agent -- --control-plane ${h.url}$`));
+    expect(add.stderr).toMatch(/AGENT_TOKEN=cmn_\S+ sudo --preserve-env=AGENT_TOKEN scripts\/install-agent\.sh --control-plane /);
+    expect(`${add.stdout}${add.stderr}`).not.toContain("--token");
     const nodes = await t.cm(["operator", "nodes"], api);
     expect(nodes.stdout).toContain(`${id}\tbox-1\toffline\teu-central\t-\t75¢/h\t0/2\tnever`);
     expect((await t.cm(["whoami"], api)).stdout).toMatch(/operator: +yes/);

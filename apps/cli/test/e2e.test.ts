@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { needs, sqliteDatabase } from "@cm/testkit";
@@ -103,17 +103,22 @@ needs("docker", "busybox").describe("cm with a real agent and Docker", () => {
     const add = await op.cm(["operator", "add", "--name", "from-cli", "--region", "eu-west", "--country", "DE", "--rate", "10", "--max", "1"]);
     expect(add.code, add.stderr).toBe(0);
     const [nodeId, command] = add.stdout.trim().split("\n");
-    expect(command).toMatch(/^npm run agent -- --control-plane \S+ --token \S+$/);
+    expect(command).toMatch(/^AGENT_TOKEN=(cmn_\S+) npm run agent -- --control-plane \S+$/);
+    const token = /^AGENT_TOKEN=(\S+) /.exec(command!)![1]!;
     const state = mkdtempSync(join(tmpdir(), "cm-agent-state-"));
-    // The printed line as an operator pastes it; no warm sandboxes, so the node's containers are only its own.
-    const agent = spawn("sh", ["-c", command!], {
+    // The printed line as an operator pastes it into a shell (typed on its input, not given as
+    // its argument); no warm sandboxes, so the node's containers are only its own.
+    const agent = spawn("sh", ["-s"], {
       cwd: resolve(import.meta.dirname, "../../.."),
       env: { ...process.env, AGENT_STATE_DIR: state, AGENT_SANDBOX_POOL: "0", LOG_LEVEL: "warn" },
       detached: true,
-      stdio: "ignore",
+      stdio: ["pipe", "ignore", "ignore"],
     });
+    agent.stdin!.end(`${command}\n`);
     try {
       await until("the node online", async () => JSON.parse((await op.cm(["nodes", "show", nodeId!, "--json"])).stdout).node.status === "online", 90_000);
+      // What `ps` shows every user of the machine: no process's arguments hold the token.
+      expect(processesWithArgument(token)).toEqual([]);
       expect((await op.cm(["operator", "nodes"])).stdout).toMatch(new RegExp(`^${nodeId}\tfrom-cli\tonline\t`, "m"));
     } finally {
       if (agent.pid) process.kill(-agent.pid, "SIGTERM");
@@ -124,3 +129,17 @@ needs("docker", "busybox").describe("cm with a real agent and Docker", () => {
     }
   }, 150_000);
 });
+
+/** The pids whose command line (what `ps` shows any user) contains `text`. */
+function processesWithArgument(text: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, "utf8").includes(text)) pids.push(Number(entry));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return pids;
+}

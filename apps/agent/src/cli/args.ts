@@ -8,6 +8,7 @@ export type Command = (typeof COMMANDS)[number];
 const CONFIG_FLAGS = {
   "control-plane": "CONTROL_PLANE_URL",
   token: "AGENT_TOKEN",
+  "token-file": "AGENT_TOKEN_FILE",
   "docker-socket": "DOCKER_SOCKET",
   "state-dir": "AGENT_STATE_DIR",
   "log-level": "LOG_LEVEL",
@@ -79,6 +80,10 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   return parsed;
 }
 
+/** Said on stderr whenever --token is given. */
+export const TOKEN_FLAG_WARNING =
+  "cm-agent: warning: --token puts the agent token on the command line, where every user of this machine reads it (ps). Set AGENT_TOKEN in the environment, or pass --token-file PATH (a file of mode 0600), instead.";
+
 export const USAGE = `Usage: npm run agent -- [command] [options]
 
 Commands:
@@ -90,7 +95,10 @@ Commands:
 
 Options (every command; they override the environment and the config file):
   --control-plane URL   the control plane, e.g. https://cp.example.com (env CONTROL_PLANE_URL)
-  --token TOKEN         this node's agent token (env AGENT_TOKEN)
+  --token-file PATH     a file (mode 0600) holding this node's agent token (env AGENT_TOKEN_FILE);
+                        or set AGENT_TOKEN to the token itself
+  --token TOKEN         the token on the command line, where every local user reads it
+                        with ps: kept for older scripts, with a warning
   --config PATH         KEY=VALUE or JSON file with the same keys (env AGENT_CONFIG)
   --docker-socket PATH  Docker's socket (env DOCKER_SOCKET, default /var/run/docker.sock)
   --state-dir DIR       where the agent may keep state (env AGENT_STATE_DIR)

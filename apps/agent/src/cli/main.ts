@@ -1,6 +1,6 @@
 // Dispatches the command line. Returns an exit code; only index.ts exits.
 import { execFile, spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import type { AgentConfig } from "../config";
 import { ConfigError, configFromRaw, DEFAULT_DOCKER_SOCKET, mergeConfigSources } from "../config";
 import { wsSocketFactory } from "../connection/socket";
@@ -16,7 +16,7 @@ import { runUninstall } from "../install/uninstall";
 import { DockerRuntime } from "../runtime/docker-runtime";
 import { readStatusFile } from "../state-file";
 import { AGENT_VERSION } from "../version";
-import { type ParsedArgs, parseArgs, USAGE, UsageError } from "./args";
+import { type ParsedArgs, parseArgs, TOKEN_FLAG_WARNING, USAGE, UsageError } from "./args";
 import type { SignalSource } from "./run-agent";
 import { runAgentUntilSignal } from "./run-agent";
 
@@ -36,7 +36,8 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
     io.stderr(`${error.message}\n\n${USAGE}`);
     return 2;
   }
-  const sources = { flags: args.config, env: io.env, configPath: args.configPath, readFile: (path: string) => readFileSync(path, "utf8") };
+  if (args.config.AGENT_TOKEN !== undefined) io.stderr(TOKEN_FLAG_WARNING);
+  const sources = { flags: args.config, env: io.env, configPath: args.configPath, readFile: (path: string) => readFileSync(path, "utf8"), fileMode };
 
   switch (args.command) {
     case "help":
@@ -51,6 +52,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
           flags: args.config,
           configPath: args.configPath,
           env: io.env,
+          fileMode,
           dryRun: args.switches.has("dry-run"),
           unitDir: args.values["unit-dir"],
           envFile: args.values["env-file"],
@@ -117,6 +119,8 @@ function runCommand(command: string, args: string[]): Promise<{ code: number; ou
     });
   });
 }
+
+const fileMode = (path: string) => statSync(path).mode;
 
 function processAlive(pid: number): boolean {
   try {

@@ -12,6 +12,8 @@ export interface InstallOptions {
   flags: RawConfig;
   configPath?: string;
   env: Record<string, string | undefined>;
+  /** stat's mode of a file, to refuse a token file other users can read */
+  fileMode?: (path: string) => number;
   dryRun: boolean;
   unitDir?: string;
   envFile?: string;
@@ -39,13 +41,19 @@ export async function runInstall(options: InstallOptions, io: InstallIo): Promis
     const previous = existsSync(envFile) ? parseConfigFile(readFileSync(envFile, "utf8"), envFile) : {};
     values = {
       ...previous,
-      ...mergeConfigSources({ flags: options.flags, env: options.env, configPath: options.configPath, readFile: (p) => readFileSync(p, "utf8") }),
+      ...mergeConfigSources({
+        flags: options.flags,
+        env: options.env,
+        configPath: options.configPath,
+        readFile: (p) => readFileSync(p, "utf8"),
+        fileMode: options.fileMode,
+      }),
     };
     configFromRaw(values); // refuse a bad URL or a missing token before writing anything
   } catch (error) {
     const problems = error instanceof ConfigError ? error.problems : [(error as Error).message];
     for (const problem of problems) io.print(`✗ ${problem}`);
-    io.print("  fix: pass --control-plane URL --token TOKEN (the token is shown once when the node is registered)");
+    io.print("  fix: pass --control-plane URL, and the token as AGENT_TOKEN or --token-file PATH (it is shown once when the node is enrolled)");
     return 2;
   }
   const envText = renderEnvFile({
@@ -72,8 +80,8 @@ export async function runInstall(options: InstallOptions, io: InstallIo): Promis
 
   const commands = SYSTEMCTL_STEPS.map(([command, args]) => [command, ...args].join(" "));
   if (options.dryRun) {
-    io.print("Dry run: nothing was enabled. To start the agent, run:");
-    io.print(`  ${commands.join(" && ")}`);
+    // Not systemctl's steps: they enable the unit in systemd's directory, which a dry run left unwritten.
+    io.print("Dry run: nothing was installed or enabled. Run the same command without --dry-run (as root) to install and start the agent.");
     return 0;
   }
   if (!io.commandExists("systemctl")) {

@@ -1,6 +1,6 @@
 // `install`: the unit and the env file it writes, and what it runs afterwards.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { needs } from "@cm/testkit";
@@ -53,7 +53,9 @@ describe("install", () => {
       "tok_secret",
     ]);
     expect(code).toBe(0);
-    expect(out).toContain("systemctl daemon-reload && systemctl enable --now cm-agent");
+    // systemctl cannot enable a unit that is not in systemd's directory: no such advice after a dry run.
+    expect(out).toContain("Dry run: nothing was installed or enabled. Run the same command without --dry-run (as root)");
+    expect(out).not.toContain("systemctl enable");
 
     const unit = readFileSync(join(dir, "cm-agent.service"), "utf8");
     const paths = agentPaths();
@@ -138,8 +140,42 @@ describe("install", () => {
       result,
     );
     expect(code).toBe(2);
-    expect(result.lines[0]).toBe("✗ AGENT_TOKEN (or --token) is required");
+    expect(result.lines[0]).toBe("✗ AGENT_TOKEN (or --token-file PATH) is required");
     expect(existsSync(join(dir, "cm-agent.service"))).toBe(false);
+  });
+
+  it("takes the token from --token-file or AGENT_TOKEN into the 0600 env file; --token works with a warning on stderr", async () => {
+    const tokenFile = join(dir, "token");
+    writeFileSync(tokenFile, "cmn_from_file\n", { mode: 0o600 });
+    const envFile = join(dir, "agent.env");
+    const run = async (argv: string[], env: Record<string, string> = {}) => {
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await runCli(argv, { env, stdout: (l) => out.push(l), stderr: (l) => err.push(l), onSignal: () => () => {} });
+      return { code, out: out.join("\n"), err: err.join("\n") };
+    };
+    const install = ["install", "--dry-run", "--unit-dir", dir, "--env-path", envFile, "--control-plane", "https://cp.example.com"];
+
+    const fromFile = await run([...install, "--token-file", tokenFile]);
+    expect(fromFile).toMatchObject({ code: 0, err: "" });
+    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile).AGENT_TOKEN).toBe("cmn_from_file");
+    expect(statSync(envFile).mode & 0o777).toBe(0o600);
+
+    const fromEnv = await run(install, { AGENT_TOKEN: "cmn_from_env" });
+    expect(fromEnv).toMatchObject({ code: 0, err: "" });
+    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile).AGENT_TOKEN).toBe("cmn_from_env");
+
+    const fromFlag = await run([...install, "--token", "cmn_from_flag"]);
+    expect(fromFlag.code).toBe(0);
+    expect(fromFlag.err).toContain("warning: --token puts the agent token on the command line");
+    expect(fromFlag.err).toContain("AGENT_TOKEN");
+    expect(fromFlag.err).toContain("--token-file PATH");
+    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile).AGENT_TOKEN).toBe("cmn_from_flag");
+
+    chmodSync(tokenFile, 0o644);
+    const open = await run([...install, "--token-file", tokenFile]);
+    expect(open.code).toBe(2);
+    expect(open.out).toContain(`✗ token file ${tokenFile}: other users may read it (mode 0644): chmod 600 ${tokenFile}`);
   });
 
   it("quotes what systemd and the env file would misread", () => {

@@ -15,11 +15,17 @@ export const add: Run = async (ctx, { flags }) => {
   ctx.out.line(answer.node.id);
   ctx.out.note(`Enrolled ${answer.node.id}. The agent token is shown this once; start the node's agent with:`);
   ctx.out.line(agentCommand(ctx.api, answer.agentToken));
-  ctx.out.note(`(or install it as a service: sudo scripts/install-agent.sh --control-plane ${ctx.api} --token ${answer.agentToken})`);
+  ctx.out.note(`(or install it as a service: ${installCommand(ctx.api, answer.agentToken)})`);
 };
 
-/** The one line that starts an agent for this node from a checkout. */
-export const agentCommand = (api: string, token: string) => `npm run agent -- --control-plane ${api} --token ${token}`;
+/**
+ * The one line that starts an agent for this node from a checkout. The token goes in the
+ * environment, never in an argument: every user of the machine reads arguments with `ps`.
+ */
+export const agentCommand = (api: string, token: string) => `AGENT_TOKEN=${token} npm run agent -- --control-plane ${api}`;
+/** sudo drops the environment unless told to keep a variable; --preserve-env=NAME keeps the token out of sudo's own arguments. */
+export const installCommand = (api: string, token: string) =>
+  `AGENT_TOKEN=${token} sudo --preserve-env=AGENT_TOKEN scripts/install-agent.sh --control-plane ${api}`;
 
 export const nodes: Run = async (ctx) => {
   const answer = await ctx.client.operator.nodes();
