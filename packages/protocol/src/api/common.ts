@@ -91,25 +91,6 @@ export const INT32_MAX = 2_147_483_647;
 
 export const Timestamp = z.string().meta({ format: "date-time", description: "ISO 8601, UTC" });
 
-/** Environment variables: bounded so a body cannot smuggle megabytes into a container. */
-export const EnvMap = z
-  .record(
-    z
-      .string()
-      .min(1)
-      .max(256)
-      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a valid environment variable name"),
-    text().max(32_768),
-  )
-  .refine((env) => Object.keys(env).length <= 100, "at most 100 variables")
-  .meta({
-    description: `Environment variables, name to value (at most 100, values up to 32 KiB, ${ENV_MAX_TOTAL_BYTES / 1024} KiB in all)`,
-    maxProperties: 100,
-    propertyNames: { type: "string", minLength: 1, maxLength: 256, pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
-  });
-
-export function paginate(page: number, limit: number, total: number): Pagination {
-  return { page, limit, total, totalPages: Math.ceil(total / limit) };
 /**
  * A deployment's env in all. Every spec the node's agent is sent carries it, and
  * a node runs up to its maxDeployments at once: bounding each keeps every frame
@@ -124,5 +105,24 @@ export const envBytes = (env: Record<string, string>) => Object.entries(env).red
 const utf8 = new TextEncoder();
 const utf8Bytes = (s: string) => utf8.encode(s).length;
 
-}
+/** Environment variables: bounded so a body cannot smuggle megabytes into a container. */
+export const EnvMap = z
+  .record(
+    z
+      .string()
+      .min(1)
+      .max(256)
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be a valid environment variable name"),
+    text().max(32_768),
+  )
+  .refine((env) => Object.keys(env).length <= 100, "at most 100 variables")
   .refine((env) => envBytes(env) <= ENV_MAX_TOTAL_BYTES, `at most ${ENV_MAX_TOTAL_BYTES / 1024} KiB in all (names and values, UTF-8)`)
+  .meta({
+    description: `Environment variables, name to value (at most 100, values up to 32 KiB, ${ENV_MAX_TOTAL_BYTES / 1024} KiB in all)`,
+    maxProperties: 100,
+    propertyNames: { type: "string", minLength: 1, maxLength: 256, pattern: "^[A-Za-z_][A-Za-z0-9_]*$" },
+  });
+
+export function paginate(page: number, limit: number, total: number): Pagination {
+  return { page, limit, total, totalPages: Math.ceil(total / limit) };
+}
