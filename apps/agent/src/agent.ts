@@ -3,7 +3,7 @@
 // createAgent(config, deps); start() and stop() return promises and nothing
 // here exits the process, so tests and the control plane's end-to-end suite
 // can run agents side by side.
-import type { ServerFrame } from "@cm/protocol";
+import { CLOSE_CODES, type DeploymentSpec, retiredNodeOf, type ServerFrame } from "@cm/protocol";
 import type { Clock } from "./clock";
 import type { AgentConfig } from "./config";
 import type { ConnectionFailure, ConnectionState, Welcome } from "./connection/connection";
@@ -51,15 +51,19 @@ export class Agent {
   private readonly endpoints: EndpointReporter;
   private readonly diskWatcher: DiskWatcher | undefined;
   private readonly failureListeners = new Set<(failure: ConnectionFailure) => void>();
+  private readonly retiredListeners = new Set<() => void>();
+  /** set once the node is known retired: the drain, then the stop */
+  private retiring: Promise<void> | undefined;
+  private stopping: Promise<void> | undefined;
   /** the state directory, held while the agent runs, and this install's id from it (install-identity.ts) */
   private install: InstallClaim | undefined;
   private started = false;
+  /** The parts of a sync received so far, until the one without `more`. */
+  private syncSoFar: DeploymentSpec[] | undefined;
 
   constructor(
     private readonly config: AgentConfig,
     private readonly deps: AgentDeps,
-  /** The parts of a sync received so far, until the one without `more`. */
-  private syncSoFar: DeploymentSpec[] | undefined;
   ) {
     const { clock, logger, runtime } = deps;
     const timing = config.timing;
@@ -79,6 +83,8 @@ export class Agent {
         onFrame: (frame) => this.onFrame(frame),
         onDown: () => this.onDown(),
         onFailed: (failure) => {
+          // Retired while away (or past the drain time): removing what the node ran is the agent's last job, not a failure.
+          if (failure.closeCode === CLOSE_CODES.RETIRED) return void this.retire(retiredNodeOf(failure.reason) ?? this.connection.welcome?.nodeId);
           for (const listener of this.failureListeners) listener(failure);
         },
         runningDeployments: () => this.reconciler.running(),
@@ -171,6 +177,16 @@ export class Agent {
 
   /** Closes the connection (going away) and stops following logs. Tenants' containers keep running. */
   async stop(): Promise<void> {
+    await this.shutdown();
+    if (!this.retiring) this.deps.logger.info("Agent stopped; containers were left running");
+  }
+
+  private shutdown(): Promise<void> {
+    this.stopping ??= this.stopEverything();
+    return this.stopping;
+  }
+
+  private async stopEverything(): Promise<void> {
     this.reconciler.stop();
     this.deps.egress?.stop();
     this.diskWatcher?.stop();
@@ -182,7 +198,41 @@ export class Agent {
     await this.execs.closeAll();
     await this.connection.stop();
     this.install?.release();
-    this.deps.logger.info("Agent stopped; containers were left running");
+  }
+
+  /** Called once the node was retired, everything it ran removed and the agent stopped. */
+  onRetired(listener: () => void): () => void {
+    this.retiredListeners.add(listener);
+    return () => this.retiredListeners.delete(listener);
+  }
+
+  /**
+   * The operator retired this node: takes no more work, lets the stops already
+   * queued finish (their last log lines go out while the connection lasts),
+   * removes every container and network sandbox made for the node, then stops.
+   */
+  private retire(nodeId: string | undefined): Promise<void> {
+    this.retiring ??= (async () => {
+      const { logger } = this.deps;
+      logger.warn("This node was retired by its operator: removing its containers and network sandboxes, then stopping", { nodeId });
+      let removed = 0;
+      try {
+        await this.reconciler.idle();
+        if (nodeId) {
+          removed = await this.reconciler.drain(nodeId);
+          await this.deps.runtime.discardSandboxes({ nodeId, labels: this.config.containerLabels });
+        }
+      } catch (error) {
+        logger.error("Could not remove everything the retired node ran; see docker ps --filter label=cm.node-id", { nodeId, error: (error as Error).message });
+      }
+      await this.shutdown();
+      logger.warn(
+        `Node ${nodeId ?? "(unknown)"} was retired by its operator: its ${removed} container(s) and its network sandboxes were removed and the agent stopped. To offer this machine again, enrol it anew (cm operator add) and start the agent with the new token.`,
+        { nodeId, removed },
+      );
+      for (const listener of this.retiredListeners) listener();
+    })();
+    return this.retiring;
   }
 
   /** Called when the control plane closed with a code that says not to retry (see RETRYABLE_CLOSE). */
@@ -200,6 +250,7 @@ export class Agent {
   }
 
   private onDown(): void {
+    this.syncSoFar = undefined; // the next welcome brings a whole sync
     // Logs are re-read from Docker after the next sync, from what the control plane acknowledged.
     this.logs.stopAll();
     this.specs.stop();
@@ -207,6 +258,8 @@ export class Agent {
   }
 
   private onFrame(frame: ServerFrame): void {
+    // Draining a retired node: only acknowledgements of its last log lines still matter.
+    if (this.retiring && frame.type !== "logs_ack") return;
     switch (frame.type) {
       case "retired":
         void this.retire(this.connection.welcome?.nodeId);
@@ -217,6 +270,7 @@ export class Agent {
         this.syncSoFar = frame.more ? whole : undefined;
         if (!frame.more) void this.reconciler.sync(whole).then(() => this.endpoints.poke());
         return;
+      }
       case "command":
         void this.reconciler.command(frame.action, frame.deployment).then((result) => {
           this.connection.send({ type: "ack", commandId: frame.commandId, ok: result.ok, ...(result.ok ? {} : { error: result.error }) });
@@ -250,4 +304,3 @@ export class Agent {
 export function createAgent(config: AgentConfig, deps: AgentDeps): Agent {
   return new Agent(config, deps);
 }
-    this.syncSoFar = undefined; // the next welcome brings a whole sync

@@ -206,16 +206,18 @@ export const COMMANDS: CommandSpec[] = [
   {
     name: "operator nodes",
     summary: "The nodes you operate.",
-    usage: "",
-    examples: ["cm operator nodes"],
+    usage: "[--all]",
+    options: { all: { type: "boolean", description: "retired nodes too (their status says when they were retired)" } },
+    examples: ["cm operator nodes", "cm operator nodes --all --json"],
     load: async () => (await import("./commands/operator")).nodes,
   },
   {
     name: "operator retire",
-    summary: "Retire a node: it leaves the catalogue and its agent token stops working.",
-    usage: "ID",
+    summary: "Retire a node: its deployments stop, its agent removes their containers and exits, its token stops working.",
+    usage: "ID [--yes]",
     args: ["ID"],
-    examples: ["cm operator retire node_2f9c1a"],
+    options: { yes: { type: "boolean", short: "y", description: "do not ask (required without a terminal, as in scripts)" } },
+    examples: ["cm operator retire node_2f9c1a", "cm operator retire node_2f9c1a --yes"],
     load: async () => (await import("./commands/operator")).retire,
   },
 ];

@@ -269,9 +269,17 @@ describe("operators", () => {
     const nodes = await t.cm(["operator", "nodes"], api);
     expect(nodes.stdout).toContain(`${id}\tbox-1\toffline\teu-central\t-\t75¢/h\t0/2\tnever`);
     expect((await t.cm(["whoami"], api)).stdout).toMatch(/operator: +yes/);
-    const retire = await t.cm(["operator", "retire", id!], api);
+    // Nobody to ask without a terminal: a script must say --yes.
+    const unconfirmed = await t.cm(["operator", "retire", id!], api);
+    expect(unconfirmed.code).toBe(2);
+    expect(unconfirmed.stderr).toMatch(new RegExp(`^error: retiring ${id} cannot be undone and stops what runs there; pass --yes`));
+    expect((await t.cm(["operator", "nodes"], api)).stdout).toContain(id);
+    const retire = await t.cm(["operator", "retire", id!, "--yes"], api);
     expect(retire).toMatchObject({ code: 0, stderr: `node ${id} retired.\n` });
     expect((await t.cm(["operator", "nodes", "--json"], api)).stdout).not.toContain(id);
+    // Still on its operator's records.
+    const all = await t.cm(["operator", "nodes", "--all"], api);
+    expect(all.stdout).toMatch(new RegExp(`^${id}\tbox-1\tretired \\d{4}-\\d\\d-\\d\\dT\\S+\teu-central\t`, "m"));
   });
 
   it("refuses an enrolment the API finds wrong, naming the field", async () => {

@@ -11,6 +11,7 @@ import { requireUser } from "./middleware/auth";
 import { closeUnreadBody } from "./middleware/close-unread-body";
 import { databaseGate, databaseUnavailable } from "./middleware/database-gate";
 import { rateLimit } from "./middleware/rate-limit";
+import { agentRoutes } from "./routes/agent";
 import { authRoutes } from "./routes/auth";
 import { creditRoutes } from "./routes/credits";
 import { deploymentRoutes } from "./routes/deployments";
@@ -56,6 +57,7 @@ export function createApp(deps: Deps) {
     .route("/auth", authRoutes(deps, route))
     .route("/nodes", nodeRoutes(deps, route))
     .route("/operator/nodes", operatorRoutes(deps, route))
+    .route("/", agentRoutes(deps, route))
     .route("/templates", templateRoutes(deps, route))
     .route("/deployments", deploymentRoutes(deps, route))
     .route("/deployments", execRoutes(deps, route))

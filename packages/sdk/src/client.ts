@@ -15,8 +15,10 @@ const seg = encodeURIComponent;
  */
 export function createClient(options: ClientOptions) {
   const t = new Transport(options);
-  const get = <R>(path: string, query?: T.NodeListQuery | T.TemplateListQuery | T.DeploymentListQuery | T.LogsQuery | T.TransactionListQuery) =>
-    t.json<R>("GET", path, { auth: true, query });
+  const get = <R>(
+    path: string,
+    query?: T.NodeListQuery | T.TemplateListQuery | T.DeploymentListQuery | T.LogsQuery | T.TransactionListQuery | T.OperatorNodeListQuery,
+  ) => t.json<R>("GET", path, { auth: true, query });
   const post = <R>(path: string, body?: unknown) => t.json<R>("POST", path, { auth: true, body });
   const del = <R>(path: string) => t.json<R>("DELETE", path, { auth: true });
 
@@ -96,7 +98,8 @@ export function createClient(options: ClientOptions) {
 
   const operator = {
     registerNode: (body: T.CreateNodeRequest) => post<T.CreateNodeResponse>("/operator/nodes", body),
-    nodes: () => get<T.OperatorNodeListResponse>("/operator/nodes"),
+    /** all: retired nodes too, with their retiredAt */
+    nodes: (query: T.OperatorNodeListQuery = {}) => get<T.OperatorNodeListResponse>("/operator/nodes", query),
     retireNode: (id: string) => del<T.DeleteDeploymentResponse>(`/operator/nodes/${seg(id)}`),
   };
 

@@ -23,6 +23,7 @@ export type NodeDetail = Out<typeof P.NodeDetail>;
 export type NodeResponse = Out<typeof P.NodeResponse>;
 export type CreateNodeRequest = In<typeof P.CreateNodeRequest>;
 export type CreateNodeResponse = Out<typeof P.CreateNodeResponse>;
+export type OperatorNodeListQuery = Partial<Out<typeof P.OperatorNodeListQuery>>;
 export type OperatorNodeListResponse = Out<typeof P.OperatorNodeListResponse>;
 
 export type TemplateListQuery = Partial<Out<typeof P.TemplateListQuery>>;

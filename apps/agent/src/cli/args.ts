@@ -113,6 +113,6 @@ install:
                         Node 20 itself reads --env-file anywhere on the command line
 
 doctor:
-  --check-token         check the token even when cm-agent.service runs (its connection
-                        is then replaced, and it stops until restarted)
+  --check-token         no longer needed (kept for older scripts): the token is always
+                        checked, and checking it never disturbs a running agent
 `;

@@ -3,7 +3,6 @@ import { execFile, spawnSync } from "node:child_process";
 import { readFileSync, statSync } from "node:fs";
 import type { AgentConfig } from "../config";
 import { ConfigError, configFromRaw, DEFAULT_DOCKER_SOCKET, mergeConfigSources } from "../config";
-import { wsSocketFactory } from "../connection/socket";
 import { createDeps, dockerSocketPath, egressPolicyOf, hostResolvers } from "../deps";
 import { spawnCommand } from "../egress/command";
 import { IptablesFirewall } from "../egress/iptables";
@@ -88,9 +87,6 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
         engine,
         hostProbe: new SystemHostProbe(),
         fetch,
-        socketFactory: wsSocketFactory(),
-        serviceActive: async () => commandExists("systemctl") && (await runCommand("systemctl", ["is-active", "--quiet", "cm-agent"])).code === 0,
-        forceTokenCheck: args.switches.has("check-token"),
         egress: new IptablesFirewall(egressPolicyOf(config.ok ? config.value.egressAllow : [], hostResolvers()), spawnCommand),
         ...(status ? { agentStatus: { status, alive: processAlive(status.pid) } } : {}),
         print: io.stdout,

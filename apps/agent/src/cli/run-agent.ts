@@ -42,6 +42,8 @@ export function runAgentUntilSignal(config: AgentConfig, deps: AgentDeps, onSign
       stopWith(0);
     });
     agent.onFailure(() => stopWith(EXIT_CONFIG));
+    // Everything it ran is removed: as with a rejected token, a restart cannot help.
+    agent.onRetired(() => stopWith(EXIT_CONFIG));
     agent.start().catch((error: unknown) => {
       logger.error("The agent cannot start: is Docker running and is its socket reachable?", { socket: config.dockerSocket, error });
       stopWith(1);

@@ -1,7 +1,6 @@
 // `npm run agent -- doctor`: one ✓/✗ line per thing the agent needs, each with
 // a fix. Exits non-zero when a required check fails; a CPU-only machine is fine.
 import type { AgentConfig } from "../config";
-import type { SocketFactory } from "../connection/socket";
 import type { HostProbe } from "../host/probe";
 import type { EngineClient } from "../runtime/container-runtime";
 import { isSandboxArch } from "../runtime/sandbox-program";
@@ -24,10 +23,6 @@ export interface DoctorDeps {
   engine: EngineClient;
   hostProbe: Pick<HostProbe, "gpus">;
   fetch: typeof fetch;
-  socketFactory: SocketFactory;
-  /** whether cm-agent.service runs here: a token check would replace its connection */
-  serviceActive(): Promise<boolean>;
-  forceTokenCheck: boolean;
   /** the egress policy on this machine's firewall (egress/iptables.ts): what is wrong with it, empty when in place */
   egress?: { check(): Promise<string[]> };
   /** what a running agent wrote to AGENT_STATE_DIR/status.json, and whether its process lives */
@@ -116,16 +111,10 @@ export async function runDoctor(deps: DoctorDeps): Promise<number> {
     const healthy = await checkHealth(deps, config.httpUrl, timeoutMs);
     report(healthy);
     if (healthy.status !== "ok") report({ status: "skip", title: "Token", detail: "the control plane does not answer" });
-    else if (!deps.forceTokenCheck && (await deps.serviceActive())) {
-      report({
-        status: "skip",
-        title: "Token",
-        detail:
-          "cm-agent.service is running and connected with it; a second connection would replace it (see journalctl -u cm-agent for its state, or pass --check-token)",
-      });
-    } else {
-      const token = await checkToken(deps.socketFactory, config.wsUrl, config.token, timeoutMs);
-      if (token.ok) report({ status: "ok", title: "Token", detail: `accepted: this machine is node ${token.nodeId}` });
+    else {
+      // A lookup, not a connection: the running agent keeps its session, and the node's status is left as it is.
+      const token = await checkToken(deps.fetch, config.httpUrl, config.token, timeoutMs);
+      if (token.ok) report({ status: "ok", title: "Token", detail: `accepted: this machine is node ${token.nodeId} (${token.name})` });
       else
         report({
           status: "fail",
@@ -133,7 +122,7 @@ export async function runDoctor(deps: DoctorDeps): Promise<number> {
           detail: token.reason,
           fix: token.rejected
             ? "copy the node's token again from the control plane (or register the node again) into AGENT_TOKEN"
-            : "check that CONTROL_PLANE_URL points at the control plane and that WebSockets pass any proxy in between",
+            : "check that CONTROL_PLANE_URL points at the control plane",
         });
     }
   }

@@ -1,51 +1,31 @@
-// Opens the agent's WebSocket once, says hello and waits for welcome: the only
-// way to know the control plane accepts this token. Closes with 1000 right after.
-import { CLOSE_CODES, PROTOCOL_VERSIONS, parseFrame, RETRYABLE_CLOSE, ServerFrame } from "@cm/protocol";
-import { explainFatalClose } from "../connection/close-codes";
-import type { SocketFactory } from "../connection/socket";
-import { AGENT_VERSION } from "../version";
+// Asks the control plane which node the token belongs to (GET AGENT_WHOAMI_PATH).
+// A plain lookup on purpose: saying hello on the agent socket would take the
+// node's session from its running agent (closed 4409, and it stops) and mark a
+// node with no agent online, so that tenants could deploy to it.
+import { AGENT_WHOAMI_PATH, AgentWhoamiResponse, ErrorBody } from "@cm/protocol";
 
-export type TokenCheck = { ok: true; nodeId: string } | { ok: false; reason: string; rejected: boolean };
+export type TokenCheck = { ok: true; nodeId: string; name: string } | { ok: false; reason: string; rejected: boolean };
 
-export function checkToken(socketFactory: SocketFactory, wsUrl: string, token: string, timeoutMs: number): Promise<TokenCheck> {
-  return new Promise((resolve) => {
-    let settled = false;
-    let serverError = "";
-    // Declared before finish() can run: a socket factory that throws settles at once.
-    let timer: NodeJS.Timeout | undefined;
-    const finish = (result: TokenCheck) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      resolve(result);
-    };
-    let socket: ReturnType<SocketFactory>;
-    try {
-      socket = socketFactory(wsUrl);
-    } catch (error) {
-      return finish({ ok: false, reason: (error as Error).message, rejected: false });
-    }
-    timer = setTimeout(() => {
-      socket.terminate();
-      finish({ ok: false, reason: `no welcome within ${timeoutMs / 1000} s`, rejected: false });
-    }, timeoutMs);
-    socket.on("open", () => socket.send(JSON.stringify({ type: "hello", token, agentVersion: AGENT_VERSION, protocolVersions: [...PROTOCOL_VERSIONS] })));
-    socket.on("message", (data) => {
-      const parsed = parseFrame(ServerFrame, String(data));
-      if (!parsed.ok) return;
-      if (parsed.frame.type === "error") serverError = `${parsed.frame.code}: ${parsed.frame.message}`;
-      if (parsed.frame.type === "welcome") {
-        finish({ ok: true, nodeId: parsed.frame.nodeId });
-        socket.close(CLOSE_CODES.NORMAL, "doctor done");
-      }
-    });
-    socket.on("error", (error) => (serverError ||= error.message));
-    socket.on("close", (code, reason) => {
-      const fatal = !RETRYABLE_CLOSE(code);
-      const why = fatal
-        ? explainFatalClose(code, reason.toString())
-        : `the connection closed (code ${code}) before welcome${serverError ? `: ${serverError}` : ""}`;
-      finish({ ok: false, reason: why, rejected: fatal });
-    });
-  });
+export async function checkToken(fetchFn: typeof fetch, httpUrl: string, token: string, timeoutMs: number): Promise<TokenCheck> {
+  const url = `${httpUrl}${AGENT_WHOAMI_PATH}`;
+  let response: Response;
+  let body: unknown;
+  try {
+    response = await fetchFn(url, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(timeoutMs) });
+    body = await response.json().catch(() => undefined);
+  } catch (error) {
+    const cause = (error as { cause?: { message?: string } }).cause?.message;
+    return { ok: false, reason: `GET ${url} failed: ${cause ?? (error as Error).message}`, rejected: false };
+  }
+  if (response.ok) {
+    const node = AgentWhoamiResponse.safeParse(body);
+    if (node.success) return { ok: true, nodeId: node.data.nodeId, name: node.data.name };
+    return { ok: false, reason: `GET ${url} answered ${response.status} without a node: is CONTROL_PLANE_URL the control plane?`, rejected: false };
+  }
+  const error = ErrorBody.safeParse(body);
+  const said = error.success ? `: ${error.data.error.message}` : "";
+  if (response.status === 401) return { ok: false, reason: `the control plane rejected this agent's token${said}`, rejected: true };
+  if (response.status === 404 && !error.success)
+    return { ok: false, reason: `GET ${url} answered 404: CONTROL_PLANE_URL points elsewhere, or the control plane predates this check`, rejected: false };
+  return { ok: false, reason: `GET ${url} answered ${response.status}${said}`, rejected: false };
 }

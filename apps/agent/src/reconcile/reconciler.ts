@@ -132,6 +132,37 @@ export class Reconciler {
     });
   }
 
+  /**
+   * The node was retired: stops every container made for `nodeId` (their last
+   * lines go out while the connection lasts) and removes it with its sandbox,
+   * after whatever is already queued for its deployment. Answers how many
+   * containers were removed; one Docker refuses to remove is logged and left.
+   */
+  async drain(nodeId: string): Promise<number> {
+    const ours = (await this.options.runtime.listManaged(this.options.containerLabels)).filter((c) => c.nodeId === nodeId);
+    let removed = 0;
+    const byDeployment = new Map<string, ContainerState[]>();
+    for (const c of ours) byDeployment.set(c.deploymentId, [...(byDeployment.get(c.deploymentId) ?? []), c]);
+    await Promise.all(
+      [...byDeployment].map(([deploymentId, containers]) =>
+        this.queue.run(deploymentId, async () => {
+          this.latest.delete(deploymentId);
+          try {
+            await this.stopContainers(deploymentId, containers);
+            for (const container of containers) {
+              await this.options.runtime.remove(container.id);
+              removed += 1;
+            }
+          } catch (error) {
+            this.options.logger.error("Could not remove a retired node's container", { deploymentId, error: dockerMessage(error) });
+          }
+          this.options.logs.stop(deploymentId);
+        }),
+      ),
+    );
+    return removed;
+  }
+
   /** Stops watching; containers are left exactly as they are. */
   stop(): void {
     this.watcher.stop();

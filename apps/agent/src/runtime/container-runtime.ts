@@ -33,6 +33,8 @@ export interface SandboxClient {
   keepSandboxesWarm(owner: SandboxOwner): void;
   /** Stops making sandboxes (ready ones stay for the next agent); settles when none is being made. */
   stopWarming(): Promise<void>;
+  /** The node was retired: stops making sandboxes and removes every one made for `owner` that no container uses. */
+  discardSandboxes(owner: SandboxOwner): Promise<void>;
 }
 
 export interface ContainerClient {

@@ -93,6 +93,10 @@ export class DockerRuntime implements ContainerRuntime, DiskClient, EngineRestar
     return this.sandboxes.stopWarming();
   }
 
+  discardSandboxes(owner: SandboxOwner): Promise<void> {
+    return this.sandboxes.discard(owner);
+  }
+
   createContainer(spec: ContainerSpec): Promise<string> {
     return this.containers.createContainer(spec);
   }

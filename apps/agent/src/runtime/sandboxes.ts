@@ -119,6 +119,28 @@ export class DockerSandboxes {
     await this.filling;
   }
 
+  /**
+   * The node was retired: stops making sandboxes, then removes each one made
+   * for `owner` that no container uses (the spares, and any a previous agent
+   * left) with its network. Those in use go with their tenants' containers.
+   */
+  async discard(owner: SandboxOwner): Promise<void> {
+    await this.stopWarming();
+    await this.adoption;
+    const filters = { label: [`${LABEL_SANDBOX}=true`, `${LABEL_NODE_ID}=${owner.nodeId}`, ...Object.entries(owner.labels).map(([k, v]) => `${k}=${v}`)] };
+    const joined = await this.docker.listContainers({ all: true, filters: { label: [LABEL_SANDBOX_NAME] } });
+    const inUse = new Set(joined.map((container) => container.Labels[LABEL_SANDBOX_NAME]));
+    const holders = await this.docker.listContainers({ all: true, filters });
+    for (const holder of holders) {
+      const name = holder.Names[0]?.replace(/^\//, "") ?? "";
+      if (name && !inUse.has(name)) await this.remove(name);
+    }
+    for (const network of await this.docker.listNetworks({ filters })) {
+      if (inUse.has(network.Name)) continue;
+      await ignoringStatus(NOT_FOUND, () => this.docker.getNetwork(network.Name).remove()).catch(() => {});
+    }
+  }
+
   /** The name of a running sandbox for a new container of `owner`: a ready one when there is one, else made now. */
   async take(owner: SandboxOwner): Promise<string> {
     const pooled = this.owner?.nodeId === owner.nodeId;

@@ -61,11 +61,6 @@ async function doctorEgress(problems: string[], options: { raw?: Record<string, 
     },
     hostProbe: fakeHostProbe(),
     fetch,
-    socketFactory: () => {
-      throw new Error("no socket here");
-    },
-    serviceActive: async () => false,
-    forceTokenCheck: false,
     egress: { check: async () => problems },
     print: (line) => lines.push(line),
   };

@@ -8,7 +8,16 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
 import type { DeploymentSpec, LogCursor, LogLineFrame, ServerFrame } from "@cm/protocol";
-import { AGENT_TUNNEL_PATH, AGENT_TUNNEL_UPGRADE, AGENT_WS_PATH, AgentFrame, CLOSE_CODES, parseFrame, TUNNEL_SWITCHING_PROTOCOLS } from "@cm/protocol";
+import {
+  AGENT_TUNNEL_PATH,
+  AGENT_TUNNEL_UPGRADE,
+  AGENT_WHOAMI_PATH,
+  AGENT_WS_PATH,
+  AgentFrame,
+  CLOSE_CODES,
+  parseFrame,
+  TUNNEL_SWITCHING_PROTOCOLS,
+} from "@cm/protocol";
 import type { WebSocket } from "ws";
 import { WebSocketServer } from "ws";
 
@@ -41,6 +50,8 @@ export class FakeControlPlane {
   readonly desired = new Map<string, DeploymentSpec>();
   healthStatus = 200;
   hellos = 0;
+  /** token lookups (GET AGENT_WHOAMI_PATH) answered */
+  whoamis = 0;
   /** how long tunnel connections wait for their 101 (a slow control plane) */
   tunnelAnswerDelayMs = 0;
   /** what the next hello is answered with instead of welcome: a close code */
@@ -168,6 +179,12 @@ export class FakeControlPlane {
     this.server.on("request", (req, res) => {
       if (req.url === "/health") {
         res.writeHead(this.healthStatus, { "content-type": "application/json" }).end(JSON.stringify({ status: "ok" }));
+      } else if (req.url === AGENT_WHOAMI_PATH) {
+        this.whoamis += 1;
+        const token = /^Bearer (\S+)$/.exec(req.headers.authorization ?? "")?.[1] ?? "";
+        const nodeId = (this.options.tokens ?? { [TEST_TOKEN]: TEST_NODE_ID })[token];
+        const body = nodeId ? { nodeId, name: "test node" } : { error: { code: "UNAUTHORIZED", message: "unknown agent token", requestId: "req_fake" } };
+        res.writeHead(nodeId ? 200 : 401, { "content-type": "application/json" }).end(JSON.stringify(body));
       } else if (!res.headersSent && req.headers.upgrade === undefined) {
         res.writeHead(404).end();
       }

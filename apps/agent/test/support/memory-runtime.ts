@@ -216,6 +216,10 @@ export class MemoryRuntime implements ContainerRuntime, EngineRestarts {
     this.warmingFor = undefined;
   }
 
+  async discardSandboxes(): Promise<void> {
+    this.warmingFor = undefined;
+  }
+
   async createContainer(spec: ContainerSpec): Promise<string> {
     this.fault("createContainer");
     const image = this.localName(spec.image);

@@ -27,15 +27,15 @@ export const agentCommand = (api: string, token: string) => `AGENT_TOKEN=${token
 export const installCommand = (api: string, token: string) =>
   `AGENT_TOKEN=${token} sudo --preserve-env=AGENT_TOKEN scripts/install-agent.sh --control-plane ${api}`;
 
-export const nodes: Run = async (ctx) => {
-  const answer = await ctx.client.operator.nodes();
+export const nodes: Run = async (ctx, { flags }) => {
+  const answer = await ctx.client.operator.nodes({ all: flags.all === true });
   if (ctx.json) return ctx.out.json(answer);
   ctx.out.table(
     ["ID", "NAME", "STATUS", "REGION", "GPUS", "RATE", "SLOTS", "LAST HEARTBEAT"],
     answer.nodes.map((n) => [
       n.id,
       n.name,
-      n.status,
+      n.retiredAt ? `retired ${n.retiredAt}` : n.status,
       n.region,
       gpus(n.gpus),
       cents(n.hourlyRateCents),
@@ -46,8 +46,42 @@ export const nodes: Run = async (ctx) => {
   if (answer.nodes.length === 0) ctx.out.note("You operate no nodes yet: cm operator add --help");
 };
 
-export const retire: Run = async (ctx, { args }) => {
-  const answer = await ctx.client.operator.retireNode(args[0]!);
+/**
+ * Retiring cannot be undone and ends tenants' deployments: say what runs there
+ * and ask, unless --yes. Without a terminal to ask at, --yes is required.
+ */
+export const retire: Run = async (ctx, { args, flags }) => {
+  const id = args[0]!;
+  if (flags.yes !== true) {
+    if (!process.stdin.isTTY)
+      throw new UsageError(`retiring ${id} cannot be undone and stops what runs there; pass --yes to retire it without a terminal to confirm at`);
+    const node = (await ctx.client.operator.nodes()).nodes.find((n) => n.id === id);
+    // Not yours or gone: the API says so below, with nothing to confirm.
+    if (node) {
+      const running =
+        node.activeDeployments === 0 ? "runs no deployment" : `runs ${node.activeDeployments} deployment${node.activeDeployments === 1 ? "" : "s"}`;
+      ctx.out.note(`${node.name} (${node.id}, ${node.status}) ${running}.`);
+      ctx.out.note(
+        "Retiring it stops them (their tenants are told, billing ends), its agent removes their containers and exits, and its token stops working. This cannot be undone.",
+      );
+      if (!(await confirm(`Retire ${node.name}? [y/N] `, ctx.signal))) {
+        ctx.out.note("Not retired.");
+        return;
+      }
+    }
+  }
+  const answer = await ctx.client.operator.retireNode(id);
   if (ctx.json) return ctx.out.json(answer);
   ctx.out.note(`${answer.message}.`);
 };
+
+/** Asks on stderr and reads one line from the terminal: yes only for y or yes. */
+async function confirm(question: string, signal: AbortSignal): Promise<boolean> {
+  const { createInterface } = await import("node:readline/promises");
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    return /^y(es)?$/i.test((await rl.question(question, { signal })).trim());
+  } finally {
+    rl.close();
+  }
+}

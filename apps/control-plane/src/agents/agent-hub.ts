@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { ServerFrame } from "@cm/protocol";
-import { AGENT_RECONNECT_MAX_MS, CLOSE_CODES, KeyedQueue } from "@cm/protocol";
+import { AGENT_RECONNECT_MAX_MS, CLOSE_CODES, KeyedQueue, RETIRE_DRAIN_MS } from "@cm/protocol";
 import { WebSocketServer } from "ws";
 import type { NodeLink } from "../services/deployment-service";
 import type { AgentContext, SessionHost } from "./agent-context";
@@ -238,16 +238,22 @@ export class AgentHub implements NodeLink, SessionHost {
     return this.watchingSinceMs + AGENT_RECONNECT_MAX_MS > cutoffMs;
   }
 
+  /**
+   * Stops the node's deployments while its session is still the node's, so the
+   * agent gets a stop command for each (and ships their last lines), then tells
+   * it to drain: it removes their containers and its sandboxes and closes. The
+   * session is no longer the node's meanwhile: nothing new is sent to it.
+   */
   private async retired(nodeId: string) {
     await this.serialize(nodeId, async () => {
       const s = this.sessions.get(nodeId);
-      if (s) {
-        this.sessions.delete(nodeId);
-        s.refuse(CLOSE_CODES.UNAUTHORIZED, "UNAUTHORIZED", "this node was retired");
-      }
       // Away when retired: its deployments ran no later than its last proof of life.
       const node = await this.o.repos.nodes.get(nodeId, { includeRetired: true });
       await this.lose(nodeId, this.lastAliveMs(nodeId, s, node?.lastHeartbeat) || this.o.clock.now(), "it was retired");
+      if (s && this.sessions.get(nodeId) === s) {
+        this.sessions.delete(nodeId);
+        s.retire(RETIRE_DRAIN_MS);
+      }
     });
   }
 

@@ -153,6 +153,18 @@ export class AgentSession {
     await this.queues.idle();
   }
 
+  /**
+   * The node was retired: after the commands already queued (its deployments'
+   * stops), tells the agent to drain, and gives it drainMs to ship their last
+   * log lines and close before closing with RETIRED.
+   */
+  retire(drainMs: number) {
+    this.enqueueOut(async () => {
+      this.send({ type: "retired", message: `node ${this.nodeId} was retired by its operator` });
+    });
+    setTimeout(() => this.close(CLOSE_CODES.RETIRED, retiredCloseReason(this.nodeId)), drainMs).unref();
+  }
+
   /** An error frame, then the close code that tells the agent whether retrying can help. */
   refuse(closeCode: number, code: string, message: string) {
     this.send({ type: "error", code, message });
@@ -255,8 +267,10 @@ export class AgentSession {
 
   private async hello(f: HelloFrame) {
     const { repos, clock, events, hub } = this.ctx;
-    const node = await repos.nodes.byAgentTokenHash(hashSecret(f.token));
-    if (!node) return this.refuse(CLOSE_CODES.UNAUTHORIZED, "UNAUTHORIZED", "unknown or retired node token");
+    const node = await repos.nodes.byAgentTokenHash(hashSecret(f.token), { includeRetired: true });
+    if (!node) return this.refuse(CLOSE_CODES.UNAUTHORIZED, "UNAUTHORIZED", "unknown node token");
+    // Retired while its agent was away: told so (not "bad token"), the agent removes what it ran and stops.
+    if (node.retiredAt !== null) return this.refuse(CLOSE_CODES.RETIRED, "NODE_RETIRED", retiredCloseReason(node.id));
     const version = f.protocolVersions.reduce((best, v) => ((PROTOCOL_VERSIONS as readonly number[]).includes(v) && v > best ? v : best), -1);
     if (version < 0) {
       return this.refuse(
@@ -269,6 +283,7 @@ export class AgentSession {
     this.nodeId = node.id;
     this.log = this.ctx.log.child({ nodeId: node.id });
     this.gpuCount = node.gpuCount;
+    this.agentMaxFrameBytes = f.maxFrameBytes ?? AGENT_MAX_INBOUND_FRAME_BYTES;
     await hub.serialize(node.id, async () => {
       if (this.state === "closed") return;
       hub.adopt(this);
@@ -283,7 +298,6 @@ export class AgentSession {
         heartbeatIntervalMs: this.ctx.heartbeatIntervalMs,
         serverTime: clock.now(),
         maxFrameBytes: this.ctx.maxFrameBytes,
-    this.agentMaxFrameBytes = f.maxFrameBytes ?? AGENT_MAX_INBOUND_FRAME_BYTES;
       });
       this.state = "ready";
       this.wasReady = true;
@@ -326,11 +340,11 @@ export class AgentSession {
 
   private closed(code: number) {
     if (this.state === "closed") return;
+    // The agent could not read a frame this side sent: it is not being told what
+    // to run, so it does not serve until it reconnects and is sent what it reads.
+    if (code === MESSAGE_TOO_BIG && this.wasReady) this.ctx.hub.notServing(this.nodeId, "the agent closed its connection on a frame larger than it reads");
     this.state = "closed";
     clearTimeout(this.helloTimer);
     this.ctx.hub.onClosed(this);
   }
 }
-    // The agent could not read a frame this side sent: it is not being told what
-    // to run, so it does not serve until it reconnects and is sent what it reads.
-    if (code === MESSAGE_TOO_BIG && this.wasReady) this.ctx.hub.notServing(this.nodeId, "the agent closed its connection on a frame larger than it reads");

@@ -1,4 +1,4 @@
-import { CreateNodeRequest, CreateNodeResponse, OperatorNodeListResponse } from "@cm/protocol";
+import { CreateNodeRequest, CreateNodeResponse, OperatorNodeListQuery, OperatorNodeListResponse } from "@cm/protocol";
 import { z } from "zod";
 import type { Deps } from "../deps";
 import { ApiError } from "../errors";
@@ -55,14 +55,19 @@ export function operatorRoutes(deps: Deps, route: RouteFactory) {
           operationId: "listOperatorNodes",
           tags,
           summary: "Nodes you operate",
-          description: "With their details, whatever their status; retired nodes are left out.",
-          responses: { 200: json(OperatorNodeListResponse, "Your nodes, retired ones left out") },
+          description: "With their details, whatever their status; retired nodes are left out unless `all=true` (then their retiredAt is set).",
+          request: { query: OperatorNodeListQuery },
+          responses: { 200: json(OperatorNodeListResponse, "Your nodes, retired ones only with all=true") },
         },
         { auth: true },
       ),
       async (c) => {
         const now = clock.now();
-        return c.json({ nodes: (await repos.nodes.listByOperator(c.get("user").id)).map((n) => presentNodeDetail(n, now)) }, 200);
+        const rows = await repos.nodes.listByOperator(c.get("user").id, { includeRetired: c.req.valid("query").all === true });
+        return c.json(
+          { nodes: rows.map((n) => ({ ...presentNodeDetail(n, now), retiredAt: n.retiredAt === null ? null : new Date(n.retiredAt).toISOString() })) },
+          200,
+        );
       },
     )
     .openapi(
@@ -73,7 +78,8 @@ export function operatorRoutes(deps: Deps, route: RouteFactory) {
           operationId: "retireNode",
           tags,
           summary: "Retire a node",
-          description: "The node disappears from the catalogue and its agent token stops working.",
+          description:
+            "The node disappears from the catalogue (its operator still sees it with `GET /operator/nodes?all=true`) and its agent token stops working. Its deployments are stopped, their tenants told and their billing ended; a connected agent is told to drain: it stops and removes every container and network sandbox it made for the node, shipping their last log lines, then exits. An agent away at the time drains when it next connects.",
           request: { params: IdParams },
           responses: { 200: json(z.object({ success: z.boolean(), message: z.string() }), "The node is retired") },
         },

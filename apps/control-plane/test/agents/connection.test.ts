@@ -1,4 +1,4 @@
-import { CLOSE_CODES, CURRENT_PROTOCOL_VERSION } from "@cm/protocol";
+import { AGENT_WHOAMI_PATH, CLOSE_CODES, CURRENT_PROTOCOL_VERSION, retiredNodeOf } from "@cm/protocol";
 import { describeEachDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import WebSocket from "ws";
@@ -25,13 +25,42 @@ describeEachDatabase("agent connection on $name", (db) => {
     expect((await a.closed).code).toBe(CLOSE_CODES.UNAUTHORIZED);
   });
 
-  it("refuses a retired node's token, and closes its live connection with 4401", async () => {
+  it("tells a retired node's live agent to drain, and refuses its token at hello with 4410 naming the node", async () => {
     const node = await h.connectedNode(op.token);
     expect((await h.call("DELETE", `/operator/nodes/${node.id}`, { token: op.token })).status).toBe(200);
-    expect((await node.agent.closed).code).toBe(CLOSE_CODES.UNAUTHORIZED);
+    // Left open so its last log lines can still arrive; the agent closes when done.
+    expect((await node.agent.next("retired")).message).toContain(node.id);
+    await node.agent.close();
     const again = await SimAgent.open(h.url);
     again.send(hello(node.agentToken));
-    expect((await again.closed).code).toBe(CLOSE_CODES.UNAUTHORIZED);
+    expect((await again.next("error")).code).toBe("NODE_RETIRED");
+    const closed = await again.closed;
+    expect(closed.code).toBe(CLOSE_CODES.RETIRED);
+    expect(retiredNodeOf(closed.reason)).toBe(node.id);
+    expect((await h.call("GET", `/nodes/${node.id}`)).status).toBe(404);
+  });
+
+  it("answers which node an agent token belongs to without taking over its session or marking it online", async () => {
+    const away = await h.registerNode(op.token);
+    const whoami = (token: string) => fetch(`${h.url}${AGENT_WHOAMI_PATH}`, { headers: { authorization: `Bearer ${token}` } });
+    const r = await whoami(away.agentToken);
+    expect(r.status).toBe(200);
+    expect(await r.json()).toEqual({ nodeId: away.id, name: "gpu-box" });
+    expect((await h.call("GET", `/nodes/${away.id}`)).json.node.status).toBe("offline");
+
+    const live = await h.connectedNode(op.token);
+    expect((await whoami(live.agentToken)).status).toBe(200);
+    // Still the node's session: a command reaches it.
+    const t = await h.signIn();
+    await h.grantCredits(t.user.id, 100);
+    await h.deploy(t.token, live.id, live.agent);
+
+    const wrong = await whoami("cmn_not-a-token");
+    expect(wrong.status).toBe(401);
+    expect((await wrong.json()).error.code).toBe("UNAUTHORIZED");
+    expect((await fetch(`${h.url}${AGENT_WHOAMI_PATH}`)).status).toBe(401);
+    expect((await h.call("DELETE", `/operator/nodes/${away.id}`, { token: op.token })).status).toBe(200);
+    expect((await (await whoami(away.agentToken)).json()).error.message).toMatch(new RegExp(`^node ${away.id} was retired on `));
   });
 
   it("refuses an agent that speaks no protocol version it knows with 4406", async () => {

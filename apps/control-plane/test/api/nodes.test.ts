@@ -154,6 +154,13 @@ describeEachDatabase("nodes on $name", (db) => {
     expect(ok.json.success).toBe(true);
     expect((await h.call("GET", `/nodes/${ids.off}`)).status).toBe(404);
     expect(await only("")).not.toContain(ids.off);
+    // Still on its operator's records, when asked for.
+    const mine = async (query: string) =>
+      (await h.call("GET", `/operator/nodes${query}`, { token: op.token })).json.nodes as Array<{ id: string; retiredAt: string | null }>;
+    expect((await mine("")).map((n) => n.id)).not.toContain(ids.off);
+    const all = await mine("?all=true");
+    expect(all.find((n) => n.id === ids.off)?.retiredAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+    expect(all.filter((n) => n.id !== ids.off).every((n) => n.retiredAt === null)).toBe(true);
   });
 });
 

@@ -129,24 +129,25 @@ export function createNodesRepo(h: DbHandle) {
       return new Map(rows.map((r) => [r.id, r.diskDefaultGb]));
     },
 
-    async byAgentTokenHash(hash: string): Promise<NodeRow | undefined> {
+    /** With includeRetired, a retired node's too: its agent is told to drain rather than that its token is wrong. */
+    async byAgentTokenHash(hash: string, opts: { includeRetired?: boolean } = {}): Promise<NodeRow | undefined> {
       return h.run(
         async (db) =>
           (
             await db
               .select()
               .from(nodes)
-              .where(and(eq(nodes.agentTokenHash, hash), visible))
+              .where(opts.includeRetired ? eq(nodes.agentTokenHash, hash) : and(eq(nodes.agentTokenHash, hash), visible))
           )[0],
       );
     },
 
-    async listByOperator(operatorId: string): Promise<NodeRow[]> {
+    async listByOperator(operatorId: string, opts: { includeRetired?: boolean } = {}): Promise<NodeRow[]> {
       return h.run((db) =>
         db
           .select()
           .from(nodes)
-          .where(and(eq(nodes.operatorId, operatorId), visible))
+          .where(opts.includeRetired ? eq(nodes.operatorId, operatorId) : and(eq(nodes.operatorId, operatorId), visible))
           .orderBy(desc(nodes.createdAt)),
       );
     },

@@ -26,6 +26,7 @@ export const CLOSE_CODES = {
   UNSUPPORTED_PROTOCOL: 4406, // upgrade the agent
   BAD_FRAMES: 4400, // too many frames that failed to parse
   HELLO_TIMEOUT: 4408, // no hello in time
+  RETIRED: 4410, // the operator retired this node: drain (stop and remove its containers and sandboxes), then exit
 } as const;
 /**
  * The longest an agent waits between two reconnection attempts. A control
@@ -34,7 +35,6 @@ export const CLOSE_CODES = {
  * its three heartbeat intervals before finding it silent.
  */
 export const AGENT_RECONNECT_MAX_MS = 30_000;
-export const RETRYABLE_CLOSE = (code: number) =>
 /**
  * The largest frame an agent reads from the control plane (its socket's
  * maxPayload), unless its hello names another. The control plane never sends a
@@ -44,7 +44,8 @@ export const RETRYABLE_CLOSE = (code: number) =>
 export const AGENT_MAX_INBOUND_FRAME_BYTES = 16 * 1024 * 1024;
 /** The smallest inbound limit an agent may announce: room for the largest single deployment spec. */
 export const AGENT_MIN_INBOUND_FRAME_BYTES = 1024 * 1024;
-  code !== CLOSE_CODES.UNAUTHORIZED && code !== CLOSE_CODES.REPLACED && code !== CLOSE_CODES.UNSUPPORTED_PROTOCOL;
+export const RETRYABLE_CLOSE = (code: number) =>
+  code !== CLOSE_CODES.UNAUTHORIZED && code !== CLOSE_CODES.REPLACED && code !== CLOSE_CODES.UNSUPPORTED_PROTOCOL && code !== CLOSE_CODES.RETIRED;
 
 // ---- shared pieces ---------------------------------------------------------
 
@@ -112,7 +113,6 @@ export const HelloFrame = z.object({
   token: z.string().min(1).max(200),
   agentVersion: z.string().max(50),
   protocolVersions: z.array(z.number().int()).min(1).max(16),
-});
   /** The largest frame this agent reads; absent, AGENT_MAX_INBOUND_FRAME_BYTES. */
   maxFrameBytes: z
     .number()
@@ -120,6 +120,7 @@ export const HelloFrame = z.object({
     .min(AGENT_MIN_INBOUND_FRAME_BYTES)
     .max(1024 * 1024 * 1024)
     .optional(),
+});
 export const SpecsFrame = z.object({
   type: z.literal("specs"),
   specs: NodeSpecs,
@@ -227,6 +228,24 @@ export const CommandFrame = z.object({
   deployment: DeploymentSpec,
 });
 export const LogsAckFrame = z.object({ type: z.literal("logs_ack"), deploymentId: z.string(), cursor: LogCursor });
+/**
+ * The operator retired this node. The control plane has already stopped its
+ * deployments (stop commands come before this frame) and keeps the connection
+ * open for up to RETIRE_DRAIN_MS so that their last log lines still arrive;
+ * the agent takes no more work, removes every container and network sandbox it
+ * made for the node, closes with 1000 and exits. Past the drain time, or when
+ * a retired node's agent says hello, the control plane closes with
+ * CLOSE_CODES.RETIRED and the agent drains without shipping.
+ */
+export const RetiredFrame = z.object({ type: z.literal("retired"), message: z.string().max(2000) });
+/** How long a retired node's connection stays open for its agent to drain. */
+export const RETIRE_DRAIN_MS = 60_000;
+/**
+ * The reason of a RETIRED close names the node: an agent refused at hello never
+ * had a welcome, and needs the node id to know which containers were its.
+ */
+export const retiredCloseReason = (nodeId: string) => `node ${nodeId} was retired`;
+export const retiredNodeOf = (reason: string): string | undefined => /^node (\S+) was retired$/.exec(reason)?.[1];
 export const ServerErrorFrame = z.object({ type: z.literal("error"), code: z.string(), message: z.string() });
 /**
  * Asks the agent to carry one public-endpoint connection: connect to the
@@ -258,6 +277,15 @@ export const AGENT_TUNNEL_PATH = "/agent/tunnel";
 /** Where the agent opens its one control connection (a WebSocket). */
 export const AGENT_WS_PATH = "/agent/ws";
 /**
+ * `GET` with `Authorization: Bearer <agent token>`: which node the token
+ * belongs to (AgentWhoamiResponse), or 401 in the API's error shape. How the
+ * doctor and the installer check a token: unlike a hello it neither takes over
+ * the node's session (a running agent keeps it) nor marks the node online.
+ */
+export const AGENT_WHOAMI_PATH = "/agent/whoami";
+export const AgentWhoamiResponse = z.object({ nodeId: z.string(), name: z.string() }).meta({ id: "AgentWhoamiResponse" });
+export type AgentWhoamiResponse = z.infer<typeof AgentWhoamiResponse>;
+/**
  * The `Upgrade` token of a tunnel connection: after the 101 the connection
  * carries the tenant's bytes as they are, no framing. A WebSocket (what agents
  * before 0.2 ask for) costs a frame header, a mask and a copy per chunk at both
@@ -276,6 +304,7 @@ export const ServerFrame = z.discriminatedUnion("type", [
   ServerErrorFrame,
   OpenTunnelFrame,
   OpenExecFrame,
+  RetiredFrame,
 ]);
 export type ServerFrame = z.infer<typeof ServerFrame>;
 

@@ -109,4 +109,10 @@ export const CreateNodeResponse = z.object({
   node: NodeDetail,
   agentToken: z.string().meta({ description: "Shown once: the agent authenticates with it. Stored hashed." }),
 });
-export const OperatorNodeListResponse = z.object({ nodes: z.array(NodeDetail) });
+/** `all=true` lists retired nodes too (their retiredAt set), for their operator's records. */
+export const OperatorNodeListQuery = z.strictObject({ all: queryBoolean.optional() });
+export const OperatorNode = NodeDetail.extend({
+  retiredAt: Timestamp.nullable().meta({ description: "when its operator retired it; null while it is in service" }),
+}).meta({ id: "OperatorNode" });
+export type OperatorNode = z.infer<typeof OperatorNode>;
+export const OperatorNodeListResponse = z.object({ nodes: z.array(OperatorNode) });

@@ -61,7 +61,13 @@ export async function startSystem(db: TestDatabase, config: Partial<Config> = {}
   return {
     h,
     nodeId: node.json.node.id as string,
+    agentToken: node.json.agentToken as string,
+    /** The node's operator, signed in. */
+    operatorToken: operator.token,
+    runLabel,
     agent,
+    /** The agents' newest log lines, oldest first. */
+    agentLog: () => agentLines.join("\n"),
     /** For `until`'s timeout message: the deployment as its tenant sees it, and the agents' newest log lines. */
     explain: (deploymentId: string, token: string) => async () => {
       const d = (await h.call("GET", `/deployments/${deploymentId}`, { token })).json.deployment;
