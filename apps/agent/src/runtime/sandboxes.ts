@@ -91,12 +91,13 @@ export class DockerSandboxes {
       );
     }
     void this.adoption.then(() => this.fillSoon(0));
-    if (!this.checkTimer && this.poolSize > 0) {
+    // With no spares to keep too: a tenant's sandbox left by a container killed out of band holds a network all the same.
+    if (!this.checkTimer) {
       this.checkTimer = setInterval(() => void this.converge(), this.options.spareCheckIntervalMs ?? DEFAULT_SPARE_CHECK_INTERVAL_MS);
       this.checkTimer.unref();
     }
     const events = this.options.events;
-    if (!this.unwatch && events && this.poolSize > 0) {
+    if (!this.unwatch && events) {
       const onEnd = events.onContainerEnd((end) => {
         if (end.labels[LABEL_SANDBOX_NAME] || end.labels[LABEL_SANDBOX] === "true") void this.converge();
       });

@@ -157,6 +157,16 @@ describe("sandbox pool", () => {
     expect(running()).toContain(joining);
   });
 
+  it("with no spares to keep (AGENT_SANDBOX_POOL=0), still removes the sandbox of a container removed out of band", async () => {
+    const { pool, engine, sandboxes, strayNetworks } = setup(memoryDocker(), 0);
+    pool.keepWarm(owner());
+    const sandbox = await pool.take(owner());
+    engine.containers.delete(tenantIn(engine, pool, sandbox));
+    await advance(DEFAULT_SPARE_CHECK_INTERVAL_MS);
+    expect(sandboxes()).toEqual([]);
+    expect(strayNetworks()).toEqual([]);
+  });
+
   it("looks at once when the engine says a tenant's container ended, without waiting for its interval", async () => {
     const { events, ended, listening } = engineEvents();
     const { pool, engine, running } = setup(memoryDocker(), 2, { events });
