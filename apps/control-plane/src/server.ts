@@ -8,6 +8,8 @@ import { getRequestListener } from "@hono/node-server";
 import { createApp } from "./app";
 import type { Deps } from "./deps";
 import { answerClientError } from "./http/client-error";
+import { lingerWhenClosed } from "./http/lingering-close";
+import { hasManyHosts, refuseManyHosts } from "./http/one-host";
 import { EXEC_PATH, execUpgrade } from "./routes/exec";
 
 export type RunningServer = { url: string; port: number; server: http.Server; close(): Promise<void> };
@@ -18,6 +20,9 @@ export async function startServer(deps: Deps, opts: { port: number; host: string
   const api = getRequestListener(app.fetch);
   // Requests for a public endpoint's host go to the tenant's container; the rest is the API.
   const listener: http.RequestListener = (req, res) => {
+    // A close Node decides on while this request's body is still coming reads it to its end first (within bounds).
+    lingerWhenClosed(req.socket, () => !req.complete);
+    if (hasManyHosts(req)) return refuseManyHosts(res);
     if (deps.endpoints.owns(req.headers.host)) return void deps.endpoints.handleRequest(req, res);
     void api(req, res);
   };
@@ -43,6 +48,7 @@ export async function startServer(deps: Deps, opts: { port: number; host: string
   const upgrades = upgradeRoutes(deps, app.fetch);
   server.on("upgrade", (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on("error", () => socket.destroy()); // a peer gone mid-handshake must not take the process down
+    if (hasManyHosts(req)) return refuseManyHosts(socket);
     const route = upgrades.find((r) => r.matches(req));
     if (route) return route.handle(req, socket, head);
     socket.end("HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");

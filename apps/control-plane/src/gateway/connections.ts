@@ -2,10 +2,16 @@ import type http from "node:http";
 import https from "node:https";
 import type net from "node:net";
 import { headEnd, MAX_HEAD_BYTES, parseRequestHead } from "./http1";
+import type { EndpointTarget } from "./ports";
 import { Relay } from "./relay";
 import { type RelayOptions, relayable } from "./relay-core";
 
-type Router = { take(socket: net.Socket, toHttp: (s: net.Socket) => void): void; close(): void };
+type Router = {
+  take(socket: net.Socket, toHttp: (s: net.Socket) => void): void;
+  /** Relays a connection the HTTP server has let go (an upgrade), from `bytes` (its request, rebuilt) on. */
+  relay(socket: net.Socket, bytes: Buffer, label: string, target: EndpointTarget): void;
+  close(): void;
+};
 
 /**
  * Looks at the first request head of each connection: a request for an
@@ -17,14 +23,19 @@ export function createConnectionRouter(o: Omit<RelayOptions, "reroute">): Router
   // Connections being looked at or relayed: the HTTP server neither counts nor
   // closes them, so shutting down must (server.close() would wait for them).
   const held = new Set<net.Socket>();
+  const hold = (socket: net.Socket) => {
+    if (held.has(socket)) return;
+    held.add(socket);
+    socket.once("close", () => held.delete(socket));
+  };
+  // Which HTTP server a connection came through: where a relay started at an upgrade hands it back.
+  const servers = new WeakMap<net.Socket, (s: net.Socket) => void>();
   const take = (socket: net.Socket, toHttp: (s: net.Socket) => void) => {
     let buf: Buffer | undefined;
+    servers.set(socket, toHttp);
     // No whole first head within headersMs (nor an answer about its endpoint): let go, as Node's headersTimeout does.
     const timer = setTimeout(() => socket.destroy(), o.timeouts.headersMs);
-    if (!held.has(socket)) {
-      held.add(socket);
-      socket.once("close", () => held.delete(socket));
-    }
+    hold(socket);
     const give = () => {
       clearTimeout(timer);
       if (socket.destroyed) return;
@@ -75,6 +86,13 @@ export function createConnectionRouter(o: Omit<RelayOptions, "reroute">): Router
   };
   return {
     take,
+    relay(socket, bytes, label, target) {
+      hold(socket);
+      const toHttp = servers.get(socket);
+      // A server the router is not in front of cannot be handed a connection back: it closes after its last answer.
+      const reroute = toHttp ? (s: net.Socket) => take(s, toHttp) : (s: net.Socket) => void s.end(() => s.destroy());
+      new Relay(socket, bytes, label, target, { ...o, reroute });
+    },
     close() {
       for (const s of held) s.destroy();
       held.clear();

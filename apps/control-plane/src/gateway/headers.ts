@@ -13,12 +13,16 @@ export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   "upgrade",
 ]);
 
-function hopHeaders(headers: IncomingHttpHeaders): Set<string> {
-  const named = String(headers.connection ?? "")
+/** The headers a message's Connection header names (RFC 9110 §7.6.1), lowercased. */
+function connectionNames(headers: IncomingHttpHeaders): string[] {
+  return String(headers.connection ?? "")
     .split(",")
     .map((s) => s.trim().toLowerCase())
     .filter(Boolean);
-  return new Set([...HOP_BY_HOP, ...named]);
+}
+
+function hopHeaders(headers: IncomingHttpHeaders): Set<string> {
+  return new Set([...HOP_BY_HOP, ...connectionNames(headers)]);
 }
 
 /**
@@ -26,11 +30,7 @@ function hopHeaders(headers: IncomingHttpHeaders): Set<string> {
  * the Connection header names too), and the client's address, scheme and host
  * appended to any X-Forwarded-* a proxy in front already set.
  */
-export function forwardRequestHeaders(
-  h: IncomingHttpHeaders,
-  client: { ip: string; proto: "http" | "https"; host: string },
-  keepUpgrade = false,
-): OutgoingHttpHeaders {
+export function forwardRequestHeaders(h: IncomingHttpHeaders, client: { ip: string; proto: "http" | "https"; host: string }): OutgoingHttpHeaders {
   const drop = hopHeaders(h);
   const out: OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(h)) {
@@ -41,10 +41,6 @@ export function forwardRequestHeaders(
   out["x-forwarded-for"] = prior ? `${Array.isArray(prior) ? prior.join(", ") : prior}, ${client.ip}` : client.ip;
   out["x-forwarded-proto"] = typeof h["x-forwarded-proto"] === "string" ? h["x-forwarded-proto"] : client.proto;
   out["x-forwarded-host"] = typeof h["x-forwarded-host"] === "string" ? h["x-forwarded-host"] : client.host;
-  if (keepUpgrade) {
-    out.connection = "Upgrade";
-    if (h.upgrade) out.upgrade = h.upgrade;
-  }
   return out;
 }
 
@@ -60,12 +56,29 @@ export function hostOnlyCookie(value: string): string {
   return kept.length === attributes.length ? value : [pair, ...kept].join(";");
 }
 
-/** The response headers sent back to the client: hop-by-hop ones dropped, cookies kept to their host. */
+/**
+ * The one rule for each header of a container's response, whichever path
+ * carries it to the client (the byte relay, for upgrades too, or Node's HTTP
+ * client): the value sent on, or undefined to drop it. Hop-by-hop headers and
+ * those the response's Connection names go; cookies are kept to their host.
+ * `framedAsIs`: the body goes on in the bytes it came in, so the headers that
+ * frame it stay.
+ */
+export function forwardedResponseField(lowerName: string, value: string, connection: readonly string[], framedAsIs: boolean): string | undefined {
+  if (framedAsIs && (lowerName === "transfer-encoding" || lowerName === "content-length")) return value;
+  if (HOP_BY_HOP.has(lowerName) || connection.includes(lowerName)) return undefined;
+  return lowerName === "set-cookie" ? hostOnlyCookie(value) : value;
+}
+
+/** The response headers Node's HTTP client read, as sent back through Node's HTTP server (which frames the body anew). */
 export function forwardResponseHeaders(h: IncomingHttpHeaders): OutgoingHttpHeaders {
-  const drop = hopHeaders(h);
+  const connection = connectionNames(h);
   const out: OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(h)) if (v !== undefined && !drop.has(k)) out[k] = v;
-  if (h["set-cookie"]) out["set-cookie"] = h["set-cookie"].map(hostOnlyCookie);
+  for (const [k, v] of Object.entries(h)) {
+    if (v === undefined) continue;
+    const kept = (Array.isArray(v) ? v : [v]).flatMap((one) => forwardedResponseField(k, one, connection, false) ?? []);
+    if (kept.length > 0) out[k] = Array.isArray(v) ? kept : kept[0];
+  }
   return out;
 }
 

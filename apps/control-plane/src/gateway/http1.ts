@@ -9,7 +9,7 @@
 // ends are how requests get smuggled past a proxy.
 
 import { METHODS as METHODS_NODE_KNOWS } from "node:http";
-import { HOP_BY_HOP, hostOnlyCookie } from "./headers";
+import { forwardedResponseField, HOP_BY_HOP } from "./headers";
 
 export type Field = [name: string, value: string, lowerName: string];
 /**
@@ -256,14 +256,18 @@ export function forwardRequestHead(h: RequestHead, client: Client, upgrade: stri
 }
 
 /**
- * The response head as sent back: hop-by-hop headers dropped, except the
- * Upgrade of a 101 that switches protocols; cookies kept to their host (hostOnlyCookie); `close` says the relay will end the
- * client's connection after this response.
+ * The response head as sent back, each header through forwardedResponseField
+ * (the HTTP path's rule too), the Upgrade of a 101 that switches protocols put
+ * back; `close` says the relay will end the client's connection after this
+ * response.
  */
 export function forwardResponseHead(h: ResponseHead, o: { close: boolean; upgrade: boolean }): string {
   // The relay speaks HTTP/1.1 to its client whatever the container speaks (RFC 9110 §6.2).
   let out = `${h.version === "1.1" ? h.line : `HTTP/1.1${h.line.slice(8)}`}\r\n`;
-  for (const [name, v, n] of h.fields) if (!dropped(h, n)) out += `${name}: ${n === "set-cookie" ? hostOnlyCookie(v) : v}\r\n`;
+  for (const [name, v, n] of h.fields) {
+    const kept = forwardedResponseField(n, v, h.connection, true);
+    if (kept !== undefined) out += `${name}: ${kept}\r\n`;
+  }
   if (o.upgrade) out += `connection: Upgrade\r\nupgrade: ${h.upgrade ?? ""}\r\n`;
   else if (o.close) out += "connection: close\r\n";
   return out + "\r\n";

@@ -1,10 +1,13 @@
 import http from "node:http";
+import type net from "node:net";
 import type { Duplex } from "node:stream";
 import type { Logger } from "../services/logger";
 import { createConnectionRouter, interceptConnections } from "./connections";
 import { endpointLabel, forwardRequestHeaders, forwardResponseHeaders } from "./headers";
+import { headEnd, parseRequestHead } from "./http1";
 import { failurePage, type GatewayFailure } from "./pages";
 import { DialError, type EndpointResolver, type EndpointTarget, type GatewayTimeouts, RETRIABLE_METHODS, type TunnelDialer } from "./ports";
+import { relayable } from "./relay-core";
 
 /**
  * Keep-alive connections per endpoint: after the first request, the next one
@@ -132,53 +135,38 @@ export function createGateway(o: {
     send(retriable);
   }
 
+  const router = createConnectionRouter({ ...o, timeouts: { keepAliveMs: 5_000, headersMs: 60_000, ...o.timeouts } });
+
+  /**
+   * An upgrade on a connection Node's HTTP server holds (one that began with
+   * an API request): the connection goes to the byte relay, its request
+   * rebuilt from what the server parsed, so that the container's answer, a
+   * 101 or a refusal, leaves through the same response filter as every other
+   * (forwardResponseHead), and what follows a refusal is read as HTTP again.
+   */
   async function handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer) {
     // Node's HTTP server takes its own 'error' listener off an upgraded socket: a
-    // reset while the endpoint is looked up or dialed must not crash the process.
+    // reset while the endpoint is looked up must not crash the process.
     socket.on("error", () => socket.destroy());
     const label = endpointLabel(req.headers.host, o.domain)!;
-    const refuse = (kind: GatewayFailure) => {
-      const page = failurePage(kind);
+    const refuse = (status: number, code: string, retryAfter = false) =>
       socket.end(
-        `HTTP/1.1 ${page.status} ${kind}\r\ncontent-type: text/plain\r\nconnection: close\r\n${kind === "node_unreachable" ? "retry-after: 10\r\n" : ""}\r\n${page.code}\r\n`,
+        `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain\r\nx-gateway-error: ${code}\r\nconnection: close\r\n${retryAfter ? "retry-after: 10\r\n" : ""}\r\n${code}\r\n`,
       );
-    };
+    let text = `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`;
+    for (let i = 0; i < req.rawHeaders.length; i += 2) text += `${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}\r\n`;
+    const bytes = Buffer.concat([Buffer.from(`${text}\r\n`, "latin1"), head]); // header strings hold one byte per character
+    // What the relay would not take (two Hosts, an unclear length, HTTP/1.0) it would hand back to this server: refused here instead.
+    if (relayable(parseRequestHead(bytes, headEnd(bytes)), o.domain)?.label !== label) return refuse(400, "BAD_REQUEST");
     const r = await o.resolver.resolve(label);
     if (socket.destroyed) return; // the client went away while we looked
-    if (r.kind !== "ok") return refuse(r.kind);
-    let tunnel: Duplex;
-    try {
-      tunnel = await o.dialer.dial(r.target);
-    } catch (err) {
-      return refuse(err instanceof DialError ? err.kind : "port_not_ready");
+    if (r.kind !== "ok") {
+      const page = failurePage(r.kind);
+      return refuse(page.status, page.code, r.kind === "node_unreachable");
     }
-    // Gone while the tunnel opened: its 'close' has passed, so nothing below would ever end the tunnel.
-    if (socket.destroyed) return void tunnel.destroy();
-    // After the upgrade it is bytes both ways: write the request as received
-    // (headers cleaned), then splice the two connections.
-    const headers = forwardRequestHeaders(req.headers, clientOf(req), true);
-    const lines = [`${req.method} ${req.url} HTTP/1.1`];
-    for (const [k, v] of Object.entries(headers)) for (const one of Array.isArray(v) ? v : [v]) lines.push(`${k}: ${one}`);
-    tunnel.write(lines.join("\r\n") + "\r\n\r\n", "latin1"); // header strings hold one byte per character
-    if (head.length) tunnel.write(head);
-    const idle = () => {
-      socket.destroy();
-      tunnel.destroy();
-    };
-    (socket as { setTimeout?: (ms: number, cb: () => void) => void }).setTimeout?.(o.timeouts.idleMs, idle);
-    socket.pipe(tunnel).pipe(socket);
-    socket.on("error", () => tunnel.destroy());
-    tunnel.on("error", () => socket.destroy());
-    socket.on("close", () => tunnel.destroy());
-    // A tunnel that ended cleanly has had the pipe end the client's side: let those last
-    // bytes flush, then let the socket go, whether or not the client ever ends its own side.
-    tunnel.on("close", () => {
-      if (!socket.writableEnded) socket.destroy();
-    });
-    socket.once("finish", () => socket.destroy());
+    router.relay(socket as net.Socket, bytes, label, r.target);
   }
 
-  const router = createConnectionRouter({ ...o, timeouts: { keepAliveMs: 5_000, headersMs: 60_000, ...o.timeouts } });
   return {
     /**
      * Gives connections whose first request is for a running endpoint to the

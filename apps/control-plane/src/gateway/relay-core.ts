@@ -1,5 +1,6 @@
 import type net from "node:net";
 import type { Duplex } from "node:stream";
+import { lingeringClose } from "../http/lingering-close";
 import { endpointLabel } from "./headers";
 import { type BodyWalker, type Client, type Framing, headEnd, MAX_HEAD_BYTES, type RequestHead, requestFraming } from "./http1";
 import { failurePage, type GatewayFailure } from "./pages";
@@ -96,7 +97,7 @@ export abstract class RelayCore {
 
   /** Whether to read more from the client now. */
   protected flow() {
-    if (this.detached) return; // the connection is someone else's now
+    if (this.detached || this.closing) return; // the connection is someone else's now, or lingering to its close
     // Bytes held back (behind a dial, a closing tunnel, an upgrade) stop the reading
     // at a head's worth: a client cannot make the gateway buffer without bound.
     const held = !this.raw && this.buf !== undefined && this.buf.length > MAX_HEAD_BYTES;
@@ -178,11 +179,15 @@ export abstract class RelayCore {
   /** The client's connection ends after what was written; the tunnel goes. */
   protected finish() {
     this.closing = true;
-    this.flow();
-    // Node's HTTP server allows half-open sockets: once what was written is out,
-    // the socket goes, whether or not the client ever ends its side.
-    this.socket.end(() => this.socket.destroy());
     this.tunnel?.destroy();
+    // A client still sending (a body nobody will read, bytes not looked at) is
+    // read from and its bytes dropped, within bounds, so that the answer is not
+    // lost to a reset. Otherwise, as Node's HTTP server allows half-open sockets:
+    // once what was written is out, the socket goes, whether or not the client
+    // ever ends its side.
+    if (this.body || this.buf) return lingeringClose(this.socket);
+    this.socket.pause();
+    this.socket.end(() => this.socket.destroy());
   }
 
   /** A page saying why, when no byte of the present response went out yet; else a cut connection. */

@@ -34,7 +34,9 @@ export function createEndpointResolver(
 
   return {
     async resolve(label: string): Promise<Resolution> {
-      const m = /^([a-z2-7]{16})-(\d{1,5})$/.exec(label);
+      // One spelling per endpoint: `-08080` beside `-8080` would give one endpoint
+      // two origins (two cookie jars, two cache keys, two names in every log).
+      const m = /^([a-z2-7]{16})-([1-9]\d{0,4})$/.exec(label);
       if (!m) return { kind: "unknown_host" };
       const port = Number(m[2]);
       const dep = await lookup(m[1]!);

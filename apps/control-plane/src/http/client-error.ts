@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import http from "node:http";
 import type { Duplex } from "node:stream";
 import { ERROR_CODES, type ErrorCode } from "@cm/protocol";
+import { lingeringClose } from "./lingering-close";
 
 type ClientError = Error & { code?: string; rawPacket?: Buffer };
 /** Node's own field on a server socket: the response it is writing, if any (null between requests on a kept-alive connection). */
@@ -9,9 +10,6 @@ type InFlight = { _httpMessage?: { headersSent?: boolean } | null };
 
 // A request line's method and the start of its target: what tells a URL from a header value.
 const REQUEST_LINE_START = /^[A-Z][A-Z-]* (?:\/|https?:\/\/|\*)/;
-
-/** How long a refused connection is read from (and what it sends dropped) so that the answer reaches the client. */
-const LINGER_MS = 5_000;
 
 /**
  * Node's HTTP parser refuses a request whose URL and headers pass its limit
@@ -29,13 +27,9 @@ export function answerClientError(limitBytes = http.maxHeaderSize) {
     const reply = replyTo(err, limitBytes);
     // A reply written into a response already under way would corrupt it (Node makes the same check).
     if (!reply || !socket.writable || socket._httpMessage?.headersSent) return void socket.destroy(err);
-    // Closing at once, with the rest of the request unread, makes the kernel
-    // send a reset that can destroy the answer before the client reads it:
-    // end our side, go on reading (the parser drops it), then close.
-    socket.end(reply);
-    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
-    timer.unref();
-    socket.once("close", () => clearTimeout(timer));
+    // The rest of the request is still coming: closed at once, its answer could be lost to a reset.
+    socket.write(reply);
+    lingeringClose(socket);
   };
 }
 
@@ -62,17 +56,17 @@ function requestLineTooLong(raw: Buffer | undefined, limitBytes: number): boolea
   return end < 0 || end >= limitBytes;
 }
 
-function errorReply(code: ErrorCode, message: string): string {
+/** A response in the API's one error shape that closes the connection, for where no app answers (Node's parser, the listener before the app). */
+export function errorAnswer(code: ErrorCode, message: string, details?: unknown) {
   const { status } = ERROR_CODES[code];
   const requestId = `req_${randomUUID()}`;
-  const body = JSON.stringify({ error: { code, message, requestId } });
-  return [
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}`,
-    "Content-Type: application/json",
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    `X-Request-Id: ${requestId}`,
-    "Connection: close",
-    "",
-    body,
-  ].join("\r\n");
+  const body = JSON.stringify({ error: { code, message, requestId, ...(details !== undefined ? { details } : {}) } });
+  const headers = { "Content-Type": "application/json", "Content-Length": String(Buffer.byteLength(body)), "X-Request-Id": requestId, Connection: "close" };
+  return { status, headers, body };
+}
+
+/** errorAnswer as the bytes of a whole response, for a socket no HTTP response object holds. */
+export function errorReply(code: ErrorCode, message: string, details?: unknown): string {
+  const { status, headers, body } = errorAnswer(code, message, details);
+  return [`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), "", body].join("\r\n");
 }

@@ -9,6 +9,7 @@ import { DialError, type EndpointTarget, type GatewayTimeouts, type Resolution }
 import { createGateway } from "../../src/gateway/proxy";
 import { asSocketLike } from "../../src/gateway/socket-like";
 import { createLogger } from "../../src/services/logger";
+import { upload } from "../support/upload";
 
 // The gateway's HTTP behaviour, with a dialer that opens a plain TCP connection
 // to a local server standing in for the container. The tunnel through a real
@@ -22,6 +23,10 @@ const seen: http.IncomingHttpHeaders[] = [];
 let dials = 0;
 let dropThenHang = 0;
 let heldOpen = 0;
+
+// Cookies a container sets for the domain every endpoint and the API share, and what the client must get instead.
+const TOSSED_COOKIES = ["toss=1; Domain=gw.test; Path=/", "up=2; domain=.GW.TEST"];
+const HOST_ONLY_COOKIES = ["toss=1; Path=/", "up=2"];
 
 const routes: Record<string, Resolution> = {
   app: { kind: "ok", target: { deploymentId: "dep_1", nodeId: "node_1", port: 0 } },
@@ -95,6 +100,10 @@ beforeAll(async () => {
       ]);
       return void res.end("cookies");
     }
+    if (req.url === "/cookies-error") {
+      res.writeHead(500, { "set-cookie": TOSSED_COOKIES });
+      return void res.end("failed");
+    }
     if (req.url === "/old") return void req.socket.end("HTTP/1.0 200 OK\r\ncontent-length: 3\r\n\r\nold");
     // The first time, the connection is dropped as if closed while idle; the second, no answer at all.
     if (req.url === "/drop-then-hang") return void (dropThenHang++ === 0 && req.socket.destroy());
@@ -124,6 +133,13 @@ beforeAll(async () => {
       return void socket.on("close", () => (heldOpen--, clearInterval(ping)));
     }
     if (req.url === "/refuse") return void socket.end("HTTP/1.1 426 Upgrade Required\r\nconnection: close\r\ncontent-length: 7\r\n\r\nrefused");
+    const cookies = TOSSED_COOKIES.map((c) => `set-cookie: ${c}\r\n`).join("");
+    if (req.url === "/cookie-switch") {
+      socket.on("error", () => {});
+      socket.on("end", () => socket.destroy());
+      return void socket.write(`HTTP/1.1 101 Switching Protocols\r\nconnection: Upgrade\r\nupgrade: raw\r\n${cookies}\r\n`);
+    }
+    if (req.url === "/cookie-refuse") return void socket.end(`HTTP/1.1 403 Forbidden\r\n${cookies}content-length: 2\r\n\r\nno`);
     wss.handleUpgrade(req, socket, head, (ws) => wss.emit("connection", ws, req));
   });
   await new Promise<void>((r) => upstream.listen(0, "127.0.0.1", r));
@@ -538,6 +554,41 @@ describe("gateway (relay) connections", () => {
       expect(asked.got).toMatch(/hello GET \/hello$/);
       await until(async () => (await f.connections()) === 0);
     });
+  });
+
+  it("keeps a container's cookies to its host whichever path and status carries them", async () => {
+    const cases = [
+      { path: "/cookies-error", upgrade: false, status: 500 },
+      { path: "/cookie-switch", upgrade: true, status: 101 },
+      { path: "/cookie-refuse", upgrade: true, status: 403 },
+    ];
+    for (const port of [ports.relay, ports.http])
+      for (const afterApi of [false, true])
+        for (const c of cases) {
+          const where = `port ${port === ports.relay ? "relay" : "http"}, ${afterApi ? "after an API request" : "fresh"}, ${c.path}`;
+          const cl = client(port);
+          if (afterApi) await onHttpPath(cl);
+          const from = cl.got.length;
+          cl.s.write(`GET ${c.path} HTTP/1.1\r\nHost: app-1.gw.test\r\n${c.upgrade ? "Connection: Upgrade\r\nUpgrade: raw\r\n" : ""}\r\n`);
+          await until(() => cl.got.includes("\r\n\r\n", from));
+          const head = cl.got.slice(from, cl.got.indexOf("\r\n\r\n", from));
+          cl.s.destroy();
+          expect(head, where).toMatch(new RegExp(`^HTTP/1\\.1 ${c.status} `));
+          expect(
+            [...head.matchAll(/^set-cookie: (.*)$/gim)].map((m) => m[1]),
+            where,
+          ).toEqual(HOST_ONLY_COOKIES);
+        }
+  });
+
+  it("answers a large upload it cannot deliver with its page, reading the body before it closes", async () => {
+    const size = 2 * 1024 * 1024;
+    const head = `POST /echo HTTP/1.1\r\nHost: closed-1.gw.test\r\nContent-Length: ${size}\r\n\r\n`;
+    const tries = await Promise.all(Array.from({ length: 10 }, () => upload(ports.relay, head, size, 2)));
+    for (const t of tries) {
+      expect(t.error).toBeUndefined();
+      expect(t.reply).toMatch(/^HTTP\/1\.1 502 /);
+    }
   });
 
   it("lets an upgraded connection go when its container hangs up, on the HTTP path too", async () => {
