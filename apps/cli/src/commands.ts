@@ -71,7 +71,7 @@ export const COMMANDS: CommandSpec[] = [
     summary: "One template's details: image, ports, requirements.",
     usage: "ID_OR_SLUG",
     args: ["ID_OR_SLUG"],
-    examples: ["cm templates show jupyter-lab"],
+    examples: ["cm templates show jupyter-pytorch"],
     load: async () => (await import("./commands/catalog")).templateShow,
   },
   {
@@ -119,7 +119,7 @@ export const COMMANDS: CommandSpec[] = [
       timeout: { type: "string", value: "S", description: "with --wait: give up after S seconds (default 600)" },
     },
     examples: [
-      "cm deploy --template jupyter-lab --node node_2f9c1a --wait",
+      "cm deploy --template jupyter-pytorch --node node_2f9c1a --env JUPYTER_TOKEN=s3cret --wait",
       "cm deploy --image nginx:1.27 --port 80 --node node_2f9c1a --env MODE=prod --wait",
     ],
     load: async () => (await import("./commands/deployments")).deploy,
