@@ -90,7 +90,11 @@ export class DockerSandboxes {
         this.logger.warn("Could not look for unused network sandboxes", { error: (error as Error).message }),
       );
     }
-    void this.adoption.then(() => this.fillSoon(0));
+    void this.adoption.then(() => {
+      this.fillSoon(0);
+      // Tenants' containers that ended while no agent watched (no event will say so) free their sandboxes now, not at the first interval.
+      void this.converge();
+    });
     // With no spares to keep too: a tenant's sandbox left by a container killed out of band holds a network all the same.
     if (!this.checkTimer) {
       this.checkTimer = setInterval(() => void this.converge(), this.options.spareCheckIntervalMs ?? DEFAULT_SPARE_CHECK_INTERVAL_MS);

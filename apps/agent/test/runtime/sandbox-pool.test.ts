@@ -157,6 +157,25 @@ describe("sandbox pool", () => {
     expect(running()).toContain(joining);
   });
 
+  it("a restarted agent frees at once the sandbox of a container that ended while no agent ran", async () => {
+    const engine = memoryDocker();
+    const before = setup(engine);
+    before.pool.keepWarm(owner());
+    await advance(0);
+    const sandbox = await before.pool.take(owner());
+    const tenant = tenantIn(engine, before.pool, sandbox);
+    await advance(1_000);
+    await before.pool.stopWarming();
+    engine.containers.get(tenant)!.state = "exited"; // killed while the agent was away: no event will come
+
+    const after = setup(engine);
+    after.pool.keepWarm(owner());
+    await advance(0);
+    expect(engine.containers.has(sandbox)).toBe(false);
+    expect(after.running()).toHaveLength(2);
+    expect(after.strayNetworks()).toEqual([]);
+  });
+
   it("with no spares to keep (AGENT_SANDBOX_POOL=0), still removes the sandbox of a container removed out of band", async () => {
     const { pool, engine, sandboxes, strayNetworks } = setup(memoryDocker(), 0);
     pool.keepWarm(owner());
