@@ -20,6 +20,9 @@ export async function writePaced(c: Context, stream: SSEStreamingApi, chunk: str
     }),
   ]);
   clearTimeout(timer);
+  // A socket that takes each chunk at once (a fast reader on loopback) never makes the write wait for I/O, and the
+  // next page is read from the store in the same turn: a whole tail went out in one turn while /health waited 0.5 s.
+  await new Promise((resolve) => setImmediate(resolve));
   if (stalled) {
     // The socket itself: ending the response would wait for the client to read what is queued.
     (c.env as { outgoing?: ServerResponse } | undefined)?.outgoing?.destroy();
