@@ -18,6 +18,7 @@ const TAGS = [
   { name: "deployments", description: "Your containers on rented nodes." },
   { name: "credits", description: "Your balance, USDC deposits and ledger. 1 credit = 1 US cent." },
   { name: "operator", description: "The nodes you operate." },
+  { name: "agent", description: "What a node's agent asks with its agent token, besides its own WebSocket (packages/protocol)." },
   { name: "operations", description: "Liveness and readiness probes." },
 ];
 

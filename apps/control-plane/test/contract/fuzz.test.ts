@@ -110,6 +110,7 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
     "POST /operator/nodes",
     "GET /operator/nodes",
     "DELETE /operator/nodes/{id}",
+    "GET /agent/whoami",
     "GET /templates",
     "GET /templates/{idOrSlug}",
     "POST /deployments",
