@@ -40,6 +40,42 @@ describe("sandbox pool interleavings", () => {
     }
   });
 
+  it("deploys while tenants' containers end out of band: no sandbox is removed before its container is made, and the engine ends at the pool's size", async () => {
+    for (let seed = 1; seed <= REMOVAL_SEEDS; seed++) {
+      const engine = fakeEngine(seed);
+      const pool = new DockerSandboxes(engine.docker, silentLogger, 2, { spareCheckIntervalMs: 5 });
+      pool.keepWarm(owner);
+      const lostBeforeJoin: string[] = [];
+      await Promise.all(
+        Array.from({ length: 5 }, async (_, i) => {
+          await sleep(Math.floor(engine.random() * 40));
+          const sandbox = await pool.take(owner);
+          await sleep(Math.floor(engine.random() * 20)); // the tenant's container being made
+          if (engine.containers.get(sandbox)?.state !== "running") lostBeforeJoin.push(sandbox);
+          const tenant = `dep-${i}`;
+          engine.containers.set(tenant, { name: tenant, image: "busybox", labels: { "cm.sandbox-name": sandbox }, createdS: 0, state: "running", starts: 1 });
+          pool.joined(sandbox);
+          await sleep(Math.floor(engine.random() * 40));
+          if (engine.random() < 0.5)
+            engine.containers.get(tenant)!.state = "exited"; // docker kill, docker stop
+          else engine.containers.delete(tenant); // docker rm -f
+        }),
+      );
+      const sandboxes = () => [...engine.containers.values()].filter((c) => c.labels["cm.sandbox"] === "true");
+      const strays = () => [...engine.networks.keys()].filter((name) => !engine.containers.has(name));
+      const deadline = Date.now() + 3_000;
+      while ((sandboxes().length !== 2 || strays().length > 0) && Date.now() < deadline) await sleep(10);
+      await pool.stopWarming();
+      expect({ seed, lostBeforeJoin, sandboxes: sandboxes().length, strays: strays(), problems: engine.problems }).toEqual({
+        seed,
+        lostBeforeJoin: [],
+        sandboxes: 2,
+        strays: [],
+        problems: [],
+      });
+    }
+  });
+
   it("a spare removed out of band: the pool notices, removes its network and refills", async () => {
     for (let seed = 1; seed <= REMOVAL_SEEDS; seed++) {
       const engine = fakeEngine(seed);
