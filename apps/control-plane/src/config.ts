@@ -85,6 +85,22 @@ export const ConfigSchema = z
       .default(8 * 1024 * 1024),
     /** The streams read the store this often when no notice came: how late a line or a change from another replica may arrive. */
     STREAM_FALLBACK_MS: z.coerce.number().int().min(10).default(1_000),
+    /** Server-Sent Events streams (logs/stream, events) one account may hold open at once, on each replica; past it RATE_LIMITED. */
+    MAX_STREAMS_PER_ACCOUNT: z.coerce.number().int().min(1).default(100),
+    /** The same for the streams of one deployment. */
+    MAX_STREAMS_PER_DEPLOYMENT: z.coerce.number().int().min(1).default(20),
+    /** An exec session with no input and no output for this long is ended (IDLE_TIMEOUT, close code 4408). */
+    EXEC_IDLE_TIMEOUT_MS: z.coerce
+      .number()
+      .int()
+      .min(100)
+      .default(15 * 60_000),
+    /**
+     * How often open streams and exec sessions ask the database whether their
+     * sign-in was revoked: how late a sign-out on another replica ends them
+     * (one on this replica ends them at once).
+     */
+    REVOCATION_CHECK_MS: z.coerce.number().int().min(10).default(10_000),
     /** Public endpoints: from a request to the first byte of the container's answer. */
     GATEWAY_RESPONSE_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
     /** Public endpoints: no byte either way for this long ends a request, a stream or a WebSocket. */

@@ -17,10 +17,12 @@ import { createDeploymentService, type DeploymentService, type NodeLink } from "
 import { DeploymentWatch } from "./services/deployment-watch";
 import { createDepositService, type DepositService } from "./services/deposit-service";
 import { EventBus } from "./services/events";
+import { GrantWatch } from "./services/grant-watch";
 import { type Clock, type IdGenerator, randomId, systemClock } from "./services/ids";
 import { createLogger, type Logger } from "./services/logger";
 import { createMetering, type Liveness, type Metering } from "./services/metering";
 import { ResponseCache } from "./services/response-cache";
+import { StreamHolds } from "./services/stream-holds";
 
 export type Deps = {
   config: Config;
@@ -32,6 +34,10 @@ export type Deps = {
   /** What the streams follow: a deployment's changes and its stored log lines. */
   watch: DeploymentWatch;
   auth: AuthService;
+  /** Ends streams and exec sessions when the sign-in that opened them is over. */
+  grants: GrantWatch;
+  /** The caps on open streams, and their slots. */
+  streams: StreamHolds;
   deployments: DeploymentService;
   depositService: DepositService;
   link: NodeLink;
@@ -105,7 +111,23 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     openTimeoutMs: config.TUNNEL_OPEN_TIMEOUT_MS,
     idleMs: config.GATEWAY_IDLE_TIMEOUT_MS,
   });
-  const execs = new ExecBroker({ repos, events, sendTo: (id, f) => agents.sendTo(id, f), openTimeoutMs: config.TUNNEL_OPEN_TIMEOUT_MS, log });
+  const auth = createAuthService(repos, clock, ids, events, {
+    domain: config.PUBLIC_DOMAIN ?? `${config.HOST}:${config.PORT}`,
+    nonceTtlS: config.NONCE_TTL_S,
+    accessTtlS: config.ACCESS_TOKEN_TTL_S,
+    refreshTtlS: config.REFRESH_TOKEN_TTL_S,
+  });
+  const grants = new GrantWatch({ repos, events, clock, log, checkMs: config.REVOCATION_CHECK_MS });
+  const execs = new ExecBroker({
+    repos,
+    events,
+    sendTo: (id, f) => agents.sendTo(id, f),
+    openTimeoutMs: config.TUNNEL_OPEN_TIMEOUT_MS,
+    idleTimeoutMs: config.EXEC_IDLE_TIMEOUT_MS,
+    grants,
+    authenticate: (token) => auth.authenticateToken(token),
+    log,
+  });
   const endpoints = createGateway({
     domain: config.GATEWAY_DOMAIN,
     resolver: createEndpointResolver(repos, (id) => agents.isConnected(id), { events, ttlMs: 1000, now: () => clock.now() }),
@@ -122,7 +144,6 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   let listenPort: number | undefined;
   const nodeCatalogCache = new ResponseCache({ ttlMs: 1000, maxEntries: 1000, now: () => clock.now() });
   for (const e of ["node-changed", "node-retired", "deployment-changed"] as const) events.on(e, () => nodeCatalogCache.clear());
-  const domain = config.PUBLIC_DOMAIN ?? `${config.HOST}:${config.PORT}`;
   return {
     config,
     repos,
@@ -139,12 +160,9 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     endpoints,
     metering,
     nodeCatalogCache,
-    auth: createAuthService(repos, clock, ids, {
-      domain,
-      nonceTtlS: config.NONCE_TTL_S,
-      accessTtlS: config.ACCESS_TOKEN_TTL_S,
-      refreshTtlS: config.REFRESH_TOKEN_TTL_S,
-    }),
+    auth,
+    grants,
+    streams: new StreamHolds({ grants, limits: { perAccount: config.MAX_STREAMS_PER_ACCOUNT, perDeployment: config.MAX_STREAMS_PER_DEPLOYMENT } }),
     deployments: createDeploymentService({ repos, clock, ids, events, link, moves }),
     depositService: createDepositService(repos, chain, clock, ids, {
       treasuryWallet: config.TREASURY_WALLET,
@@ -161,6 +179,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
       endpoints.close();
       tunnels.close();
       execs.close();
+      grants.close();
       await agents.close();
       await metering.stop();
       await repos.handle.close();

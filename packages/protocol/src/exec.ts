@@ -10,7 +10,8 @@ import { z } from "zod";
  *   the rest the data. Clients send only stdin; stdout and stderr come back
  *   apart unless a tty merges them onto stdout.
  * - Text messages are JSON control messages: the client's first message is
- *   `start`; then `resize` and `stdin_end`. The server answers `exit` (then
+ *   `start`; then `resize` and `stdin_end` (passed on to the agent), and
+ *   `renew` (for the control plane only). The server answers `exit` (then
  *   closes with 1000) or `error` (then closes with one of EXEC_CLOSE_CODES).
  */
 
@@ -44,6 +45,14 @@ export const EXEC_CLOSE_CODES = {
   NORMAL: 1000,
   /** A message that is not one of these, or `start` missing or sent twice. */
   BAD_MESSAGE: 4400,
+  /**
+   * The sign-in that opened the session is over: signed out (its token family
+   * revoked) or its access token expired without a `renew`. `error` says which
+   * (UNAUTHORIZED or TOKEN_EXPIRED); sign in again or refresh, then reconnect.
+   */
+  UNAUTHORIZED: 4401,
+  /** Nothing was typed and nothing was printed for the control plane's idle timeout (IDLE_TIMEOUT). */
+  IDLE: 4408,
   /** The session cannot be opened or went on no longer: `error` says why. */
   FAILED: 4500,
 } as const;
@@ -60,6 +69,12 @@ export const EXEC_ERROR_CODES = [
   "EXEC_FAILED",
   /** The deployment stopped, or the control plane or agent is shutting down. */
   "SESSION_ENDED",
+  /** The sign-in behind the session was ended: signed out, or its token family revoked as stolen (close code 4401). */
+  "UNAUTHORIZED",
+  /** The access token that opened (or last renewed) the session expired and no `renew` brought a fresh one (close code 4401). */
+  "TOKEN_EXPIRED",
+  /** No input and no output for the control plane's idle timeout (close code 4408). */
+  "IDLE_TIMEOUT",
 ] as const;
 export type ExecErrorCode = (typeof EXEC_ERROR_CODES)[number];
 
@@ -85,9 +100,19 @@ export type ExecStart = z.infer<typeof ExecStart>;
 export const ExecResize = z.object({ type: z.literal("resize"), ...TerminalSize });
 /** No more stdin: the command reads end of file. */
 export const ExecStdinEnd = z.object({ type: z.literal("stdin_end") });
-/** What a client may send after `start`. */
+/** What a client may send after `start`, passed on to the agent. */
 export const ExecClientControl = z.discriminatedUnion("type", [ExecResize, ExecStdinEnd]);
 export type ExecClientControl = z.infer<typeof ExecClientControl>;
+/**
+ * A fresh access token of the same account, for the control plane only (never
+ * passed on to the agent): the session then lasts until this token expires
+ * instead of the one it was opened with. A client that refreshes its tokens
+ * sends it each time; one that does not is cut off at its token's expiry.
+ * A token that does not authenticate, or names another account, ends the
+ * session with UNAUTHORIZED.
+ */
+export const ExecRenew = z.object({ type: z.literal("renew"), accessToken: z.string().min(1).max(512) });
+export type ExecRenew = z.infer<typeof ExecRenew>;
 
 export const ExecExit = z.object({ type: z.literal("exit"), code: z.number().int() });
 export const ExecError = z.object({ type: z.literal("error"), code: z.enum(EXEC_ERROR_CODES), message: z.string().max(2000) });

@@ -78,7 +78,10 @@ export class ExecError extends CmError {
  * Runs a command in a deployment's container over GET /deployments/{id}/exec.
  * The token travels as a subprotocol (browsers cannot set headers on a
  * WebSocket); when the server refuses the upgrade, which a WebSocket does not
- * show, the same route is asked over plain HTTP for the API's error.
+ * show, the same route is asked over plain HTTP for the API's error. The
+ * server ends a session when the access token it was opened with expires:
+ * before that, the token is refreshed and sent along (`renew`), again and
+ * again, for as long as the session lasts and the session can be refreshed.
  */
 export function exec(t: Transport, id: string, options: ExecOptions): ExecSession {
   const path = `/deployments/${encodeURIComponent(id)}/exec`;
@@ -102,6 +105,26 @@ export function exec(t: Transport, id: string, options: ExecOptions): ExecSessio
     opened = resolve;
     notOpened = reject;
   });
+  // Renewing the session's token: see renewLater.
+  let renewTimer: ReturnType<typeof setTimeout> | undefined;
+  const renewLater = async () => {
+    const inMs = await t.renewInMs().catch(() => undefined);
+    if (inMs === undefined || ended || closed) return;
+    renewTimer = setTimeout(async () => {
+      let accessToken: string;
+      try {
+        // Refreshed now, as it is within refreshBeforeMs of its expiry (or already fresh, refreshed by another call).
+        accessToken = await t.accessToken();
+      } catch {
+        // Signed out, or the session cannot be refreshed: the server ends the session at the token's expiry and says why.
+        return;
+      }
+      if (ended || closed || !ws || !isOpen) return;
+      ws.send(JSON.stringify({ type: "renew", accessToken } satisfies P.ExecRenew));
+      void renewLater();
+    }, inMs);
+  };
+
   const exit = (async () => {
     const token = await t.accessToken();
     if (closed) throw new ExecError("SESSION_ENDED", "the session was closed before it opened");
@@ -120,6 +143,7 @@ export function exec(t: Transport, id: string, options: ExecOptions): ExecSessio
         for (const m of pending.splice(0)) socket.send(m);
         pendingBytes = 0;
         opened();
+        void renewLater();
       });
       socket.addEventListener("message", ({ data }) => {
         if (typeof data === "string") {
@@ -145,6 +169,7 @@ export function exec(t: Transport, id: string, options: ExecOptions): ExecSessio
       };
       socket.addEventListener("close", () => {
         ended = true;
+        clearTimeout(renewTimer);
         if (code !== undefined) return resolve(code);
         if (error) return reject(error);
         if (closed) return reject(new ExecError("SESSION_ENDED", "the session was closed"));
@@ -186,6 +211,7 @@ export function exec(t: Transport, id: string, options: ExecOptions): ExecSessio
     resize: (cols, rows) => send(JSON.stringify({ type: "resize", cols, rows })),
     close() {
       closed = true;
+      clearTimeout(renewTimer);
       ws?.close(1000);
       // A paused socket would not read the server's answering close (ws then waits 30 s): read on; what output comes is dropped.
       ws?.resume?.();

@@ -1,4 +1,4 @@
-import type { LOG_STREAM_END_EVENT, TENANT_ACTIONS } from "@cm/protocol";
+import type { ErrorBody, LOG_STREAM_END_EVENT, LOG_STREAM_ERROR_EVENT, TENANT_ACTIONS } from "@cm/protocol";
 import { ApiError, NetworkError, WaitError } from "./errors";
 import { readSse } from "./sse";
 import type { Transport } from "./transport";
@@ -12,6 +12,7 @@ const _endedIsStartable: Same<(typeof ENDED_STATUSES)[number], (typeof TENANT_AC
 void _endedIsStartable;
 // The protocol's word, typed from it (its value would load zod).
 const END_EVENT: typeof LOG_STREAM_END_EVENT = "end";
+const ERROR_EVENT: typeof LOG_STREAM_ERROR_EVENT = "error";
 export const hasEnded = (status: DeploymentStatus) => (ENDED_STATUSES as readonly string[]).includes(status);
 
 export interface PollOptions {
@@ -128,7 +129,10 @@ type StreamStep = { type: "message"; data: string } | { type: "end"; data: strin
  * A Server-Sent Events route read to its end event: a dropped connection or a
  * restarting control plane is waited out (backing off) and the route read again
  * from the last event id it gave (Last-Event-ID). "unsupported" when the first
- * request finds no such route (a control plane from before it).
+ * request finds no such route (a control plane from before it). A stream the
+ * server ended because its access token expired is read again at once (the
+ * request refreshes the token); one whose sign-in was ended (UNAUTHORIZED)
+ * throws that ApiError: reading on would need signing in again.
  */
 async function* resumingStream(
   t: Transport,
@@ -150,6 +154,7 @@ async function* resumingStream(
       await sleep(backoffMs(attempt), o.signal);
       continue;
     }
+    let expired = false;
     try {
       for await (const e of readSse(res.body!)) {
         lastId = e.id ?? lastId;
@@ -157,13 +162,20 @@ async function* resumingStream(
           yield { type: "end", data: e.data };
           return;
         }
+        if (e.event === ERROR_EVENT) {
+          const error = (JSON.parse(e.data) as Partial<ErrorBody>).error;
+          if (error?.code === "UNAUTHORIZED") throw new ApiError(error.code, error.message, 401, error.requestId, undefined);
+          expired = error?.code === "TOKEN_EXPIRED";
+          break;
+        }
         if (e.event !== "message") continue;
         attempt = 0;
         yield { type: "message", data: e.data };
       }
     } catch (err) {
-      if (o.signal?.aborted) throw err;
+      if (o.signal?.aborted || err instanceof ApiError) throw err;
     }
+    if (expired) continue;
     // The stream closed without its end event: the connection dropped or the control plane restarted.
     await sleep(backoffMs(attempt), o.signal);
   }

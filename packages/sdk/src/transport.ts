@@ -87,6 +87,20 @@ export class Transport {
     return (await this.#session()).accessToken;
   }
 
+  /**
+   * How long a connection opened with the access token (an exec session) may
+   * wait before it sends the control plane a fresh one: until the token is
+   * within refreshBeforeMs of its expiry, or half its remaining life if that is
+   * later (a token shorter-lived than refreshBeforeMs is not renewed in a loop).
+   * Undefined when signed out.
+   */
+  async renewInMs(): Promise<number | undefined> {
+    const session = await this.store.load();
+    if (!session) return undefined;
+    const leftMs = session.expiresAt - this.#now();
+    return Math.max(0, leftMs - this.#refreshBeforeMs, leftMs / 2);
+  }
+
   async #session(): Promise<Session> {
     const session = await this.store.load();
     if (!session) throw new SessionError("NOT_SIGNED_IN", "not signed in: sign in first");

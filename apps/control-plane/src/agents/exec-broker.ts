@@ -10,6 +10,7 @@ import {
   EXEC_SUBPROTOCOL,
   ExecClientControl,
   type ExecErrorCode,
+  ExecRenew,
   ExecServerControl,
   ExecStart,
   parseFrame,
@@ -17,7 +18,9 @@ import {
   whenSendBufferBelow,
 } from "@cm/protocol";
 import { type RawData, WebSocket, WebSocketServer } from "ws";
+import type { AccessGrant } from "../services/auth-service";
 import type { EventBus } from "../services/events";
+import type { GrantWatch } from "../services/grant-watch";
 import { hashSecret } from "../services/ids";
 import type { Logger } from "../services/logger";
 
@@ -28,11 +31,17 @@ export type ExecBrokerOptions = {
   sendTo(nodeId: string, frame: ServerFrame): boolean;
   /** How long the agent has to connect back. */
   openTimeoutMs: number;
+  /** A session with no input and no output for this long is ended. */
+  idleTimeoutMs: number;
+  /** Ends a session when the sign-in that opened it is over. */
+  grants: GrantWatch;
+  /** What a `renew`'s access token grants (the auth service's check), or why it grants nothing. */
+  authenticate(accessToken: string): Promise<{ grant: AccessGrant }>;
   log: Logger;
 };
 
-/** Who the session is for, as the route checked it. */
-export type ExecTarget = { deploymentId: string; nodeId: string; log: Logger; requestId: string };
+/** Who the session is for, as the route checked it, and the grant of the token that asked. */
+export type ExecTarget = { deploymentId: string; nodeId: string; log: Logger; requestId: string; grant: AccessGrant };
 
 /** What one side may queue for the other before its sender is paused. */
 const RELAY_BUFFER_BYTES = 1024 * 1024;
@@ -129,6 +138,18 @@ export class ExecBroker {
     const early: Array<{ data: Buffer; isBinary: boolean }> = [];
     let earlyBytes = 0;
     const ping = setInterval(() => client.ping(), PING_INTERVAL_MS);
+    // Pings are not activity: a shell nobody types in and that prints nothing is idle.
+    let activeAtMs = Date.now();
+    const idleTimeoutMs = this.o.idleTimeoutMs;
+    const checkIdle = () => {
+      const idleMs = Date.now() - activeAtMs;
+      if (idleMs < idleTimeoutMs) {
+        idle = setTimeout(checkIdle, idleTimeoutMs - idleMs);
+        return;
+      }
+      session.end("IDLE_TIMEOUT", `no input and no output for ${idleTimeoutMs / 1000} s`, EXEC_CLOSE_CODES.IDLE);
+    };
+    let idle = setTimeout(checkIdle, idleTimeoutMs);
 
     const session: Session = {
       deploymentId: target.deploymentId,
@@ -145,16 +166,35 @@ export class ExecBroker {
     };
     const cleanup = () => {
       clearTimeout(startTimer);
+      clearTimeout(idle);
+      grant.release();
       clearInterval(ping);
       if (execId) this.settle(execId);
       this.sessions.delete(session);
     };
     this.sessions.add(session);
+    const grant = this.o.grants.hold(target.grant, (why) => session.end(why.code, why.message, EXEC_CLOSE_CODES.UNAUTHORIZED));
     const bad = (message: string) => session.end("BAD_MESSAGE", message, EXEC_CLOSE_CODES.BAD_MESSAGE);
+    // A fresh token of the same account moves the session's end to that token's expiry; it never reaches the agent.
+    const renew = (accessToken: string) =>
+      this.o.authenticate(accessToken).then(
+        (fresh) => {
+          if (fresh.grant.userId !== target.grant.userId)
+            return session.end("UNAUTHORIZED", "renew: the access token is another account's", EXEC_CLOSE_CODES.UNAUTHORIZED);
+          grant.renew(fresh.grant);
+        },
+        (err: { code?: string; message?: string }) =>
+          session.end(
+            err.code === "TOKEN_EXPIRED" ? "TOKEN_EXPIRED" : "UNAUTHORIZED",
+            `renew: ${err.message ?? "the access token does not authenticate"}`,
+            EXEC_CLOSE_CODES.UNAUTHORIZED,
+          ),
+      );
     const startTimer = setTimeout(() => bad(`no start message within ${EXEC_START_TIMEOUT_MS / 1000} s`), EXEC_START_TIMEOUT_MS);
 
     client.on("message", (raw, isBinary) => {
       const data = toBuffer(raw);
+      activeAtMs = Date.now();
       if (!execId) {
         const start = isBinary ? undefined : parseFrame(ExecStart, data.toString("utf8"));
         if (!start?.ok) return bad(`the first message must be {"type":"start","command":[...]}${start ? `: ${start.error}` : ""}`);
@@ -170,6 +210,12 @@ export class ExecBroker {
           },
           (err: Error) => session.end("NODE_UNREACHABLE", err.message),
         );
+      }
+      const renewal = isBinary ? undefined : parseFrame(ExecRenew, data.toString("utf8"));
+      if (renewal?.ok) {
+        // What the client sends after a renew is read once it is checked: an expiry right after it cannot cut the session.
+        client.pause();
+        return void renew(renewal.frame.accessToken).finally(() => ended || client.resume());
       }
       const problem = checkInput(data, isBinary);
       if (problem) return bad(problem);
@@ -191,6 +237,7 @@ export class ExecBroker {
       let said = false;
       ws.on("message", (raw, isBinary) => {
         const data = toBuffer(raw);
+        activeAtMs = Date.now();
         if (!isBinary) said ||= parseFrame(ExecServerControl, data.toString("utf8")).ok;
         forward(ws, client, data, isBinary);
       });
@@ -247,7 +294,7 @@ export class ExecBroker {
 function checkInput(data: Buffer, isBinary: boolean): string | undefined {
   if (isBinary) return data[0] === EXEC_CHANNEL.stdin ? undefined : "binary messages from the client carry stdin: their first byte must be 0";
   const parsed = parseFrame(ExecClientControl, data.toString("utf8"));
-  return parsed.ok ? undefined : `not a resize or stdin_end message: ${parsed.error}`;
+  return parsed.ok ? undefined : `not a resize, stdin_end or renew message: ${parsed.error}`;
 }
 
 /** Passes a message on, pausing its sender while the receiver is far behind. */

@@ -4,7 +4,9 @@ import type { AuthService } from "../services/auth-service";
 
 export function requireUser(auth: AuthService): MiddlewareHandler<AppEnv> {
   return async function requireUserMiddleware(c, next) {
-    c.set("user", await auth.authenticate(c.req.header("authorization")));
+    const { user, grant } = await auth.authenticate(c.req.header("authorization"));
+    c.set("user", user);
+    c.set("grant", grant);
     await next();
   };
 }

@@ -24,6 +24,10 @@ import { createRouter, IdParams, json, jsonBody, type RouteFactory } from "../ht
 import { presentOncePerRow, streamDeploymentEvents } from "./deployment-events";
 import { LOG_STREAM_PAGE_BYTES, LOG_STREAM_PAGE_LINES, streamLogs } from "./log-stream";
 
+/** What both streams say of who may hold them and for how long, with this installation's numbers. */
+const streamBounds = (config: Deps["config"]) =>
+  `A stream lasts as long as the sign-in that opened it: signing out (POST /auth/logout) or a revocation of the token's family (a refresh token used twice) ends it with \`event: error\` (data: the API's error shape, UNAUTHORIZED), then the end, at once on the replica that revoked it and within ${config.REVOCATION_CHECK_MS / 1000} s on another (REVOCATION_CHECK_MS); the expiry of the access token it was opened with ends it the same way with TOKEN_EXPIRED: refresh the token and reconnect with Last-Event-ID (the SDK does). One account may hold ${config.MAX_STREAMS_PER_ACCOUNT} streams open at once (MAX_STREAMS_PER_ACCOUNT) and one deployment ${config.MAX_STREAMS_PER_DEPLOYMENT} (MAX_STREAMS_PER_DEPLOYMENT), log and events streams together, on each replica; past either the request is refused with RATE_LIMITED (429, Retry-After) and a slot is free again as soon as a stream closes.`;
+
 /** Your deployments; mounted at /deployments. Every route needs a bearer token. */
 export function deploymentRoutes(deps: Deps, route: RouteFactory) {
   const tags = ["deployments"];
@@ -194,6 +198,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
             "Each line is an event with `id:` its line number and `data:` a LogEntry as JSON. Reconnect with `Last-Event-ID` (EventSource does) to resume after that line, none lost or repeated; with no line yet, a first event with only an `id:` hands the cursor.",
             `The tail and any backlog are sent a page at a time (at most ${LOG_STREAM_PAGE_BYTES / 1024} KiB of text, ${LOG_STREAM_PAGE_LINES.toLocaleString("en")} lines), each once the client has read the one before. A client that reads none of what was sent for ${deps.config.LOG_STREAM_STALL_MS / 1000} s (LOG_STREAM_STALL_MS) has its connection closed: reconnect with Last-Event-ID to resume.`,
             `\`event: end\` (data: LogStreamEnd) once the deployment is stopped, exited, failed or deleted and its last lines are out; then the stream closes. A comment (\`: keep-alive\`) every ${LOG_STREAM_KEEP_ALIVE_MS / 1000} s keeps proxies from closing a quiet stream. A failure on our side is told as \`event: error\` (data: the API's error shape, INTERNAL_ERROR with the request id), then the stream closes: reconnect with Last-Event-ID to resume.`,
+            streamBounds(deps.config),
           ].join("\n\n"),
           request: { params: IdParams, query: LogsQuery, headers: LogStreamHeaders },
           responses: {
@@ -210,12 +215,13 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
             },
           },
         },
-        { auth: true, errors: ["DEPLOYMENT_NOT_FOUND"] },
+        { auth: true, errors: ["DEPLOYMENT_NOT_FOUND", "RATE_LIMITED"] },
       ),
       async (c) => {
         const query = c.req.valid("query");
         const dep = await svc.mine(c.req.valid("param").id, c.get("user").id);
         const lastEventId = c.req.valid("header")["last-event-id"];
+        c.set("streamHold", deps.streams.open(c.get("grant"), dep.id));
         return streamLogs(c, deps, dep, { tail: query.tail, sinceMs: query.since ? Date.parse(query.since) : undefined, lastEventId });
       },
     )
@@ -231,6 +237,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
             "First the deployment as GET /deployments/{id} answers it, then the deployment again each time something in it changes: status, statusReason (pull progress included), exitCode, an endpoint becoming ready, totalCost as it is charged.",
             "Each is an event with `id:` a number counting up and `data:` a Deployment as JSON. Changes that come close together may arrive as one event with the newest state. A reconnect gets the current state first again; with `Last-Event-ID` (EventSource sends it) the ids go on from it.",
             `\`event: end\` (data: LogStreamEnd) once the deployment is stopped, exited or failed (after the event showing it) or deleted; then the stream closes. A comment (\`: keep-alive\`) every ${LOG_STREAM_KEEP_ALIVE_MS / 1000} s keeps proxies from closing a quiet stream. A failure on our side is told as \`event: error\` (data: the API's error shape, INTERNAL_ERROR with the request id), then the stream closes: reconnect with Last-Event-ID to resume.`,
+            streamBounds(deps.config),
           ].join("\n\n"),
           request: { params: IdParams, headers: DeploymentEventsHeaders },
           responses: {
@@ -246,10 +253,11 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
             },
           },
         },
-        { auth: true, errors: ["DEPLOYMENT_NOT_FOUND"] },
+        { auth: true, errors: ["DEPLOYMENT_NOT_FOUND", "RATE_LIMITED"] },
       ),
       async (c) => {
         const dep = await svc.mine(c.req.valid("param").id, c.get("user").id);
+        c.set("streamHold", deps.streams.open(c.get("grant"), dep.id));
         return streamDeploymentEvents(c, deps, dep, presentEvent, c.req.valid("header")["last-event-id"]);
       },
     );

@@ -10,6 +10,7 @@ import {
   EXEC_START_TIMEOUT_MS,
   EXEC_SUBPROTOCOL,
   ExecClientControl,
+  ExecRenew,
   ExecServerControl,
   ExecStart,
 } from "@cm/protocol";
@@ -28,12 +29,15 @@ export const EXEC_PATH = /^\/deployments\/[^/]+\/exec$/;
 type ExecUpgradeEnv = { incoming: IncomingMessage; execUpgrade(target: ExecTarget): void };
 const upgradeOf = (c: Context<AppEnv>) => (c.env as Partial<ExecUpgradeEnv> | undefined)?.execUpgrade;
 
-const PROTOCOL_DOC = [
-  `Opened as a WebSocket (\`Upgrade: websocket\`) with the subprotocol \`${EXEC_SUBPROTOCOL}\`. The bearer token goes in the Authorization header as for every route; a browser, which cannot set headers on a WebSocket, names it as a second subprotocol instead: \`Sec-WebSocket-Protocol: ${EXEC_SUBPROTOCOL}, ${EXEC_BEARER_PROTOCOL_PREFIX}<access token>\` (never echoed back).`,
-  `Refusals come before the upgrade as plain HTTP in the one error shape: another account's deployment is DEPLOYMENT_NOT_FOUND, one that is not running INVALID_STATE_TRANSITION (details.currentStatus), a node that is not connected NODE_OFFLINE, a deployment with ${EXEC_MAX_SESSIONS_PER_DEPLOYMENT} sessions open already RATE_LIMITED (429, Retry-After). The same request without \`Upgrade\` answers those, or UPGRADE_REQUIRED when all is well: a browser learns that way why its WebSocket was refused.`,
-  `Messages: the client's first, within ${EXEC_START_TIMEOUT_MS / 1000} s, is JSON text \`${JSON.stringify(z.toJSONSchema(ExecStart))}\`. Bytes travel as binary messages whose first byte is the channel (${EXEC_CHANNEL.stdin} stdin from the client; ${EXEC_CHANNEL.stdout} stdout, ${EXEC_CHANNEL.stderr} stderr from the server; a tty sends everything as stdout). Control messages are JSON text: from the client ${JSON.stringify(z.toJSONSchema(ExecClientControl))}; from the server ${JSON.stringify(z.toJSONSchema(ExecServerControl))}.`,
-  `The session ends with \`exit\` and close code ${EXEC_CLOSE_CODES.NORMAL}, or \`error\` and ${EXEC_CLOSE_CODES.FAILED} (the node could not be reached, the container is gone, the deployment stopped), or ${EXEC_CLOSE_CODES.BAD_MESSAGE} after a message that breaks these rules. Messages are at most ${EXEC_MAX_MESSAGE_BYTES / 1024} KiB. Closing the connection hangs up on the command: SIGHUP to it and its process group, as a closing terminal does; without a tty, whatever still runs 2 s later is killed (SIGKILL), so nothing outlives its session unseen.`,
-].join("\n\n");
+/** The route's description, with this installation's timeouts. */
+const protocolDoc = (config: Deps["config"]) =>
+  [
+    `Opened as a WebSocket (\`Upgrade: websocket\`) with the subprotocol \`${EXEC_SUBPROTOCOL}\`. The bearer token goes in the Authorization header as for every route; a browser, which cannot set headers on a WebSocket, names it as a second subprotocol instead: \`Sec-WebSocket-Protocol: ${EXEC_SUBPROTOCOL}, ${EXEC_BEARER_PROTOCOL_PREFIX}<access token>\` (never echoed back).`,
+    `Refusals come before the upgrade as plain HTTP in the one error shape: another account's deployment is DEPLOYMENT_NOT_FOUND, one that is not running INVALID_STATE_TRANSITION (details.currentStatus), a node that is not connected NODE_OFFLINE, a deployment with ${EXEC_MAX_SESSIONS_PER_DEPLOYMENT} sessions open already RATE_LIMITED (429, Retry-After). The same request without \`Upgrade\` answers those, or UPGRADE_REQUIRED when all is well: a browser learns that way why its WebSocket was refused.`,
+    `Messages: the client's first, within ${EXEC_START_TIMEOUT_MS / 1000} s, is JSON text \`${JSON.stringify(z.toJSONSchema(ExecStart))}\`. Bytes travel as binary messages whose first byte is the channel (${EXEC_CHANNEL.stdin} stdin from the client; ${EXEC_CHANNEL.stdout} stdout, ${EXEC_CHANNEL.stderr} stderr from the server; a tty sends everything as stdout). Control messages are JSON text: from the client ${JSON.stringify(z.toJSONSchema(ExecClientControl))}; from the server ${JSON.stringify(z.toJSONSchema(ExecServerControl))}.`,
+    `The session lasts as long as the sign-in that opened it: signing out (POST /auth/logout) or a revocation of the token's family as stolen (a refresh token used twice) ends it with \`error\` UNAUTHORIZED and close code ${EXEC_CLOSE_CODES.UNAUTHORIZED} (at once on the replica that revoked it, within ${config.REVOCATION_CHECK_MS / 1000} s on another: REVOCATION_CHECK_MS), and so does the expiry of the access token it was opened with (TOKEN_EXPIRED), unless the client sent a fresh access token of the same account first: \`${JSON.stringify(z.toJSONSchema(ExecRenew))}\`, which the control plane keeps (it never reaches the node) and which moves the end to that token's expiry; the SDK sends one each time it refreshes. A session with no input and no output for ${config.EXEC_IDLE_TIMEOUT_MS / 1000} s (EXEC_IDLE_TIMEOUT_MS) ends with \`error\` IDLE_TIMEOUT and close code ${EXEC_CLOSE_CODES.IDLE}.`,
+    `The session ends with \`exit\` and close code ${EXEC_CLOSE_CODES.NORMAL}, or \`error\` and ${EXEC_CLOSE_CODES.FAILED} (the node could not be reached, the container is gone, the deployment stopped), or ${EXEC_CLOSE_CODES.BAD_MESSAGE} after a message that breaks these rules. Messages are at most ${EXEC_MAX_MESSAGE_BYTES / 1024} KiB. Closing the connection hangs up on the command: SIGHUP to it and its process group, as a closing terminal does; without a tty, whatever still runs 2 s later is killed (SIGKILL), so nothing outlives its session unseen.`,
+  ].join("\n\n");
 
 /** `GET /deployments/{id}/exec`: a command in the deployment's container, over a WebSocket. Mounted at /deployments. */
 export function execRoutes(deps: Deps, route: RouteFactory) {
@@ -45,7 +49,7 @@ export function execRoutes(deps: Deps, route: RouteFactory) {
         operationId: "execInDeployment",
         tags: ["deployments"],
         summary: "Run a command in a running deployment's container (WebSocket)",
-        description: PROTOCOL_DOC,
+        description: protocolDoc(deps.config),
         request: { params: IdParams },
         responses: {
           101: {
@@ -73,7 +77,7 @@ export function execRoutes(deps: Deps, route: RouteFactory) {
         );
       const upgrade = upgradeOf(c);
       if (!upgrade) throw new ApiError("UPGRADE_REQUIRED");
-      upgrade({ deploymentId: dep.id, nodeId: dep.nodeId, log: c.get("log"), requestId: c.get("requestId") });
+      upgrade({ deploymentId: dep.id, nodeId: dep.nodeId, log: c.get("log"), requestId: c.get("requestId"), grant: c.get("grant") });
       // Never written: the connection is the WebSocket's now.
       return c.body(null, 200);
     },

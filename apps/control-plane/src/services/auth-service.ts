@@ -3,9 +3,17 @@ import type { Repos, UserRow } from "@cm/db";
 import bs58 from "bs58";
 import nacl from "tweetnacl";
 import { ApiError } from "../errors";
+import type { EventBus } from "./events";
 import { type Clock, hashSecret, type IdGenerator, newSecret } from "./ids";
 
 export type AuthSettings = { domain: string; nonceTtlS: number; accessTtlS: number; refreshTtlS: number };
+
+/**
+ * What a request's access token grants, kept by a connection that outlives the
+ * request (a stream, an exec session): which sign-in it belongs to (its family)
+ * and until when, so that the connection ends with it.
+ */
+export type AccessGrant = { tokenHash: string; familyId: string; userId: string; expiresAt: number };
 
 export function decodeWallet(walletAddress: string): Uint8Array {
   let key: Uint8Array;
@@ -40,7 +48,7 @@ export function decodeSignature(signature: string): Uint8Array {
   return new Uint8Array(bytes);
 }
 
-export function createAuthService(repos: Repos, clock: Clock, ids: IdGenerator, s: AuthSettings) {
+export function createAuthService(repos: Repos, clock: Clock, ids: IdGenerator, events: EventBus, s: AuthSettings) {
   async function issuePair(userId: string, familyId: string) {
     const now = clock.now();
     const accessToken = newSecret("cma");
@@ -51,6 +59,17 @@ export function createAuthService(repos: Repos, clock: Clock, ids: IdGenerator, 
       { tokenHash: hashSecret(refreshToken), kind: "refresh", userId, familyId, expiresAt: now + s.refreshTtlS * 1000, createdAt: now },
     ]);
     return { accessToken, refreshToken, expiresAt };
+  }
+
+  /** The user behind an access token and what it grants, or the reason there is none. */
+  async function authenticateToken(accessToken: string): Promise<{ user: UserRow; grant: AccessGrant }> {
+    const tokenHash = hashSecret(accessToken);
+    const session = await repos.auth.findSession(tokenHash);
+    if (!session || session.kind !== "access" || session.revokedAt !== null) throw new ApiError("UNAUTHORIZED", "unknown access token");
+    if (session.expiresAt <= clock.now()) throw new ApiError("TOKEN_EXPIRED", "the access token has expired; call POST /auth/refresh");
+    const user = await repos.auth.getUser(session.userId);
+    if (!user) throw new ApiError("UNAUTHORIZED", "unknown access token");
+    return { user, grant: { tokenHash, familyId: session.familyId, userId: user.id, expiresAt: session.expiresAt } };
   }
 
   return {
@@ -84,32 +103,32 @@ export function createAuthService(repos: Repos, clock: Clock, ids: IdGenerator, 
 
     async refresh(refreshToken: string) {
       const spent = await repos.auth.spendRefreshToken(hashSecret(refreshToken), clock.now());
+      // A token used twice revoked its family: what it opened ends too.
+      if (!spent.ok && spent.revokedFamilyId) events.emit("family-revoked", spent.revokedFamilyId);
       if (!spent.ok) throw new ApiError("INVALID_REFRESH_TOKEN", "this refresh token is unknown, expired, revoked or already used; sign in again");
       return issuePair(spent.session.userId, spent.session.familyId);
     },
 
     /** Signs out: the refresh token's whole family (every access and refresh token issued from its sign-in) stops working. */
     async logout(refreshToken: string) {
-      if (!(await repos.auth.revokeFamily(hashSecret(refreshToken), clock.now()))) {
-        throw new ApiError("INVALID_REFRESH_TOKEN", "this refresh token is unknown");
-      }
+      const familyId = await repos.auth.revokeFamily(hashSecret(refreshToken), clock.now());
+      if (!familyId) throw new ApiError("INVALID_REFRESH_TOKEN", "this refresh token is unknown");
+      events.emit("family-revoked", familyId);
     },
 
-    /** The user behind an access token, or the reason there is none. */
-    async authenticate(header: string | undefined): Promise<UserRow> {
+    /** The user behind an Authorization header and what its token grants, or the reason there is none. */
+    async authenticate(header: string | undefined): Promise<{ user: UserRow; grant: AccessGrant }> {
       const m = header?.match(/^Bearer\s+(\S+)\s*$/i);
       if (!m)
         throw new ApiError(
           "UNAUTHORIZED",
           header ? "the Authorization header must be 'Bearer <accessToken>'" : "this route needs 'Authorization: Bearer <accessToken>'",
         );
-      const session = await repos.auth.findSession(hashSecret(m[1]!));
-      if (!session || session.kind !== "access" || session.revokedAt !== null) throw new ApiError("UNAUTHORIZED", "unknown access token");
-      if (session.expiresAt <= clock.now()) throw new ApiError("TOKEN_EXPIRED", "the access token has expired; call POST /auth/refresh");
-      const user = await repos.auth.getUser(session.userId);
-      if (!user) throw new ApiError("UNAUTHORIZED", "unknown access token");
-      return user;
+      return authenticateToken(m[1]!);
     },
+
+    /** The same for a bare access token (an exec session's `renew`). */
+    authenticateToken,
   };
 }
 export type AuthService = ReturnType<typeof createAuthService>;

@@ -11,6 +11,8 @@ type Events = {
   "node-retired": [string];
   /** Anything a catalogue summary shows changed: status, inventory, slots. */
   "node-changed": [string];
+  /** Every token of a sign-in (a token family) was revoked here: sign-out, or a refresh token used twice. */
+  "family-revoked": [string];
   /** An agent could not open a tunnel: (tunnelId, nodeId, reason). */
   "tunnel-error": [string, string, string];
 };

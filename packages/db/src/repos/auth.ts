@@ -1,4 +1,4 @@
-import { and, eq, isNull } from "drizzle-orm";
+import { and, eq, inArray, isNull } from "drizzle-orm";
 import type { DbHandle } from "../client";
 import type { UserRow } from "../types";
 
@@ -68,7 +68,7 @@ export function createAuthRepo(h: DbHandle) {
      * Spends a refresh token once. A token already spent means it leaked (or a
      * client raced itself): the whole family is revoked, as OAuth 2.1 advises.
      */
-    async spendRefreshToken(tokenHash: string, nowMs: number): Promise<{ ok: true; session: SessionRow } | { ok: false }> {
+    async spendRefreshToken(tokenHash: string, nowMs: number): Promise<{ ok: true; session: SessionRow } | { ok: false; revokedFamilyId?: string }> {
       return h.transaction(async (db) => {
         const [row] = await db
           .select()
@@ -85,29 +85,42 @@ export function createAuthRepo(h: DbHandle) {
             .update(sessions)
             .set({ revokedAt: nowMs })
             .where(and(eq(sessions.familyId, row.familyId), isNull(sessions.revokedAt)));
-          return { ok: false } as const;
+          return { ok: false, revokedFamilyId: row.familyId } as const;
         }
         return { ok: true, session: row } as const;
       });
     },
 
     /**
-     * Revokes every token of a refresh token's family (sign-out): false when no refresh
-     * token has this hash. A spent or expired one still names its family: signing out
-     * with a stale copy ends the session it came from.
+     * Revokes every token of a refresh token's family (sign-out): the family's id, or
+     * undefined when no refresh token has this hash. A spent or expired one still
+     * names its family: signing out with a stale copy ends the session it came from.
      */
-    async revokeFamily(refreshTokenHash: string, nowMs: number): Promise<boolean> {
+    async revokeFamily(refreshTokenHash: string, nowMs: number): Promise<string | undefined> {
       return h.transaction(async (db) => {
         const [row] = await db
           .select()
           .from(sessions)
           .where(and(eq(sessions.tokenHash, refreshTokenHash), eq(sessions.kind, "refresh")));
-        if (!row) return false;
+        if (!row) return undefined;
         await db
           .update(sessions)
           .set({ revokedAt: nowMs })
           .where(and(eq(sessions.familyId, row.familyId), isNull(sessions.revokedAt)));
-        return true;
+        return row.familyId;
+      });
+    },
+
+    /** Which of these tokens are revoked (or gone): what open connections ask of the database, which every replica shares. */
+    async revokedAmong(tokenHashes: readonly string[]): Promise<string[]> {
+      if (tokenHashes.length === 0) return [];
+      return h.run(async (db) => {
+        const rows = await db
+          .select({ tokenHash: sessions.tokenHash, revokedAt: sessions.revokedAt })
+          .from(sessions)
+          .where(inArray(sessions.tokenHash, [...tokenHashes]));
+        const live = new Set(rows.filter((r) => r.revokedAt === null).map((r) => r.tokenHash));
+        return tokenHashes.filter((t) => !live.has(t));
       });
     },
 

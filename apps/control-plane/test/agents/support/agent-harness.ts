@@ -1,6 +1,7 @@
 import type { TestDatabase } from "@cm/db/testing";
 import { expect } from "vitest";
 import type { Config } from "../../../src/config";
+import type { DepsOverrides } from "../../../src/deps";
 import { startHarness } from "../../support/harness";
 import { SimAgent } from "./sim-agent";
 
@@ -8,10 +9,10 @@ export type AgentHarness = Awaited<ReturnType<typeof startAgentHarness>>;
 export type NodeOptions = { hourlyRateCents?: number; maxDeployments?: number; gpus?: number };
 
 /** The API harness with timers off (tests tick the monitor and the meter), tokens that outlive the hours a test moves the clock, and helpers for nodes with agents. */
-export async function startAgentHarness(db: TestDatabase, config: Partial<Config> = {}) {
+export async function startAgentHarness(db: TestDatabase, config: Partial<Config> = {}, overrides: DepsOverrides = {}) {
   const h = await startHarness(db, {
     config: { HEARTBEAT_INTERVAL_MS: 10_000, ACCESS_TOKEN_TTL_S: 365 * 24 * 3600, ...config },
-    overrides: { manualTicks: true },
+    overrides: { manualTicks: true, ...overrides },
   });
 
   async function registerNode(operatorToken: string, o: NodeOptions = {}) {
