@@ -2,6 +2,7 @@
 // fake control plane on a real socket, with the in-memory engine in place of
 // Docker: what goes over the wire for syncs and commands, without an engine.
 // The same flows on real Docker are in deployments.test.ts.
+import { CLOSE_CODES } from "@cm/protocol";
 import { afterEach, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
 import { systemClock } from "../../src/clock";
@@ -39,6 +40,28 @@ it("keeps sandboxes warm for the node it was welcomed as, and stops when the age
   await running.stop();
   agent = undefined;
   expect(engine.warmingFor).toBeUndefined();
+});
+
+it("retired while it was away: refused at hello with 4410, it removes the node's containers and sandboxes and stops", async () => {
+  const engine = new MemoryRuntime(systemClock).loadImage(IMAGE, { onSigterm: { exitCode: 0, afterMs: 50 } });
+  const first = await connect(engine);
+  const spec = deploymentSpec(run, "retired", IMAGE);
+  fake.desired.set(spec.deploymentId, spec);
+  fake.sync();
+  await fake.waitFor(() => statusesOf(spec.deploymentId).includes("1:running"), 5_000, "running");
+  await first.stop();
+  expect(engine.ps().filter((c) => c.state.running)).toHaveLength(1);
+
+  fake.refuseNextWith = CLOSE_CODES.RETIRED;
+  const failures: string[] = [];
+  agent = await startTestAgent(fake, run, { runtime: engine });
+  agent.onFailure((failure) => failures.push(failure.explanation));
+  const retired = new Promise<void>((done) => agent!.onRetired(done));
+  await retired;
+  expect(engine.ps()).toEqual([]);
+  expect(engine.warmingFor).toBeUndefined();
+  expect(failures).toEqual([]);
+  expect(fake.hellos).toBe(2); // no retry after 4410
 });
 
 it("starts what a sync asks for, reports it, ships its log and names it in heartbeats", async () => {

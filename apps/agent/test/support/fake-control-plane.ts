@@ -16,6 +16,7 @@ import {
   AgentFrame,
   CLOSE_CODES,
   parseFrame,
+  retiredCloseReason,
   TUNNEL_SWITCHING_PROTOCOLS,
 } from "@cm/protocol";
 import type { WebSocket } from "ws";
@@ -231,7 +232,10 @@ export class FakeControlPlane {
       const code = this.refuseNextWith ?? CLOSE_CODES.UNAUTHORIZED;
       this.refuseNextWith = undefined;
       ws.send(JSON.stringify({ type: "error", code: code === CLOSE_CODES.UNAUTHORIZED ? "UNAUTHORIZED" : "REFUSED", message: "refused by the fake" }));
-      ws.close(code, code === CLOSE_CODES.UNAUTHORIZED ? "unknown token" : "refused");
+      ws.close(
+        code,
+        code === CLOSE_CODES.UNAUTHORIZED ? "unknown token" : code === CLOSE_CODES.RETIRED ? retiredCloseReason(nodeId ?? TEST_NODE_ID) : "refused",
+      );
       return;
     }
     // Like the real one: a newer connection with the same token replaces the older.
