@@ -274,10 +274,11 @@ export class DockerSandboxes {
 
   /** Removes this node's sandboxes (and networks) that are neither spare nor held by a container that is not over; answers how many. */
   private async removeUnused(owner: SandboxOwner): Promise<number> {
-    // Copied before the listings: a container made after them is not in them, and its sandbox was still joining.
-    const joining = new Set(this.joining);
+    // Copied before the listings: a container made after them is not in them, and its sandbox was
+    // then being made, a spare or joining (a sandbox moves between those without an await).
+    const before = new Set([...this.creating, ...this.spares, ...this.joining]);
     const held = (name: string) =>
-      this.spares.includes(name) || this.creating.has(name) || this.removing.has(name) || joining.has(name) || this.joining.has(name);
+      before.has(name) || this.spares.includes(name) || this.creating.has(name) || this.removing.has(name) || this.joining.has(name);
     const filters = this.ownerFilters(owner);
     const users = new Map<string, boolean>(); // sandbox -> whether a container that has not ended uses it
     for (const user of await this.docker.listContainers({ all: true, filters: { label: [LABEL_SANDBOX_NAME] } })) {
