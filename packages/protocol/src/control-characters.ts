@@ -16,6 +16,10 @@ const EVERY_CONTROL = new RegExp(`[${CONTROL_CHARACTERS}]`, "g");
 
 export const hasControlCharacter = (value: string) => ANY_CONTROL.test(value);
 
+const CONTROL_RUNS = new RegExp(`[${CONTROL_CHARACTERS}]+`, "g");
+/** Each run of control characters as one space, trimmed: what an agent reports of its hardware, made acceptable. */
+export const withoutControlCharacters = (value: string) => value.replace(CONTROL_RUNS, " ").trim();
+
 /** `\x1b`, `\x9b`, `\u202e`: each control character as the JavaScript escape that names it; everything else as it is. */
 export const escapeControlCharacters = (value: string) =>
   value.replace(EVERY_CONTROL, (c) => {
