@@ -10,7 +10,7 @@ import { asSocketLike } from "../gateway/socket-like";
 import type { EventBus } from "../services/events";
 import { hashSecret } from "../services/ids";
 
-type Pending = { nodeId: string; resolve(s: Duplex): void; reject(e: Error): void; timer: NodeJS.Timeout };
+type Pending = { nodeId: string; deploymentId: string; resolve(s: Duplex): void; reject(e: Error): void; timer: NodeJS.Timeout };
 
 export type TunnelBrokerOptions = {
   repos: Repos;
@@ -34,7 +34,8 @@ export class TunnelBroker implements TunnelDialer {
   // WebSocket tunnels (agents before 0.2) carry one socket read per frame, 64 KiB at most:
   // a larger frame is no agent's, and would only hold memory.
   private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 1024 * 1024 });
-  private readonly open = new Set<{ destroy(): void } | WebSocket>();
+  /** Open tunnels, with the deployment each reaches. */
+  private readonly open = new Map<{ destroy(): void } | WebSocket, string>();
 
   constructor(private readonly o: TunnelBrokerOptions) {
     o.events.on("tunnel-error", (tunnelId, nodeId, reason) => {
@@ -42,6 +43,11 @@ export class TunnelBroker implements TunnelDialer {
       if (!p || p.nodeId !== nodeId) return;
       this.settle(tunnelId);
       p.reject(new DialError("port_not_ready", reason));
+    });
+    // Billing ends at the stop, so does the way in: a kept-alive connection (or a
+    // WebSocket) must not reach the container until its agent has stopped it.
+    o.events.on("deployment-changed", (d) => {
+      if (d.status !== "running") this.closeDeployment(d.id, d.status);
     });
   }
 
@@ -52,7 +58,7 @@ export class TunnelBroker implements TunnelDialer {
         this.settle(tunnelId);
         reject(new DialError("node_unreachable", `the node did not open a tunnel within ${this.o.openTimeoutMs / 1000} s`));
       }, this.o.openTimeoutMs);
-      this.pending.set(tunnelId, { nodeId: target.nodeId, resolve, reject, timer });
+      this.pending.set(tunnelId, { nodeId: target.nodeId, deploymentId: target.deploymentId, resolve, reject, timer });
       if (!this.o.sendTo(target.nodeId, { type: "open_tunnel", tunnelId, deploymentId: target.deploymentId, port: target.port })) {
         this.settle(tunnelId);
         reject(new DialError("node_unreachable", "the node's agent is not connected"));
@@ -77,25 +83,25 @@ export class TunnelBroker implements TunnelDialer {
       return;
     }
     this.settle(id);
-    if (String(req.headers.upgrade ?? "").toLowerCase() === AGENT_TUNNEL_UPGRADE) return p.resolve(this.rawTunnel(socket as net.Socket, head));
+    if (String(req.headers.upgrade ?? "").toLowerCase() === AGENT_TUNNEL_UPGRADE) return p.resolve(this.rawTunnel(socket as net.Socket, head, p.deploymentId));
     // Agents before 0.2 carry the bytes in WebSocket messages.
-    this.wss.handleUpgrade(req, socket, head, (ws) => p.resolve(this.webSocketTunnel(ws)));
+    this.wss.handleUpgrade(req, socket, head, (ws) => p.resolve(this.webSocketTunnel(ws, p.deploymentId)));
   }
 
-  private rawTunnel(socket: net.Socket, head: Buffer): Duplex {
+  private rawTunnel(socket: net.Socket, head: Buffer, deploymentId: string): Duplex {
     socket.write(TUNNEL_SWITCHING_PROTOCOLS);
     socket.setNoDelay(true);
     if (head.length) socket.unshift(head);
     // Whoever uses the tunnel may set its own timeout on it; any that fires ends it.
     socket.setTimeout(this.o.idleMs);
     socket.on("timeout", () => socket.destroy());
-    this.open.add(socket);
+    this.open.set(socket, deploymentId);
     socket.on("close", () => this.open.delete(socket));
     return asSocketLike(socket);
   }
 
-  private webSocketTunnel(ws: WebSocket): Duplex {
-    this.open.add(ws);
+  private webSocketTunnel(ws: WebSocket, deploymentId: string): Duplex {
+    this.open.set(ws, deploymentId);
     ws.on("close", () => this.open.delete(ws));
     let idle = setTimeout(() => ws.terminate(), this.o.idleMs);
     const touch = () => {
@@ -116,12 +122,24 @@ export class TunnelBroker implements TunnelDialer {
     this.pending.delete(tunnelId);
   }
 
+  /** Ends a deployment's tunnels, open and opening: whoever uses one sees it close. */
+  private closeDeployment(deploymentId: string, status: string) {
+    for (const [id, p] of this.pending) {
+      if (p.deploymentId !== deploymentId) continue;
+      this.settle(id);
+      p.reject(new DialError("not_running", `the deployment is ${status}`));
+    }
+    for (const [t, id] of this.open) if (id === deploymentId) end(t);
+  }
+
   close() {
     for (const [id, p] of this.pending) {
       this.settle(id);
       p.reject(new DialError("node_unreachable", "the control plane is shutting down"));
     }
-    for (const t of this.open) "terminate" in t ? t.terminate() : t.destroy();
+    for (const t of this.open.keys()) end(t);
     this.wss.close();
   }
 }
+
+const end = (t: { destroy(): void } | WebSocket) => ("terminate" in t ? t.terminate() : t.destroy());

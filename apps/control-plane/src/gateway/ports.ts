@@ -14,10 +14,10 @@ export interface EndpointResolver {
   resolve(label: string): Promise<Resolution>;
 }
 
-/** Thrown by a dialer: the node is not connected, or nothing listens on the port. */
+/** Thrown by a dialer: the node is not connected, nothing listens on the port, or the deployment stopped while its tunnel opened. */
 export class DialError extends Error {
   constructor(
-    readonly kind: "node_unreachable" | "port_not_ready",
+    readonly kind: "node_unreachable" | "port_not_ready" | "not_running",
     message: string,
   ) {
     super(message);

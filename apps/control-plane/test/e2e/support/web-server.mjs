@@ -3,6 +3,9 @@
 import http from "node:http";
 import { WebSocketServer } from "ws";
 
+// Cookies set for the domain every endpoint and the API share (what a gateway must keep to the endpoint's host).
+const TOSSED_COOKIES = ["toss=1; Domain=localhost; Path=/", "up=2; domain=.LOCALHOST"];
+
 // QUIET_REQUESTS=1 (the endpoint benchmark): no line per request, so the
 // benchmark measures the proxy path, not log shipping.
 const logRequests = !process.env.QUIET_REQUESTS;
@@ -43,13 +46,25 @@ const server = http.createServer((req, res) => {
     return;
   }
   if (req.url === "/slow") return void setTimeout(() => res.end("slow"), 2_000);
+  if (req.url === "/cookies" || req.url === "/cookies-error") {
+    res.writeHead(req.url === "/cookies" ? 200 : 500, { "set-cookie": TOSSED_COOKIES });
+    return void res.end("cookies");
+  }
   res.end("hello from the container");
 });
-new WebSocketServer({ server }).on("connection", (ws) => ws.on("message", (m, binary) => ws.send(m, { binary })));
+const wss = new WebSocketServer({ noServer: true }).on("connection", (ws) => ws.on("message", (m, binary) => ws.send(m, { binary })));
+// /cookie-ws: a 101 that sets cookies; /cookie-refuse: an upgrade refused with a 403 that sets them.
+wss.on("headers", (headers, req) => req.url === "/cookie-ws" && headers.push(...TOSSED_COOKIES.map((c) => `Set-Cookie: ${c}`)));
+server.on("upgrade", (req, socket, head) => {
+  if (req.url !== "/cookie-refuse") return wss.handleUpgrade(req, socket, head, (ws) => wss.emit("connection", ws, req));
+  const cookies = TOSSED_COOKIES.map((c) => `Set-Cookie: ${c}\r\n`).join("");
+  socket.end(`HTTP/1.1 403 Forbidden\r\n${cookies}Content-Length: 2\r\nConnection: close\r\n\r\nno`);
+});
 // KEEP_ALIVE_MS: close idle keep-alive connections sooner than Node's 5 s, as
 // many servers do (gunicorn: 2 s), so tests see it happen.
 if (process.env.KEEP_ALIVE_MS) server.keepAliveTimeout = Number(process.env.KEEP_ALIVE_MS);
 server.listen(8080, () => console.log("listening on 8080"));
 let n = 0;
 setInterval(() => console.log(`tick ${n++}`), 200);
-process.on("SIGTERM", () => process.exit(0));
+// IGNORE_SIGTERM=1: a container slow to stop (its engine kills it after the stop timeout), as many are.
+process.on("SIGTERM", () => process.env.IGNORE_SIGTERM || process.exit(0));
