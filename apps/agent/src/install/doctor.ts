@@ -49,7 +49,7 @@ export async function runDoctor(deps: DoctorDeps): Promise<number> {
       status: "fail",
       title: "Configuration",
       detail: deps.config.problems.join("; "),
-      fix: "set CONTROL_PLANE_URL and AGENT_TOKEN (or pass --control-plane/--token, or --config /etc/cm-agent/agent.env)",
+      fix: "set CONTROL_PLANE_URL and AGENT_TOKEN (or pass --control-plane and --token-file PATH, or --config /etc/cm-agent/agent.env)",
     });
 
   let engine: EngineInfo | undefined;
