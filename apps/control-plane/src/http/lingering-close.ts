@@ -8,6 +8,8 @@ export const LINGER_IDLE_MS = 5_000;
 export const LINGER_MAX_BYTES = 8 * 1024 * 1024;
 
 const lingering = new WeakSet<Duplex>();
+/** What lingerWhenClosed asks of each socket: whether its present request's body is still coming. */
+const unreadOf = new WeakMap<Duplex, () => boolean>();
 
 /**
  * Ends a connection whose client may still be sending (a body that was
@@ -54,6 +56,10 @@ export function lingeringClose(socket: Duplex) {
  * and all. Otherwise Node's own close, at once.
  */
 export function lingerWhenClosed(socket: Duplex & { destroySoon?: () => void }, unread: () => boolean) {
-  const destroySoon = socket.destroySoon;
-  socket.destroySoon = () => (unread() ? lingeringClose(socket) : destroySoon?.call(socket));
+  // Called for every request on the connection: the socket's method is replaced once, the question each time.
+  if (!unreadOf.has(socket)) {
+    const destroySoon = socket.destroySoon;
+    socket.destroySoon = () => (unreadOf.get(socket)?.() ? lingeringClose(socket) : destroySoon?.call(socket));
+  }
+  unreadOf.set(socket, unread);
 }
