@@ -135,30 +135,25 @@ needs("docker", "busybox").describe("the endpoint gateway at its edges", () => {
   });
 
   it("closes the deployment's kept-alive connections and WebSockets at its stop, before its container has stopped; an upload on one gets the page, not a reset", async () => {
-    const relayed = connect(port); // its first request is the endpoint's: the byte relay
-    const viaHttp = connect(port); // an API request first: Node's HTTP server
-    const uploading = Array.from({ length: 10 }, () => connect(port));
-    expect(await relayed.ask(`GET / HTTP/1.1\r\nHost: ${host}\r\n\r\n`)).toMatch(/^HTTP\/1\.1 200 /);
-    for (const c of uploading) expect(await c.ask(`GET / HTTP/1.1\r\nHost: ${host}\r\n\r\n`)).toMatch(/^HTTP\/1\.1 200 /);
-    expect(await viaHttp.ask(`GET /health HTTP/1.1\r\nHost: ${apiHost}\r\n\r\n`)).toMatch(/^HTTP\/1\.1 200 /);
-    expect(await viaHttp.ask(`GET / HTTP/1.1\r\nHost: ${host}\r\n\r\n`)).toMatch(/^HTTP\/1\.1 200 /);
     const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { headers: { host } });
     await new Promise((resolve, reject) => {
       ws.once("open", resolve);
       ws.once("error", reject);
     });
     const wsClosed = new Promise<void>((resolve) => ws.once("close", () => resolve()));
+    const relayed = connect(port); // its first request is the endpoint's: the byte relay
+    const viaHttp = connect(port); // an API request first: Node's HTTP server
+    const uploading = Array.from({ length: 10 }, () => connect(port));
+    expect(await viaHttp.ask(`GET /health HTTP/1.1\r\nHost: ${apiHost}\r\n\r\n`)).toMatch(/^HTTP\/1\.1 200 /);
+    for (const c of [relayed, viaHttp, ...uploading]) expect(await c.ask(`GET / HTTP/1.1\r\nHost: ${host}\r\n\r\n`)).toMatch(/^HTTP\/1\.1 200 /);
 
     expect((await api("POST", `/deployments/${dep.id}/stop`)).json.deployment.status).toBe("stopping");
     // The container runs on for the stop timeout; nothing through the gateway may reach it now.
-    for (const c of [relayed, viaHttp]) {
+    const asked = [relayed, viaHttp].map(async (c) => {
       const head = await c.ask(`GET / HTTP/1.1\r\nHost: ${host}\r\n\r\n`);
-      expect(head).toMatch(/^HTTP\/1\.1 404 /);
-      expect(c.got).toContain("stopped or was deleted");
       c.s.destroy();
-    }
-    await wsClosed;
-
+      return { head, page: c.got };
+    });
     // A large upload on a kept-alive connection gets the page too, not a reset: the
     // body is read and dropped before the connection closes.
     const size = 2 * 1024 * 1024;
@@ -176,9 +171,14 @@ needs("docker", "busybox").describe("the endpoint gateway at its edges", () => {
       await c.closed;
       return { failed, reply: c.got.slice(from) };
     });
+    for (const a of await Promise.all(asked)) {
+      expect(a.head).toMatch(/^HTTP\/1\.1 404 /);
+      expect(a.page).toContain("stopped or was deleted");
+    }
     for (const u of await Promise.all(uploads)) {
       expect(u.failed).toBeUndefined();
       expect(u.reply).toMatch(/^HTTP\/1\.1 404 /);
     }
+    await wsClosed;
   });
 });
