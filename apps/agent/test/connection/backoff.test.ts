@@ -23,7 +23,7 @@ describe("backoff", () => {
 describe("close codes", () => {
   it("retries after everything but the fix-your-setup codes", () => {
     expect([1000, 1001, 1006, 1011, 1012, 4400, 4408].every(RETRYABLE_CLOSE)).toBe(true);
-    expect([4401, 4406, 4409].some(RETRYABLE_CLOSE)).toBe(false);
+    expect([4401, 4406, 4409, 4410].some(RETRYABLE_CLOSE)).toBe(false);
   });
 
   it("tells the operator what to do", () => {
@@ -31,5 +31,6 @@ describe("close codes", () => {
     expect(explainFatalClose(4401, "unknown token")).toContain("(the control plane said: unknown token)");
     expect(explainFatalClose(4409, "")).toContain("only one machine uses this token");
     expect(explainFatalClose(4406, "")).toContain("Upgrade the agent");
+    expect(explainFatalClose(4410, "node node_1 was retired")).toContain("the operator retired this node");
   });
 });
