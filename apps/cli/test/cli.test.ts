@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { join } from "node:path";
@@ -6,7 +6,7 @@ import { sqliteDatabase } from "@cm/testkit";
 import bs58 from "bs58";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Harness, startHarness, TestClock } from "../../control-plane/test/support/harness";
-import { terminal } from "./support/cli";
+import { ENTRY, ROOT, TSX, terminal } from "./support/cli";
 
 // The real `cm` as a subprocess against a real control plane (SQLite, port 0). Its clock
 // stands still at the real time: tokens are valid by the CLI's clock, and nodes with no
@@ -280,6 +280,34 @@ describe("operators", () => {
     // Still on its operator's records.
     const all = await t.cm(["operator", "nodes", "--all"], api);
     expect(all.stdout).toMatch(new RegExp(`^${id}\tbox-1\tretired \\d{4}-\\d\\d-\\d\\dT\\S+\teu-central\t`, "m"));
+  });
+
+  // util-linux's `script` (Debian's bsdutils) runs a command at a terminal of its own.
+  const hasScript = spawnSync("script", ["--version"], { encoding: "utf8" }).stdout?.includes("util-linux") === true;
+  it.skipIf(!hasScript)("at a terminal, says what runs on the node and retires it only on yes", async () => {
+    const id = (await t.cm(["operator", "add", "--name", "box-2", "--region", "eu-west", "--country", "DE", "--rate", "10", "--max", "1"], api)).stdout.split(
+      "\n",
+    )[0]!;
+    // `script` gives cm a terminal of its own and types the answer into it. Not spawnSync: the control plane runs in this process.
+    const atTerminal = (answer: string) =>
+      new Promise<string>((done) => {
+        const child = spawn("script", ["-qec", `${TSX} ${ENTRY} operator retire ${id}`, "/dev/null"], {
+          cwd: ROOT,
+          env: { PATH: process.env.PATH ?? "", HOME: t.home, XDG_CONFIG_HOME: join(t.home, ".config"), NO_COLOR: "1", ...api },
+        });
+        let out = "";
+        child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
+        child.on("close", () => done(out));
+        child.stdin.end(answer);
+      });
+    const no = await atTerminal("n\n");
+    expect(no).toContain(`box-2 (${id}, offline) runs no deployment.`);
+    expect(no).toContain("This cannot be undone.");
+    expect(no).toContain("Retire box-2? [y/N]");
+    expect(no).toContain("Not retired.");
+    expect((await t.cm(["operator", "nodes"], api)).stdout).toContain(id);
+    expect(await atTerminal("y\n")).toContain(`node ${id} retired.`);
+    expect((await t.cm(["operator", "nodes"], api)).stdout).not.toContain(id);
   });
 
   it("refuses an enrolment the API finds wrong, naming the field", async () => {

@@ -4,9 +4,9 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import nacl from "tweetnacl";
 
-const ROOT = resolve(import.meta.dirname, "../../../..");
-const TSX = join(ROOT, "node_modules/.bin/tsx");
-const ENTRY = join(ROOT, "apps/cli/src/index.ts");
+export const ROOT = resolve(import.meta.dirname, "../../../..");
+export const TSX = join(ROOT, "node_modules/.bin/tsx");
+export const ENTRY = join(ROOT, "apps/cli/src/index.ts");
 
 export type CliResult = { code: number; stdout: string; stderr: string };
 
