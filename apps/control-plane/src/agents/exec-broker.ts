@@ -183,12 +183,11 @@ export class ExecBroker {
             return session.end("UNAUTHORIZED", "renew: the access token is another account's", EXEC_CLOSE_CODES.UNAUTHORIZED);
           grant.renew(fresh.grant);
         },
-        (err: { code?: string; message?: string }) =>
-          session.end(
-            err.code === "TOKEN_EXPIRED" ? "TOKEN_EXPIRED" : "UNAUTHORIZED",
-            `renew: ${err.message ?? "the access token does not authenticate"}`,
-            EXEC_CLOSE_CODES.UNAUTHORIZED,
-          ),
+        (err: Error & { code?: string }) => {
+          if (err.code === "UNAUTHORIZED" || err.code === "TOKEN_EXPIRED") return session.end(err.code, `renew: ${err.message}`, EXEC_CLOSE_CODES.UNAUTHORIZED);
+          // The check itself failed (the database): the session keeps the grant it has, and ends at its expiry unless a later renew is checked.
+          log.warn("could not check an exec session's renewed token", { err });
+        },
       );
     const startTimer = setTimeout(() => bad(`no start message within ${EXEC_START_TIMEOUT_MS / 1000} s`), EXEC_START_TIMEOUT_MS);
 
