@@ -2,7 +2,7 @@
 // sign-in that opened it (an `error` event in the API's error shape, then the
 // end), and one account (or one deployment) holds only so many at once. A real
 // control plane on a real socket, tenants signed in with ed25519 keys.
-import { sqliteDatabase } from "@cm/testkit";
+import { describeEachDatabase, sqliteDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hashSecret } from "../../src/services/ids";
 import { type Harness, startHarness, TestClock } from "../support/harness";
@@ -17,13 +17,14 @@ const errorOf = (events: Array<{ event?: string; data?: string }>) => {
   return e ? JSON.parse(e.data!).error : undefined;
 };
 
-describe("streams end with the sign-in that opened them", () => {
+// On both databases: another replica's revocation is read from the sessions table.
+describeEachDatabase("streams end with the sign-in that opened them, on $name", (db) => {
   let h: Harness;
   let clock: TestClock;
   let nodeId: string;
   beforeAll(async () => {
     clock = new TestClock(Date.now());
-    h = await startHarness(sqliteDatabase, { overrides: { clock }, config: { REVOCATION_CHECK_MS: 50, ACCESS_TOKEN_TTL_S: 600 } });
+    h = await startHarness(db, { overrides: { clock }, config: { REVOCATION_CHECK_MS: 50, ACCESS_TOKEN_TTL_S: 600 } });
     nodeId = (await h.onlineNode((await h.signIn()).token, { maxDeployments: 50 })).id;
   });
   afterAll(() => h.close());
