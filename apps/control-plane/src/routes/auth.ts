@@ -52,7 +52,8 @@ export function authRoutes(deps: Deps, route: RouteFactory) {
           operationId: "refreshTokens",
           tags,
           summary: "Rotate the refresh token for a new pair",
-          description: "A refresh token works once: the pair answered replaces it, and sending it again is INVALID_REFRESH_TOKEN. Limited per client address.",
+          description:
+            "A refresh token works once: the pair answered replaces it, and sending it again is INVALID_REFRESH_TOKEN and revokes the whole session as stolen (every token of its sign-in, and the streams and exec sessions they opened end). Limited per client address.",
           request: { body: jsonBody(RefreshRequest) },
           responses: { 200: json(TokenPair, "A new token pair; the old refresh token no longer works") },
         },
@@ -84,7 +85,7 @@ export function authRoutes(deps: Deps, route: RouteFactory) {
           tags,
           summary: "Sign out: revoke a session",
           description:
-            "Revokes the refresh token's whole family: every access and refresh token issued since that sign-in stops working at once. Any refresh token of the session will do, a spent one too. Other sign-ins of the same wallet are other sessions and go on.",
+            "Revokes the refresh token's whole family: every access and refresh token issued since that sign-in stops working at once, and the logs and events streams and exec sessions opened with them end (with UNAUTHORIZED; on another replica within REVOCATION_CHECK_MS). Any refresh token of the session will do, a spent one too. Other sign-ins of the same wallet are other sessions and go on.",
           request: { body: jsonBody(LogoutRequest) },
           responses: { 200: json(LogoutResponse, "The session is revoked") },
         },
