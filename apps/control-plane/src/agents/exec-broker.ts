@@ -193,8 +193,8 @@ export class ExecBroker {
 
     client.on("message", (raw, isBinary) => {
       const data = toBuffer(raw);
-      activeAtMs = Date.now();
       if (!execId) {
+        activeAtMs = Date.now();
         const start = isBinary ? undefined : parseFrame(ExecStart, data.toString("utf8"));
         if (!start?.ok) return bad(`the first message must be {"type":"start","command":[...]}${start ? `: ${start.error}` : ""}`);
         clearTimeout(startTimer);
@@ -216,6 +216,8 @@ export class ExecBroker {
         client.pause();
         return void renew(renewal.frame.accessToken).finally(() => ended || client.resume());
       }
+      // A renew is not use: the SDK sends one every refresh, which would keep an abandoned shell open for good.
+      activeAtMs = Date.now();
       const problem = checkInput(data, isBinary);
       if (problem) return bad(problem);
       if (agent) return forward(client, agent, data, isBinary);

@@ -126,7 +126,7 @@ describe("exec sessions end with the sign-in that opened them", () => {
 });
 
 describe("an idle exec session", () => {
-  it("ends after EXEC_IDLE_TIMEOUT_MS with no input and no output (IDLE_TIMEOUT, close code 4408)", async () => {
+  it("ends after EXEC_IDLE_TIMEOUT_MS with no input and no output, renews aside (IDLE_TIMEOUT, close code 4408)", async () => {
     const h = await startAgentHarness(db, { EXEC_IDLE_TIMEOUT_MS: 1_000 });
     try {
       const op = await h.signIn();
@@ -136,7 +136,10 @@ describe("an idle exec session", () => {
       const dep = await h.deploy(tenant.token, node.id, node.agent);
       await h.run(node.agent, dep.spec, tenant.token);
       const shell = await openShell(h, node, dep.id, tenant.token);
+      // A client that renews its token as it refreshes is not using the shell.
+      const renewing = setInterval(() => shell.ws.send(JSON.stringify({ type: "renew", accessToken: tenant.token })), 200);
       expect(await shell.closed).toBe(EXEC_CLOSE_CODES.IDLE);
+      clearInterval(renewing);
       expect(shell.texts).toEqual([{ type: "error", code: "IDLE_TIMEOUT", message: "no input and no output for 1 s" }]);
       await shell.agentClosed;
     } finally {
