@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import { creditsToMicro, openRepos } from "@cm/db";
+import { creditsToMicro, microToCredits, openRepos } from "@cm/db";
 import { loadConfig } from "./config";
 import { describeDatabase, sqliteFile } from "./database-location";
 import { decodeWallet } from "./services/auth-service";
@@ -15,10 +15,12 @@ import { randomId } from "./services/ids";
  * plane reads. Each says which database it wrote to.
  *
  *   npm run admin -- credit <walletAddress> <credits> [note]
+ *   npm run admin -- refund <deploymentId> <credits> <reason>
  */
-const usage = "usage: npm run admin -- credit <walletAddress> <credits> [note]";
+const usage = "usage: npm run admin -- credit <walletAddress> <credits> [note]\n       npm run admin -- refund <deploymentId> <credits> <reason>";
 
 async function main(argv: string[]) {
+  if (argv[0] === "refund") return refund(argv.slice(1));
   const [cmd, wallet, amount, ...note] = argv;
   if (cmd !== "credit" || !wallet || !amount) throw new Error(usage);
   try {
@@ -29,15 +31,7 @@ async function main(argv: string[]) {
   const credits = Number(amount);
   if (!Number.isInteger(credits) || credits <= 0 || credits > 100_000_000)
     throw new Error("credits must be a whole number between 1 and 100,000,000 (1 credit = 1 US cent)");
-  const config = loadConfig();
-  const database = describeDatabase(config.DATABASE_URL);
-  const file = sqliteFile(config.DATABASE_URL);
-  if (file && !fs.existsSync(file)) {
-    throw new Error(
-      `no database at ${file}; nothing was credited. Unset, DATABASE_URL is the control plane's default, data/marketplace.db in the repository, which it makes on its first start (npm start): start it once, or set DATABASE_URL to the database your control plane uses`,
-    );
-  }
-  const repos = await openRepos(config.DATABASE_URL);
+  const { repos, database } = await open("credited");
   try {
     const now = Date.now();
     const user = await repos.auth.upsertUser(randomId("usr"), wallet, now);
@@ -52,6 +46,49 @@ async function main(argv: string[]) {
   } finally {
     await repos.handle.close();
   }
+}
+
+/**
+ * Gives a tenant credits back for a deployment, as a `refund` row on their
+ * ledger; it is taken from what the node's operator earned on it (never below
+ * zero), the rest from the platform's fee. At most what the deployment cost,
+ * less earlier refunds.
+ */
+async function refund([deploymentId, amount, ...reason]: string[]) {
+  if (!deploymentId || !amount || reason.length === 0) throw new Error(usage);
+  const credits = Number(amount);
+  if (!/^\d+(\.\d{1,6})?$/.test(amount) || credits <= 0 || credits > 100_000_000)
+    throw new Error("credits must be a positive number of at most 100,000,000 with at most 6 decimals (1 credit = 1 US cent)");
+  const { repos, database } = await open("refunded");
+  try {
+    const ids = randomId;
+    const outcome = await repos.billing.locked(deploymentId, (db, dep) =>
+      repos.earnings.refund(db, dep, { amountMicro: creditsToMicro(credits), description: `refund: ${reason.join(" ")}`, nowMs: Date.now(), ids }),
+    );
+    if (!outcome) throw new Error(`no deployment ${deploymentId} in ${database}; nothing was refunded`);
+    if (!outcome.ok)
+      throw new Error(
+        `deployment ${deploymentId} has ${microToCredits(outcome.refundableMicro)} credits left to refund (what it cost less earlier refunds); nothing was refunded`,
+      );
+    console.log(
+      `refunded ${credits} credits for ${deploymentId} (transaction ${outcome.transactionId}) in ${database}: ${microToCredits(outcome.fromOperatorMicro)} from the operator's earnings, ${microToCredits(outcome.fromFeeMicro)} from the platform's fee`,
+    );
+  } finally {
+    await repos.handle.close();
+  }
+}
+
+/** The control plane's database; a SQLite file that does not exist is refused, not made. */
+async function open(verb: string) {
+  const config = loadConfig();
+  const database = describeDatabase(config.DATABASE_URL);
+  const file = sqliteFile(config.DATABASE_URL);
+  if (file && !fs.existsSync(file)) {
+    throw new Error(
+      `no database at ${file}; nothing was ${verb}. Unset, DATABASE_URL is the control plane's default, data/marketplace.db in the repository, which it makes on its first start (npm start): start it once, or set DATABASE_URL to the database your control plane uses`,
+    );
+  }
+  return { repos: await openRepos(config.DATABASE_URL), database };
 }
 
 main(process.argv.slice(2)).catch((err) => {

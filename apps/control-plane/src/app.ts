@@ -20,6 +20,7 @@ import { execRoutes } from "./routes/exec";
 import { nodeRoutes } from "./routes/nodes";
 import { operationsRoutes } from "./routes/operations";
 import { operatorRoutes } from "./routes/operator";
+import { operatorEarningsRoutes } from "./routes/operator-earnings";
 import { templateRoutes } from "./routes/templates";
 
 export function createApp(deps: Deps) {
@@ -57,6 +58,7 @@ export function createApp(deps: Deps) {
     .route("/auth", authRoutes(deps, route))
     .route("/nodes", nodeRoutes(deps, route))
     .route("/operator/nodes", operatorRoutes(deps, route))
+    .route("/operator/earnings", operatorEarningsRoutes(deps, route))
     .route("/", agentRoutes(deps, route))
     .route("/templates", templateRoutes(deps, route))
     .route("/deployments", deploymentRoutes(deps, route))

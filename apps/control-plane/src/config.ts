@@ -112,6 +112,10 @@ export const ConfigSchema = z
     TLS_KEY: z.string().optional(),
     /** How often running deployments are charged; they are also charged whenever they stop. */
     METER_INTERVAL_MS: z.coerce.number().int().min(100).default(60_000),
+    /** The platform's share of every usage charge, in whole percent; the node's operator earns the rest. */
+    PLATFORM_FEE_PERCENT: z.coerce.number().int().min(0).max(100).default(10),
+    /** How long an operator's earnings stay pending (a refund comes out of them first) before they are available. */
+    EARNINGS_HOLD_HOURS: z.coerce.number().int().min(0).max(8760).default(24),
     /** A log stream whose client takes none of what was written for this long is closed (the client resumes with Last-Event-ID). */
     LOG_STREAM_STALL_MS: z.coerce.number().int().min(100).default(30_000),
     LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),

@@ -16,6 +16,7 @@ import { createDeploymentMoves } from "./services/deployment-moves";
 import { createDeploymentService, type DeploymentService, type NodeLink } from "./services/deployment-service";
 import { DeploymentWatch } from "./services/deployment-watch";
 import { createDepositService, type DepositService } from "./services/deposit-service";
+import { createEarningsService, type EarningsService } from "./services/earnings";
 import { EventBus } from "./services/events";
 import { GrantWatch } from "./services/grant-watch";
 import { type Clock, type IdGenerator, randomId, systemClock } from "./services/ids";
@@ -40,6 +41,8 @@ export type Deps = {
   streams: StreamHolds;
   deployments: DeploymentService;
   depositService: DepositService;
+  /** What operators' nodes earned, read for GET /operator/earnings. */
+  earnings: EarningsService;
   link: NodeLink;
   /** Every agent connection; also the NodeLink unless a test passes its own. */
   agents: AgentHub;
@@ -84,7 +87,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     settledThroughMs: (id, nowMs) => agents.settledThroughMs(id, nowMs),
     lastProofOfLifeMs: (id) => agents.lastProofOfLifeMs(id),
   };
-  const charges = createCharges({ repos, ids });
+  const charges = createCharges({ repos, ids, feePercent: config.PLATFORM_FEE_PERCENT });
   const moves = createDeploymentMoves({ repos, charges, link: liveness });
   const metering = createMetering({ repos, clock, events, log, link: liveness, charges, moves, intervalMs: config.METER_INTERVAL_MS });
   const dbHealth = new DatabaseHealth({ ping: (timeoutMs) => repos.handle.ping(timeoutMs), log, probeMs: DATABASE_PROBE_MS });
@@ -170,6 +173,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
       stableDecimals: config.STABLE_DECIMALS,
       depositTtlS: config.DEPOSIT_TTL_S,
     }),
+    earnings: createEarningsService({ repos, clock, feePercent: config.PLATFORM_FEE_PERCENT, holdHours: config.EARNINGS_HOLD_HOURS }),
     gateway: () => ({ domain: config.GATEWAY_DOMAIN, ...(listenPort !== undefined ? { localPort: listenPort } : {}) }),
     setListenPort: (p) => {
       listenPort = p;

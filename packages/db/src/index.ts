@@ -3,6 +3,7 @@ import { createAuthRepo } from "./repos/auth";
 import { createBillingRepo } from "./repos/billing";
 import { createDeploymentsRepo } from "./repos/deployments";
 import { createDepositsRepo } from "./repos/deposits";
+import { createEarningsRepo } from "./repos/earnings";
 import { createLedgerRepo } from "./repos/ledger";
 import { createLogIngest } from "./repos/log-ingest";
 import { createLogsRepo } from "./repos/logs";
@@ -13,6 +14,7 @@ export { createDb, type DbHandle, type Dialect, isDatabaseUnavailable } from "./
 export type { Consumption } from "./repos/billing";
 export { type MoveFields, type OccupyRefusal, OccupyRefused, type TransitionPatch } from "./repos/deployments";
 export type { ConfirmOutcome } from "./repos/deposits";
+export type { EarningsBooks, EarningsSummaryMicro, RefundOutcome } from "./repos/earnings";
 export { type BalanceMicro, type LedgerType, toBalance } from "./repos/ledger";
 export type { StoredLogCursor } from "./repos/log-ingest";
 export type { NewLogLine } from "./repos/logs";
@@ -32,6 +34,7 @@ export function createRepos(h: DbHandle) {
     logIngest: createLogIngest(h),
     billing: createBillingRepo(h),
     deposits: createDepositsRepo(h),
+    earnings: createEarningsRepo(h),
   };
 }
 export type Repos = ReturnType<typeof createRepos>;

@@ -7,6 +7,8 @@ export type TemplatePort = { internal: number; protocol: string; description: st
 export type StoredEndpoint = { internalPort: number; ready: boolean };
 /** A deposit waits for its transfer on chain, then is credited once; the API never shows this word. */
 export const DEPOSIT_STATUSES = ["pending", "confirmed"] as const;
+/** Whose an earnings row is: the node's operator's, or the platform's fee. */
+export const EARNING_ACCOUNTS = ["operator", "platform"] as const;
 
 export type UserRow = typeof pg.users.$inferSelect;
 export type NodeRow = typeof pg.nodes.$inferSelect;
@@ -16,6 +18,7 @@ export type CreditTransactionRow = typeof pg.creditTransactions.$inferSelect;
 export type CreditPackageRow = typeof pg.creditPackages.$inferSelect;
 export type DepositRow = typeof pg.deposits.$inferSelect;
 export type LogRow = typeof pg.deploymentLogs.$inferSelect;
+export type EarningRow = typeof pg.operatorEarnings.$inferSelect;
 
 /** 1 credit = 1 US cent = 1,000,000 micro-credits: fine enough to charge per second. */
 export const MICRO_PER_CREDIT = 1_000_000;

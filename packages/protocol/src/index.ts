@@ -4,6 +4,7 @@ export * from "./api/common";
 export * from "./api/credits";
 export * from "./api/deployment-events";
 export * from "./api/deployments";
+export * from "./api/earnings";
 export * from "./api/nodes";
 export * from "./api/templates";
 export * from "./control-characters";

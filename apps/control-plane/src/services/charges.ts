@@ -1,11 +1,11 @@
-import type { DeploymentRow, Repos } from "@cm/db";
+import { type DeploymentRow, MICRO_PER_CREDIT as MICRO, type Repos } from "@cm/db";
 import type { IdGenerator } from "./ids";
 
 /** The open transaction of repos.billing.locked, in which the deployment's row is locked and fresh. */
 export type LockedDb = Parameters<Parameters<Repos["billing"]["locked"]>[1]>[0];
 
 const MS_PER_HOUR = 3_600_000n;
-const MICRO_PER_CREDIT = 1_000_000n;
+const MICRO_PER_CREDIT = BigInt(MICRO);
 
 /**
  * What running `billedMs` milliseconds in total costs at `hourlyRateCents`
@@ -24,6 +24,15 @@ export function affordableMs(hourlyRateCents: number, budgetMicro: number): numb
   return Number(((BigInt(budgetMicro) + 1n) * MS_PER_HOUR - 1n) / (BigInt(hourlyRateCents) * MICRO_PER_CREDIT));
 }
 
+/**
+ * The platform's part of a charge: `feePercent` of it rounded down to the
+ * micro-credit, so the operator's part (the charge less the fee) is never
+ * rounded away and the two always add up to the charge exactly.
+ */
+export function feeMicro(chargeMicro: number, feePercent: number): number {
+  return Math.floor((chargeMicro * feePercent) / 100);
+}
+
 const seconds = (ms: number) => (ms % 1000 === 0 ? String(ms / 1000) : (ms / 1000).toFixed(3));
 
 /**
@@ -31,7 +40,7 @@ const seconds = (ms: number) => (ms % 1000 === 0 ? String(ms / 1000) : (ms / 100
  * caller's locked transaction: used by the meter every tick and by every move
  * that leaves running.
  */
-export function createCharges({ repos, ids }: { repos: Repos; ids: IdGenerator }) {
+export function createCharges({ repos, ids, feePercent }: { repos: Repos; ids: IdGenerator; feePercent: number }) {
   /** Holds up to `wantMicro` more from the user's available credits; whatever is there if not all of it. */
   async function topUp(db: LockedDb, dep: DeploymentRow, wantMicro: number): Promise<DeploymentRow> {
     const add = Math.min(wantMicro, await repos.billing.availableMicro(db, dep.userId));
@@ -54,10 +63,13 @@ export function createCharges({ repos, ids }: { repos: Repos; ids: IdGenerator }
         due = costMicro(rate, billedMs) - dep.totalCostMicro;
       }
     }
+    const chargeMicro = Math.max(0, due);
     return repos.billing.consume(db, dep, {
       billedMs,
       billedUntil: untilMs,
-      costMicro: Math.max(0, due),
+      costMicro: chargeMicro,
+      feeMicro: feeMicro(chargeMicro, feePercent),
+      ids,
       txnId: ids("txn"),
       nowMs,
       description: `deployment ${dep.id}: ${seconds(billedMs - dep.billedMs)} s at ${rate} credits/h`,

@@ -1,6 +1,7 @@
 import { eq, sql } from "drizzle-orm";
 import type { Db, DbHandle } from "../client";
 import type { DeploymentRow } from "../types";
+import { createEarningsRepo, type NewId } from "./earnings";
 import { ledgerOps } from "./ledger";
 
 /** One charge, already computed by the metering: the repository only writes it. */
@@ -13,6 +14,9 @@ export type Consumption = {
   txnId: string;
   description: string;
   nowMs: number;
+  /** The platform's part of the cost; the node's operator earns the rest. */
+  feeMicro: number;
+  ids: NewId;
 };
 
 /**
@@ -25,6 +29,7 @@ export type Consumption = {
 export function createBillingRepo(h: DbHandle) {
   const { deployments, users } = h.t;
   const ledger = ledgerOps(h);
+  const earnings = createEarningsRepo(h);
 
   return {
     /** fn in one transaction over the locked, fresh row; undefined when there is no such deployment. */
@@ -66,6 +71,7 @@ export function createBillingRepo(h: DbHandle) {
     async consume(db: Db, dep: DeploymentRow, c: Consumption): Promise<DeploymentRow> {
       if (c.costMicro < 0 || c.costMicro > dep.reservedMicro)
         throw new Error(`billing: charge ${c.costMicro} outside the hold ${dep.reservedMicro} of ${dep.id}`);
+      if (c.feeMicro < 0 || c.feeMicro > c.costMicro) throw new Error(`billing: fee ${c.feeMicro} outside the charge ${c.costMicro} of ${dep.id}`);
       const [row] = await db
         .update(deployments)
         .set({
@@ -87,6 +93,7 @@ export function createBillingRepo(h: DbHandle) {
           deploymentId: dep.id,
           createdAt: c.nowMs,
         });
+        await earnings.credit(db, dep, { usageTxnId: c.txnId, earnMicro: c.costMicro - c.feeMicro, feeMicro: c.feeMicro, nowMs: c.nowMs, ids: c.ids });
       }
       return row!;
     },

@@ -1,6 +1,6 @@
-import { DEPLOYMENT_STATUSES, DESIRED_STATES, EGRESS_POLICIES, NODE_STATUSES, TRANSACTION_TYPES } from "@cm/protocol";
+import { DEPLOYMENT_STATUSES, DESIRED_STATES, EARNING_TYPES, EGRESS_POLICIES, NODE_STATUSES, TRANSACTION_TYPES } from "@cm/protocol";
 import { bigint, boolean, index, integer, jsonb, pgTable, serial, text, uniqueIndex } from "drizzle-orm/pg-core";
-import { DEPOSIT_STATUSES, type Gpu, type NodeSpecs, type StoredEndpoint, type TemplatePort } from "../types";
+import { DEPOSIT_STATUSES, EARNING_ACCOUNTS, type Gpu, type NodeSpecs, type StoredEndpoint, type TemplatePort } from "../types";
 
 // Kept column-for-column in step with sqlite.ts: drizzle has no dialect-neutral schema.
 // Times are epoch milliseconds (UTC by construction); money is integer micro-credits.
@@ -156,6 +156,33 @@ export const creditTransactions = pgTable(
     seq: integer("seq").notNull(),
   },
   (t) => [index("credit_tx_user_idx").on(t.userId, t.seq), index("credit_tx_dep_idx").on(t.deploymentId)],
+);
+
+/**
+ * Where every usage charge goes, append-only: one row for the node's operator
+ * (the charge less the platform's fee) and one for the fee, each pointing at the
+ * tenant's ledger row it comes from; a refund takes back with negative rows
+ * pointing at the tenant's refund row. So usage - refunds = the sum of these rows.
+ */
+export const operatorEarnings = pgTable(
+  "operator_earnings",
+  {
+    id: text("id").primaryKey(),
+    account: text("account", { enum: EARNING_ACCOUNTS }).notNull(),
+    type: text("type", { enum: EARNING_TYPES }).notNull(),
+    // The node's operator, on the platform's rows too: whose machine the money came through.
+    operatorId: text("operator_id").notNull(),
+    nodeId: text("node_id").notNull(),
+    deploymentId: text("deployment_id").notNull(),
+    creditTransactionId: text("credit_transaction_id").notNull(),
+    amountMicro: bigint("amount_micro", { mode: "number" }).notNull(),
+    createdAt: bigint("created_at", { mode: "number" }).notNull(),
+  },
+  (t) => [
+    index("operator_earnings_operator_idx").on(t.operatorId, t.createdAt),
+    index("operator_earnings_dep_idx").on(t.deploymentId),
+    index("operator_earnings_txn_idx").on(t.creditTransactionId),
+  ],
 );
 
 export const creditPackages = pgTable("credit_packages", {
