@@ -66,7 +66,14 @@ describe("OpenAPI document and docs", () => {
       expect(op.description, where).toEqual(expect.any(String));
       for (const response of Object.values(op.responses)) expect(response.headers?.["X-Request-Id"], where).toEqual({ $ref: "#/components/headers/RequestId" });
     }
-    const authed = new Set(["get /auth/me", "get /operator/nodes", "post /operator/nodes", "delete /operator/nodes/{id}"]);
+    const authed = new Set([
+      "get /auth/me",
+      "get /operator/nodes",
+      "post /operator/nodes",
+      "delete /operator/nodes/{id}",
+      "get /operator/earnings",
+      "get /operator/earnings/transactions",
+    ]);
     for (const { where, path, op } of ops) {
       const isAuthed = authed.has(where) || path.startsWith("/deployments") || path.startsWith("/credits");
       expect(op.security, where).toEqual(isAuthed ? [{ bearer: [] }] : []);

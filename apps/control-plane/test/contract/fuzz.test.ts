@@ -110,6 +110,8 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
     "POST /operator/nodes",
     "GET /operator/nodes",
     "DELETE /operator/nodes/{id}",
+    "GET /operator/earnings",
+    "GET /operator/earnings/transactions",
     "GET /agent/whoami",
     "GET /templates",
     "GET /templates/{idOrSlug}",
