@@ -309,6 +309,7 @@ describe("the fake's ports", () => {
     const pubsub = createFakePubsub(
       () => undefined,
       () => {},
+      () => undefined,
     );
     await expect(pubsub.listen(port)).rejects.toMatchObject({ code: "EADDRINUSE" });
     // Had the error escaped, vitest would report it as an unhandled error of this file.

@@ -2,12 +2,14 @@ import { createServer } from "node:http";
 import type { TransactionError } from "@solana/web3.js";
 import bs58 from "bs58";
 import { type WebSocket, WebSocketServer } from "ws";
+import type { FakeFault } from "./fake-rpc-faults";
 
 /**
  * The node's pubsub WebSocket (the RPC port + 1, where web3.js looks for it), for
  * signature subscriptions only: JSON-RPC 2.0 `signatureSubscribe` answers a
  * subscription id, then once the transaction reaches the commitment asked for one
  * `signatureNotification` goes out and the subscription ends by itself, as on a real node.
+ * A fault planned for a method (fake-rpc-faults.ts) answers in its stead.
  */
 
 export type Commitment = "processed" | "confirmed" | "finalized";
@@ -29,13 +31,19 @@ interface Subscription {
   signature: string;
   commitment: Commitment;
   receivedNotice: boolean;
+  /** A "lost-answer" fault: acknowledged, never notified. */
+  silent: boolean;
 }
 
 const RANK: Record<Commitment, number> = { processed: 0, confirmed: 1, finalized: 2 };
 // A node notifies when a bank at the commitment is next published, a slot after the subscription at the soonest.
 const SLOT_MS = 20;
 
-export function createFakePubsub(state: (signature: string) => SignatureState | undefined, record: (method: string, params: unknown[]) => void): FakePubsub {
+export function createFakePubsub(
+  state: (signature: string) => SignatureState | undefined,
+  record: (method: string, params: unknown[]) => void,
+  fault: (method: string) => FakeFault | undefined,
+): FakePubsub {
   const subscriptions = new Map<number, Subscription>();
   const timers = new Set<NodeJS.Timeout>();
   let nextId = 0;
@@ -67,6 +75,12 @@ export function createFakePubsub(state: (signature: string) => SignatureState | 
     // A notification (no id) gets no answer: web3.js sends "ping" that way to keep the socket open.
     if (id === undefined) return;
     const reply = (body: { result: unknown } | { error: { code: number; message: string } }) => send(socket, { jsonrpc: "2.0", ...body, id });
+    const planned = fault(String(method));
+    if (planned?.kind === "no-answer") return;
+    if (planned?.kind === "error") {
+      reply({ error: planned.error });
+      return;
+    }
     if (method === "signatureSubscribe") {
       const [signature, config] = params as [unknown, { commitment?: Commitment; enableReceivedNotification?: boolean } | undefined];
       if (typeof signature !== "string" || bs58.decodeUnsafe(signature)?.length !== 64) {
@@ -79,6 +93,7 @@ export function createFakePubsub(state: (signature: string) => SignatureState | 
         signature,
         commitment: config?.commitment ?? "finalized",
         receivedNotice: config?.enableReceivedNotification === true,
+        silent: planned?.kind === "lost-answer",
       });
       reply({ result: subscriptionId });
       later(() => check(signature));
@@ -104,7 +119,7 @@ export function createFakePubsub(state: (signature: string) => SignatureState | 
     const landed = state(signature);
     if (!landed) return;
     for (const [subscription, s] of subscriptions) {
-      if (s.signature !== signature) continue;
+      if (s.signature !== signature || s.silent) continue;
       const notify = (value: unknown) =>
         send(s.socket, { jsonrpc: "2.0", method: "signatureNotification", params: { result: { context: { slot: landed.slot }, value }, subscription } });
       if (s.receivedNotice) {

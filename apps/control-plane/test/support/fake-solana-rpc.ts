@@ -5,12 +5,15 @@ import type { AddressInfo } from "node:net";
 import type { PublicKey, Transaction, TransactionError } from "@solana/web3.js";
 import { VersionedTransaction } from "@solana/web3.js";
 import bs58 from "bs58";
+import { encodeAccount, type FakeAccount } from "./fake-rpc-accounts";
+import { type FakeFault, FaultPlan } from "./fake-rpc-faults";
 import { createFakePubsub } from "./fake-rpc-pubsub";
-import { type RpcAnswer, type RpcError, sendTransaction } from "./fake-rpc-send";
+import { type RpcAnswer, type RpcError, type SendChain, sendTransaction } from "./fake-rpc-send";
 import type { FakeInnerInstructions, FakeTokenBalance, LandedTx, WireEncoding } from "./fake-rpc-wire-format";
 import { encodeMeta, encodeTransaction, uiTokenAmount, WIRE_ENCODINGS, wireStatus } from "./fake-rpc-wire-format";
 import { type Execution, FakeTokenLedger, MEMO_PROGRAMS } from "./fake-token-ledger";
 
+export type { FakeFault } from "./fake-rpc-faults";
 export type { FakeInnerInstructions, FakeTokenBalance } from "./fake-rpc-wire-format";
 export { uiTokenAmount } from "./fake-rpc-wire-format";
 
@@ -21,6 +24,8 @@ export { uiTokenAmount } from "./fake-rpc-wire-format";
  * land by `addTransaction` (any shape, with the meta the test says) or are sent as
  * clients send them (`sendTransaction`): verified, executed against the fake's token
  * accounts (`fundTokenAccount`), and landed finalized with the balances they moved.
+ * Mints, token accounts and their owners' wallets answer `getAccountInfo`, which is
+ * what `@solana/pay`'s createTransfer reads. Any method can be told to fail (`fail`).
  */
 
 export type FakeCommitment = "confirmed" | "finalized";
@@ -56,6 +61,10 @@ export interface FakeSolanaRpc {
   setDelayMs(delayMs: number): void;
   /** Answer every call with this JSON-RPC error (e.g. -32005 "Node is behind"), or stop with null. */
   setRpcError(error: RpcError | null): void;
+  /** The next `times` calls of `method`, HTTP or pubsub (every one until heal() when omitted), meet `fault`. */
+  fail(method: string, fault: FakeFault, times?: number): void;
+  /** Ends the faults planned for `method`, or for every method. */
+  heal(method?: string): void;
   /** Every JSON-RPC call received, HTTP and pubsub, oldest first. */
   calls: Array<{ method: string; params: unknown[] }>;
   close(): Promise<void>;
@@ -72,6 +81,10 @@ const BASE_BLOCK_HEIGHT = 308_000_000;
 const BLOCKHASH_VALID_BLOCKS = 150;
 const BLOCKHASH = "4sGjMW1sUnHzSxGspuhpqLDx6wiyjNtZAMdL4VZHirAn";
 const FEE_PER_SIGNATURE_LAMPORTS = 5_000;
+/** What every wallet the fake knows holds: lamports are not kept, fee payers count as funded. */
+const WALLET_LAMPORTS = 1_000_000_000;
+/** What `answer` gives for a call whose answer must never come. */
+const NO_ANSWER = Symbol("no answer");
 
 export interface FakeSolanaRpcOptions {
   /** The clock sent transactions take their block time from (ms). */
@@ -85,6 +98,9 @@ export async function startFakeSolanaRpc(options: FakeSolanaRpcOptions = {}): Pr
   const sent: string[] = [];
   const timers = new Set<NodeJS.Timeout>();
   const ledger = new FakeTokenLedger();
+  const faults = new FaultPlan();
+  // Wallets that paid a fee here; owners of token accounts are wallets too.
+  const feePayers = new Set<string>();
   // Each sent transaction lands in a block of its own, which brings a new blockhash.
   let blocks = 0;
   const blockHeight = () => BASE_BLOCK_HEIGHT + blocks;
@@ -99,6 +115,7 @@ export async function startFakeSolanaRpc(options: FakeSolanaRpcOptions = {}): Pr
       return stored && { slot: stored.meta.slot, err: stored.meta.err, commitment: stored.commitment };
     },
     (method, params) => calls.push({ method, params }),
+    (method) => faults.take(method),
   );
 
   const server = createServer((req, res) => void handle(req, res).catch(() => res.destroy()));
@@ -113,28 +130,46 @@ export async function startFakeSolanaRpc(options: FakeSolanaRpcOptions = {}): Pr
     } catch {
       return send(res, { jsonrpc: "2.0", error: { code: -32700, message: "Parse error" }, id: null });
     }
-    send(res, Array.isArray(request) ? request.map(answer) : answer(request));
+    const answers = Array.isArray(request) ? request.map(answer) : [answer(request)];
+    // One withheld answer holds the whole HTTP response, a batch's included; close() ends it.
+    if (answers.includes(NO_ANSWER)) return;
+    send(res, Array.isArray(request) ? answers : answers[0]);
   }
 
   function answer(request: unknown): unknown {
     const { id = null, method, params = [] } = (request ?? {}) as { id?: unknown; method?: unknown; params?: unknown[] };
     calls.push({ method: String(method), params });
-    return { jsonrpc: "2.0", ...(rpcError ? { error: rpcError } : dispatch(String(method), params)), id };
+    if (rpcError) return { jsonrpc: "2.0", error: rpcError, id };
+    const fault = faults.take(String(method));
+    if (fault?.kind === "no-answer") return NO_ANSWER;
+    if (fault?.kind === "error") return { jsonrpc: "2.0", error: fault.error, id };
+    const answered = dispatch(String(method), params, fault);
+    return fault?.kind === "lost-answer" ? NO_ANSWER : { jsonrpc: "2.0", ...answered, id };
   }
 
   const currentSlot = () => Math.max(BASE_SLOT, ...[...txs.values()].map((s) => s.meta.slot + 32));
   const context = () => ({ apiVersion: CORE_VERSION, slot: currentSlot() });
-  function dispatch(method: string, params: unknown[]): RpcAnswer {
+  function dispatch(method: string, params: unknown[], fault: FakeFault | undefined): RpcAnswer {
     switch (method) {
       case "getTransaction":
         return getTransaction(txs, params);
       case "sendTransaction": {
-        const answer = sendTransaction(chain, params);
+        const answer = sendTransaction(faultyChain(fault), params);
         if ("result" in answer) sent.push(String(answer.result));
         return answer;
       }
       case "getSignaturesForAddress":
         return getSignaturesForAddress(txs, params);
+      case "getAccountInfo": {
+        const value = accountValue(params[0], params[1]);
+        return "error" in value ? value : { result: { context: context(), value: value.result } };
+      }
+      case "getMultipleAccounts": {
+        const keys = Array.isArray(params[0]) ? (params[0] as unknown[]) : [];
+        const values = keys.map((key) => accountValue(key, params[1]));
+        const failed = values.find((v) => "error" in v);
+        return failed ?? { result: { context: context(), value: values.map((v) => ("result" in v ? v.result : null)) } };
+      }
       case "getTokenAccountBalance": {
         const account = typeof params[0] === "string" ? ledger.account(params[0]) : undefined;
         if (!account) return { error: { code: -32602, message: "Invalid param: could not find account" } };
@@ -161,6 +196,29 @@ export async function startFakeSolanaRpc(options: FakeSolanaRpcOptions = {}): Pr
     }
   }
 
+  /** An account's `value` in the encoding asked for (base64 unless told), or null when the fake holds none at `address`. */
+  function accountValue(address: unknown, rawConfig: unknown): RpcAnswer {
+    if (typeof address !== "string" || bs58.decodeUnsafe(address)?.length !== 32) return { error: { code: -32602, message: "Invalid param: Invalid" } };
+    const { encoding = "base64" } = (rawConfig ?? {}) as { encoding?: string };
+    const account = accountAt(address);
+    return account ? encodeAccount(account, encoding) : { result: null };
+  }
+  function accountAt(address: string): FakeAccount | undefined {
+    const token = ledger.account(address);
+    if (token) return { kind: "token", ...token };
+    const mint = ledger.mint(address);
+    if (mint) return { kind: "mint", ...mint };
+    if (feePayers.has(address) || ledger.ownsAccounts(address)) return { kind: "wallet", lamports: WALLET_LAMPORTS };
+    return undefined;
+  }
+
+  /** The chain a faulty sendTransaction sees: one that forgot every blockhash, or one whose leader drops what it gets. */
+  function faultyChain(fault: FakeFault | undefined): SendChain {
+    if (fault?.kind === "blockhash-not-found") return { ...chain, isBlockhashValid: () => false };
+    if (fault?.kind === "dropped") return { ...chain, land: () => undefined };
+    return chain;
+  }
+
   function isBlockhashValid(blockhash: string): boolean {
     const lastValid = blockhashes.get(blockhash);
     return lastValid !== undefined && blockHeight() <= lastValid;
@@ -170,7 +228,9 @@ export async function startFakeSolanaRpc(options: FakeSolanaRpcOptions = {}): Pr
     isBlockhashValid,
     hasLanded: (signature: string) => txs.has(signature),
     land(tx: VersionedTransaction, execution: Execution) {
+      execution.commit();
       const signature = bs58.encode(tx.signatures[0]!);
+      feePayers.add(tx.message.staticAccountKeys[0]!.toBase58());
       const meta: FakeTxMeta = {
         err: execution.err,
         fee: FEE_PER_SIGNATURE_LAMPORTS * tx.signatures.length,
@@ -248,6 +308,8 @@ export async function startFakeSolanaRpc(options: FakeSolanaRpcOptions = {}): Pr
     setRpcError(error) {
       rpcError = error;
     },
+    fail: (method, fault, times) => faults.fail(method, fault, times),
+    heal: (method) => faults.heal(method),
     async close() {
       for (const timer of timers) clearTimeout(timer);
       await pubsub.stop();
@@ -313,11 +375,13 @@ function getSignaturesForAddress(txs: Map<string, Stored>, params: unknown[]): R
   const [address, rawConfig] = params;
   const config = (rawConfig ?? {}) as { limit?: number; before?: string; until?: string; commitment?: string };
   if (typeof address !== "string" || bs58.decodeUnsafe(address)?.length !== 32) return { error: { code: -32602, message: "Invalid param: Invalid" } };
+  if (config.commitment === "processed") return { error: { code: -32602, message: "Method does not support commitment below `confirmed`" } };
   const limit = config.limit ?? 1000;
   if (limit < 1 || limit > 1000) return { error: { code: -32602, message: "Invalid limit; max 1000" } };
   const visible = [...txs.entries()]
     .filter(([, s]) => (config.commitment !== "confirmed" ? s.commitment === "finalized" : true))
-    .filter(([, s]) => s.tx.message.staticAccountKeys.some((k) => k.toBase58() === address))
+    // Every account key counts, read-only non-signers (a Solana Pay reference) and ones loaded from lookup tables included.
+    .filter(([, s]) => accountKeys(s).includes(address))
     .sort(([, a], [, b]) => b.meta.slot - a.meta.slot);
   const from = config.before ? visible.findIndex(([sig]) => sig === config.before) + 1 : 0;
   const to = config.until ? visible.findIndex(([sig]) => sig === config.until) : -1;
@@ -332,6 +396,11 @@ function getSignaturesForAddress(txs: Map<string, Stored>, params: unknown[]): R
       slot: s.meta.slot,
     })),
   };
+}
+
+function accountKeys(stored: Stored): string[] {
+  const loaded = stored.meta.loadedAddresses ?? { writable: [], readonly: [] };
+  return [...stored.tx.message.staticAccountKeys.map((k) => k.toBase58()), ...loaded.writable, ...loaded.readonly];
 }
 
 /** The node's memo field: each memo instruction's text as "[length] text", joined by "; ". */

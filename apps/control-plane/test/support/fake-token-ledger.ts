@@ -86,6 +86,21 @@ export class FakeTokenLedger {
     return account && { ...account, decimals: this.decimalsOf(account.mint) };
   }
 
+  /** A mint's decimals, token program and supply (what its accounts hold); undefined for a mint never funded. */
+  mint(address: string): { decimals: number; programId: string; supplyBaseUnits: bigint } | undefined {
+    const mint = this.mints.get(address);
+    if (!mint) return undefined;
+    let supplyBaseUnits = 0n;
+    for (const account of this.accounts.values()) if (account.mint === address) supplyBaseUnits += account.amountBaseUnits;
+    return { ...mint, supplyBaseUnits };
+  }
+
+  /** Whether `wallet` owns any token account. */
+  ownsAccounts(wallet: string): boolean {
+    for (const account of this.accounts.values()) if (account.owner === wallet) return true;
+    return false;
+  }
+
   /** Runs the transaction's instructions in order on a copy; nothing changes until commit(), and only if all succeeded. */
   execute(tx: VersionedTransaction): Execution {
     const message = tx.message;
@@ -195,7 +210,6 @@ export class FakeTokenLedger {
       amount: bigint;
       mint?: string;
       decimals?: number;
-      multisig: boolean;
     };
     try {
       if (checked) {
@@ -208,7 +222,6 @@ export class FakeTokenLedger {
           amount: data.amount,
           mint: keys.mint.pubkey.toBase58(),
           decimals: data.decimals,
-          multisig: keys.multiSigners.length > 0,
         };
       } else {
         const { keys, data } = decodeTransferInstruction(ix, ix.programId);
@@ -218,13 +231,11 @@ export class FakeTokenLedger {
           destination: keys.destination.pubkey.toBase58(),
           owner,
           amount: data.amount,
-          multisig: keys.multiSigners.length > 0,
         };
       }
     } catch {
       return "InvalidInstructionData";
     }
-    if (decoded.multisig) throw new UnsupportedByFake("the fake Solana RPC does not execute multisig token transfers");
     const source = state.get(decoded.source);
     const destination = state.get(decoded.destination);
     // The token program's order of checks: both accounts, funds, mints, decimals, then the authority.
@@ -239,6 +250,9 @@ export class FakeTokenLedger {
       if (decoded.decimals !== this.decimalsOf(source.mint)) return MINT_DECIMALS_MISMATCH;
     }
     if (decoded.owner.key !== source.owner) return OWNER_MISMATCH;
+    // The program treats the keys after the authority as multisig signers only when the
+    // authority is a multisig account (the fake holds none); otherwise it ignores them,
+    // which is how Solana Pay's read-only `reference` keys ride on a transfer.
     if (!decoded.owner.isSigner) return "MissingRequiredSignature";
     source.amountBaseUnits -= decoded.amount;
     destination.amountBaseUnits += decoded.amount;
