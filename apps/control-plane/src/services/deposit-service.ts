@@ -3,7 +3,7 @@ import { creditsToReceive } from "../catalog/credit-packages";
 import { ApiError } from "../errors";
 import { decodeWallet } from "./auth-service";
 import type { ChainClient } from "./chain/chain-client";
-import { verifyDeposit } from "./chain/verify-deposit";
+import { type ExpectedDeposit, verifyDeposit } from "./chain/verify-deposit";
 import type { Clock, IdGenerator } from "./ids";
 
 export type PaymentSettings = { treasuryWallet: string; stableMint: string; stableDecimals: number; depositTtlS: number };
@@ -33,6 +33,17 @@ export function presentDeposit(d: DepositRow) {
     treasuryWallet: d.treasuryWallet,
     stableMint: d.stableMint,
     expiresAt: new Date(d.expiresAt).toISOString(),
+  };
+}
+
+/** What pays `d`: the checks the explicit confirm and a search by reference both make. */
+export function expectedPayment(d: DepositRow): ExpectedDeposit {
+  return {
+    treasuryOwner: d.treasuryWallet,
+    mint: d.stableMint,
+    amountBaseUnits: BigInt(d.amountStableBase),
+    payer: d.walletAddress,
+    notAfterMs: d.expiresAt,
   };
 }
 
@@ -99,13 +110,7 @@ export function createDepositService(repos: Repos, chain: ChainClient, clock: Cl
           { "Retry-After": "5" },
         );
       }
-      const verdict = verifyDeposit(lookup.tx, {
-        treasuryOwner: deposit.treasuryWallet,
-        mint: deposit.stableMint,
-        amountBaseUnits: BigInt(deposit.amountStableBase),
-        payer: deposit.walletAddress,
-        notAfterMs: deposit.expiresAt,
-      });
+      const verdict = verifyDeposit(lookup.tx, expectedPayment(deposit));
       if (!verdict.ok) throw new ApiError(verdict.code, verdict.message);
 
       const outcome = await repos.deposits.confirm(deposit.id, signature, ids("txn"), clock.now());

@@ -5,7 +5,26 @@
 export interface ChainClient {
   /** Looks up a transaction by signature and translates it into the facts the deposit check needs. */
   getTransfer(signature: string): Promise<ChainLookup>;
+  /**
+   * The transactions that name `address` among their account keys, oldest first, at
+   * most `limit` of the newest: how a payment is found by its Solana Pay reference.
+   */
+  signaturesFor(address: string, limit: number): Promise<SignaturesLookup>;
 }
+
+/** One transaction naming an address, as the node lists it (before any getTransaction). */
+export interface SignatureEntry {
+  signature: string;
+  slot: number;
+  /** The node already knows its execution failed. */
+  failed: boolean;
+  blockTimeMs: number | null;
+}
+
+export type SignaturesLookup =
+  | { kind: "found"; signatures: SignatureEntry[] }
+  /** RPC down, slow or answered an error: nothing is known, the caller may retry. */
+  | { kind: "unavailable"; reason: string };
 
 export type ChainLookup =
   | { kind: "found"; tx: TransferFacts }

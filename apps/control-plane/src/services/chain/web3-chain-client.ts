@@ -1,4 +1,5 @@
-import { Connection, SolanaJSONRPCError } from "@solana/web3.js";
+import { Connection, PublicKey, SolanaJSONRPCError } from "@solana/web3.js";
+import bs58 from "bs58";
 import type { ChainClient, ChainCommitment } from "./chain-client";
 import { toTransferFacts } from "./to-transfer-facts";
 import { isTransactionSignature } from "./transaction-signature";
@@ -40,6 +41,24 @@ export function createWeb3ChainClient(options: Web3ChainClientOptions): ChainCli
         });
         if (parsed === null) return { kind: "not_found" };
         return { kind: "found", tx: toTransferFacts(parsed) };
+      } catch (error) {
+        return { kind: "unavailable", reason: describeRpcFailure(error, timeoutMs) };
+      }
+    },
+
+    async signaturesFor(address, limit) {
+      // A malformed address is named by no transaction; the node would only answer -32602.
+      if (bs58.decodeUnsafe(address)?.length !== 32) return { kind: "found", signatures: [] };
+      try {
+        const listed = await connection.getSignaturesForAddress(new PublicKey(address), { limit }, options.commitment);
+        // The node lists newest first; a payment is the oldest that pays.
+        const signatures = listed.reverse().map((s) => ({
+          signature: s.signature,
+          slot: s.slot,
+          failed: s.err != null,
+          blockTimeMs: s.blockTime == null ? null : s.blockTime * 1000,
+        }));
+        return { kind: "found", signatures };
       } catch (error) {
         return { kind: "unavailable", reason: describeRpcFailure(error, timeoutMs) };
       }
