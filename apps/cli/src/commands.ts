@@ -212,6 +212,19 @@ export const COMMANDS: CommandSpec[] = [
     load: async () => (await import("./commands/operator")).nodes,
   },
   {
+    name: "operator earnings",
+    summary: "What your nodes earned: pending, available and paid out, per node and per day.",
+    usage: "[--days N] [--transactions [--page N] [--limit N]]",
+    options: {
+      days: { type: "string", value: "N", description: "how many UTC days the per-day table covers (default 30, at most 366)" },
+      transactions: { type: "boolean", description: "the earnings rows instead, newest first" },
+      page: { type: "string", value: "N", description: "with --transactions: the page (default 1)" },
+      limit: { type: "string", value: "N", description: "with --transactions: rows per page (default 20, at most 100)" },
+    },
+    examples: ["cm operator earnings", "cm operator earnings --days 7 --json", "cm operator earnings --transactions --limit 50"],
+    load: async () => (await import("./commands/operator")).earnings,
+  },
+  {
     name: "operator retire",
     summary: "Retire a node: its deployments stop, its agent removes their containers and exits, its token stops working.",
     usage: "ID [--yes]",

@@ -40,7 +40,7 @@ describe("usage", () => {
     [["show"], /error: missing ID\n\n.*Usage: cm show ID/s],
     [["logs", "dep_1", "--since", "yesterday"], /error: --since takes an ISO 8601 time/],
     [["deploy", "--node", "node_1"], /error: give one of --template and --image/],
-    [["operator"], /error: unknown command operator \(did you mean cm operator add, cm operator nodes, cm operator retire\?\)/],
+    [["operator"], /error: unknown command operator \(did you mean cm operator add, cm operator nodes, cm operator earnings, cm operator retire\?\)/],
   ])("exits 2 with the usage for %j", async (args, message) => {
     const r = await t.cm(args, api);
     expect(r.code).toBe(2);

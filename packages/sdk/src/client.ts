@@ -17,7 +17,15 @@ export function createClient(options: ClientOptions) {
   const t = new Transport(options);
   const get = <R>(
     path: string,
-    query?: T.NodeListQuery | T.TemplateListQuery | T.DeploymentListQuery | T.LogsQuery | T.TransactionListQuery | T.OperatorNodeListQuery,
+    query?:
+      | T.NodeListQuery
+      | T.TemplateListQuery
+      | T.DeploymentListQuery
+      | T.LogsQuery
+      | T.TransactionListQuery
+      | T.OperatorNodeListQuery
+      | T.EarningsQuery
+      | T.EarningTransactionListQuery,
   ) => t.json<R>("GET", path, { auth: true, query });
   const post = <R>(path: string, body?: unknown) => t.json<R>("POST", path, { auth: true, body });
   const del = <R>(path: string) => t.json<R>("DELETE", path, { auth: true });
@@ -101,6 +109,10 @@ export function createClient(options: ClientOptions) {
     /** all: retired nodes too, with their retiredAt */
     nodes: (query: T.OperatorNodeListQuery = {}) => get<T.OperatorNodeListResponse>("/operator/nodes", query),
     retireNode: (id: string) => del<T.DeleteDeploymentResponse>(`/operator/nodes/${seg(id)}`),
+    /** What your nodes earned: pending, available, paid out, per node and per day (the last `days`, 30 by default). */
+    earnings: (query: T.EarningsQuery = {}) => get<T.EarningsResponse>("/operator/earnings", query),
+    /** Your earnings ledger, newest first: your part of each usage charge, and refunds. */
+    earningTransactions: (query: T.EarningTransactionListQuery = {}) => get<T.EarningTransactionListResponse>("/operator/earnings/transactions", query),
   };
 
   return {

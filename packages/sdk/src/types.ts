@@ -25,6 +25,12 @@ export type CreateNodeRequest = In<typeof P.CreateNodeRequest>;
 export type CreateNodeResponse = Out<typeof P.CreateNodeResponse>;
 export type OperatorNodeListQuery = Partial<Out<typeof P.OperatorNodeListQuery>>;
 export type OperatorNodeListResponse = Out<typeof P.OperatorNodeListResponse>;
+export type Earnings = Out<typeof P.Earnings>;
+export type EarningsQuery = Partial<Out<typeof P.EarningsQuery>>;
+export type EarningsResponse = Out<typeof P.EarningsResponse>;
+export type EarningTransaction = Out<typeof P.EarningTransaction>;
+export type EarningTransactionListQuery = Partial<Out<typeof P.EarningTransactionListQuery>>;
+export type EarningTransactionListResponse = Out<typeof P.EarningTransactionListResponse>;
 
 export type TemplateListQuery = Partial<Out<typeof P.TemplateListQuery>>;
 export type TemplateListResponse = Out<typeof P.TemplateListResponse>;

@@ -1,5 +1,5 @@
 import { intFlag, type Run, str, UsageError } from "../args";
-import { cents, gpus } from "./format";
+import { cents, credits, gpus } from "./format";
 
 export const add: Run = async (ctx, { flags }) => {
   const missing = ["name", "region", "country", "rate", "max"].filter((f) => flags[f] === undefined);
@@ -44,6 +44,45 @@ export const nodes: Run = async (ctx, { flags }) => {
     ]),
   );
   if (answer.nodes.length === 0) ctx.out.note("You operate no nodes yet: cm operator add --help");
+};
+
+/** What your nodes earned; with --transactions, the rows it adds up, a page at a time. */
+export const earnings: Run = async (ctx, { flags }) => {
+  if (flags.transactions === true) {
+    const answer = await ctx.client.operator.earningTransactions({ page: intFlag(flags, "page"), limit: intFlag(flags, "limit") });
+    if (ctx.json) return ctx.out.json(answer);
+    ctx.out.table(
+      ["WHEN", "TYPE", "AMOUNT", "NODE", "DEPLOYMENT", "AVAILABLE"],
+      answer.transactions.map((t) => [t.createdAt, t.type, `${t.amount > 0 ? "+" : ""}${credits(t.amount)}`, t.nodeId, t.deploymentId, t.availableAt]),
+    );
+    const p = answer.pagination;
+    ctx.out.note(answer.transactions.length === 0 ? "No earnings yet." : `page ${p.page} of ${p.totalPages} (${p.total} rows)`);
+    return;
+  }
+  const answer = await ctx.client.operator.earnings({ days: intFlag(flags, "days") });
+  if (ctx.json) return ctx.out.json(answer);
+  const e = answer.earnings;
+  ctx.out.fields([
+    ["pending", `${credits(e.pending)} credits (the last ${e.holdHours} h; refunds come out of these first)`],
+    ["available", `${credits(e.available)} credits ($${(e.available / 100).toFixed(2)})`],
+    ["paid out", `${credits(e.paidOut)} credits`],
+    ["fee", `${e.feePercent}% of each charge`],
+  ]);
+  const row = (s: { usage: number; fee: number; refunded: number; earned: number }) => [
+    credits(s.usage),
+    credits(s.fee),
+    credits(s.refunded),
+    credits(s.earned),
+  ];
+  if (e.byNode.length === 0) return ctx.out.note("Your nodes have earned nothing yet.");
+  ctx.out.table(
+    ["NODE", "USAGE", "FEE", "REFUNDED", "EARNED"],
+    e.byNode.map((n) => [n.nodeId, ...row(n)]),
+  );
+  ctx.out.table(
+    ["DAY", "USAGE", "FEE", "REFUNDED", "EARNED"],
+    e.byDay.map((d) => [d.date, ...row(d)]),
+  );
 };
 
 /**

@@ -1,0 +1,63 @@
+import { sqliteDatabase } from "@cm/testkit";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type AgentHarness, eventually, startAgentHarness } from "../../control-plane/test/agents/support/agent-harness";
+import { SimAgent } from "../../control-plane/test/agents/support/sim-agent";
+import { terminal } from "./support/cli";
+
+// `cm operator earnings` against a real control plane: the operator enrols a node from the
+// CLI, a simulated agent runs a tenant's deployment on it for ten metered minutes.
+let h: AgentHarness;
+let op: ReturnType<typeof terminal>;
+let nodeId: string;
+let agent: SimAgent;
+
+beforeAll(async () => {
+  h = await startAgentHarness(sqliteDatabase);
+  op = terminal({ CM_API_URL: h.url });
+  op.keypair();
+  expect((await op.cm(["login"])).code).toBe(0);
+  const add = await op.cm(["operator", "add", "--name", "earner", "--region", "eu-west", "--country", "DE", "--rate", "60", "--max", "2"]);
+  expect(add.code, add.stderr).toBe(0);
+  nodeId = add.stdout.trim().split("\n")[0]!;
+  const token = /AGENT_TOKEN=(\S+) /.exec(add.stdout)![1]!;
+  ({ agent } = await SimAgent.connect(h.url, token, { gpus: 1 }));
+  await eventually(async () => expect((await h.deps.repos.nodes.get(nodeId))?.gpuCount).toBe(1));
+  const t = await h.signIn();
+  await h.grantCredits(t.user.id, 100);
+  const d = await h.deploy(t.token, nodeId, agent);
+  await h.run(agent, d.spec, t.token);
+  for (let minute = 0; minute < 10; minute++) {
+    h.clock.advance(60_000);
+    agent.heartbeat();
+    await eventually(() => expect(h.deps.agents.lastSeenMs(nodeId)).toBe(h.clock.now()));
+    await h.deps.metering.tick();
+  }
+}, 60_000);
+afterAll(async () => {
+  await agent?.close();
+  op?.close();
+  await h?.close();
+});
+
+it("shows pending, available and paid out, and the per-node and per-day tables (10 credits of usage: 9 earned, 1 fee)", async () => {
+  const r = await op.cm(["operator", "earnings"]);
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stdout).toMatch(/^pending:\s+9 credits/m);
+  expect(r.stdout).toMatch(/^available:\s+0 credits/m);
+  expect(r.stdout).toMatch(/^paid out:\s+0 credits/m);
+  expect(r.stdout).toContain(`${nodeId}\t10\t1\t0\t9`);
+  expect(r.stdout).toContain(`${new Date(h.clock.now()).toISOString().slice(0, 10)}\t10\t1\t0\t9`);
+  const json = JSON.parse((await op.cm(["operator", "earnings", "--json", "--days", "7"])).stdout);
+  expect(json.earnings).toMatchObject({ pending: 9, available: 0, paidOut: 0, feePercent: 10, holdHours: 24 });
+});
+
+it("lists the earnings rows a page at a time with --transactions", async () => {
+  const r = await op.cm(["operator", "earnings", "--transactions", "--limit", "3"]);
+  expect(r.code, r.stderr).toBe(0);
+  expect(r.stdout.trim().split("\n")).toHaveLength(3);
+  expect(r.stdout).toMatch(new RegExp(`\tusage\t\\+0\\.90\t${nodeId}\tdep_`));
+  expect(r.stderr).toContain("page 1 of 4 (10 rows)");
+  const bad = await op.cm(["operator", "earnings", "--days", "400"]);
+  expect(bad.code).not.toBe(0);
+  expect(bad.stderr).toMatch(/days/);
+});
