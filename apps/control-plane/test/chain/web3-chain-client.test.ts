@@ -130,3 +130,38 @@ describe("web3 chain client against a Solana-shaped RPC", () => {
     expect(Date.now() - startedMs).toBeLessThan(2_000);
   });
 });
+
+describe("signaturesFor", () => {
+  it("lists the transactions naming an address oldest first, the newest `limit` of them, at the configured commitment", async () => {
+    const wallet = Keypair.generate();
+    const slots = [330_001_000, 330_001_002, 330_001_001];
+    const payments = slots.map((slot, i) => {
+      const payment = makeUsdcPayment({ payer: wallet, treasuryOwner: treasury, amountBaseUnits: 1n, slot, failed: i === 2 });
+      rpc.addTransaction(payment.tx, payment.meta);
+      return payment;
+    });
+    const [first, newest, middle] = payments.map((p) => p.signature);
+    const address = wallet.publicKey.toBase58();
+    const listed = await client().signaturesFor(address, 10);
+    if (listed.kind !== "found") throw new Error(JSON.stringify(listed));
+    expect(listed.signatures.map((s) => s.signature)).toEqual([first, middle, newest]);
+    expect(listed.signatures[1]).toEqual({ signature: middle, slot: 330_001_001, failed: true, blockTimeMs: DEFAULT_BLOCK_TIME_MS });
+    expect(await client().signaturesFor(address, 2)).toMatchObject({ kind: "found", signatures: [{ signature: middle }, { signature: newest }] });
+
+    const confirmedOnly = makeUsdcPayment({ payer: wallet, treasuryOwner: treasury, amountBaseUnits: 1n, slot: 330_001_003, commitment: "confirmed" });
+    rpc.addTransaction(confirmedOnly.tx, confirmedOnly.meta);
+    expect(await client("finalized").signaturesFor(address, 10)).toMatchObject({ signatures: { length: 3 } });
+    expect(await client("confirmed").signaturesFor(address, 10)).toMatchObject({ signatures: { length: 4 } });
+  });
+
+  it("answers no transactions for a malformed address without asking the node, and unavailable when the node fails", async () => {
+    const before = rpc.calls.length;
+    expect(await client().signaturesFor("not-an-address", 10)).toEqual({ kind: "found", signatures: [] });
+    expect(rpc.calls.length).toBe(before);
+    rpc.setRpcError({ code: -32005, message: "Node is behind by 12 slots" });
+    expect(await client().signaturesFor(treasury.toBase58(), 10)).toEqual({
+      kind: "unavailable",
+      reason: "RPC answered error -32005: failed to get signatures for address: Node is behind by 12 slots",
+    });
+  });
+});
