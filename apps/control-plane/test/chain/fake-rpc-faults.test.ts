@@ -6,6 +6,7 @@ import {
   SendTransactionError,
   SolanaJSONRPCError,
   Transaction,
+  TransactionExpiredBlockheightExceededError,
   TransactionMessage,
   VersionedTransaction,
 } from "@solana/web3.js";
@@ -176,6 +177,21 @@ describe("faults", () => {
     expect((await connection.getSignatureStatus(signatureOf(tx))).value).toBeNull();
     expect(rpc.tokenBalance(payer.account)).toBe(2_000_000n);
     expect(rpc.sent).toContain(signatureOf(tx));
+  });
+
+  it("dropped, then 151 blocks: the blockhash expires, so a client waiting on it learns the transaction can never land", async () => {
+    const payer = funded(2n);
+    const latest = await connection.getLatestBlockhash();
+    const tx = await signedPayment(payer, 1_000_000n);
+    expect(tx.message.recentBlockhash).toBe(latest.blockhash);
+    rpc.fail("sendTransaction", { kind: "dropped" }, 1);
+    const signature = await connection.sendTransaction(tx);
+    rpc.advanceBlocks(151);
+    expect(await connection.getBlockHeight()).toBeGreaterThan(latest.lastValidBlockHeight);
+    expect((await connection.isBlockhashValid(latest.blockhash)).value).toBe(false);
+    await expect(connection.confirmTransaction({ signature, ...latest }, "confirmed")).rejects.toThrow(TransactionExpiredBlockheightExceededError);
+    await expect(connection.sendTransaction(tx)).rejects.toThrow("Blockhash not found");
+    expect(rpc.tokenBalance(payer.account)).toBe(2_000_000n);
   });
 
   it("pubsub: an error answers the subscription; lost-answer acknowledges it and never notifies", async () => {

@@ -65,6 +65,8 @@ export interface FakeSolanaRpc {
   fail(method: string, fault: FakeFault, times?: number): void;
   /** Ends the faults planned for `method`, or for every method. */
   heal(method?: string): void;
+  /** Produces `count` empty blocks: time passing, so blockhashes (150 blocks) expire without anything landing. */
+  advanceBlocks(count: number): void;
   /** Every JSON-RPC call received, HTTP and pubsub, oldest first. */
   calls: Array<{ method: string; params: unknown[] }>;
   close(): Promise<void>;
@@ -219,6 +221,12 @@ export async function startFakeSolanaRpc(options: FakeSolanaRpcOptions = {}): Pr
     return chain;
   }
 
+  function produceBlock(): void {
+    blocks += 1;
+    latestBlockhash = bs58.encode(createHash("sha256").update(`fake blockhash ${blocks}`).digest());
+    blockhashes.set(latestBlockhash, blockHeight() + BLOCKHASH_VALID_BLOCKS);
+  }
+
   function isBlockhashValid(blockhash: string): boolean {
     const lastValid = blockhashes.get(blockhash);
     return lastValid !== undefined && blockHeight() <= lastValid;
@@ -240,9 +248,7 @@ export async function startFakeSolanaRpc(options: FakeSolanaRpcOptions = {}): Pr
         postTokenBalances: execution.postTokenBalances,
       };
       txs.set(signature, { ...meta, tx, meta, commitment: "finalized" });
-      blocks += 1;
-      latestBlockhash = bs58.encode(createHash("sha256").update(`fake blockhash ${blocks}`).digest());
-      blockhashes.set(latestBlockhash, blockHeight() + BLOCKHASH_VALID_BLOCKS);
+      produceBlock();
       pubsub.check(signature);
     },
   };
@@ -310,6 +316,9 @@ export async function startFakeSolanaRpc(options: FakeSolanaRpcOptions = {}): Pr
     },
     fail: (method, fault, times) => faults.fail(method, fault, times),
     heal: (method) => faults.heal(method),
+    advanceBlocks(count) {
+      for (let i = 0; i < count; i++) produceBlock();
+    },
     async close() {
       for (const timer of timers) clearTimeout(timer);
       await pubsub.stop();
