@@ -164,6 +164,38 @@ describeEachDatabase("operators' earnings on $name", (db) => {
     for (const n of [a, b]) await n.agent.close();
   });
 
+  it("splits odd charges at another fee to the micro-credit: the fee rounded down, the operator the rest", async () => {
+    const other = await startAgentHarness(db, { PLATFORM_FEE_PERCENT: 33 });
+    try {
+      const o = await other.signIn();
+      const t = await other.signIn();
+      await other.grantCredits(t.user.id, 100);
+      const n = await other.connectedNode(o.token, { hourlyRateCents: 7 });
+      const d = await other.deploy(t.token, n.id, n.agent);
+      await other.run(n.agent, d.spec, t.token);
+      for (const step of [1, 3, 7, 11, 13, 17, 19]) {
+        other.clock.advance(step * S + 1);
+        n.agent.heartbeat();
+        await eventually(() => expect(other.deps.agents.lastSeenMs(n.id)).toBe(other.clock.now()));
+        await other.deps.metering.tick();
+      }
+      const usage = (await other.deps.repos.ledger.list(t.user.id, "usage", 1, 100)).rows;
+      expect(usage).toHaveLength(7);
+      const all = await other.deps.repos.handle.run((q) => q.select().from(other.deps.repos.handle.t.operatorEarnings));
+      for (const u of usage) {
+        const charge = -u.amountMicro;
+        const mine = all.filter((r) => r.creditTransactionId === u.id);
+        expect(mine.find((r) => r.account === "platform")?.amountMicro).toBe(Math.floor((charge * 33) / 100));
+        expect(mine.reduce((sum, r) => sum + r.amountMicro, 0)).toBe(charge);
+      }
+      expect((await other.call("GET", "/operator/earnings", { token: o.token })).json.earnings.feePercent).toBe(33);
+      await other.checkBooks(t.user.id);
+      await n.agent.close();
+    } finally {
+      await other.close();
+    }
+  });
+
   it("lists the operator's rows newest first, paginated like the credit transactions", async () => {
     const op = await operator();
     const t = await tenantWith(100);
