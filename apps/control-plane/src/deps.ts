@@ -22,6 +22,7 @@ import { GrantWatch } from "./services/grant-watch";
 import { type Clock, type IdGenerator, randomId, systemClock } from "./services/ids";
 import { createLogger, type Logger } from "./services/logger";
 import { createMetering, type Liveness, type Metering } from "./services/metering";
+import { createOperatorService, type OperatorService } from "./services/operator-service";
 import { ResponseCache } from "./services/response-cache";
 import { StreamHolds } from "./services/stream-holds";
 
@@ -41,6 +42,8 @@ export type Deps = {
   streams: StreamHolds;
   deployments: DeploymentService;
   depositService: DepositService;
+  /** The nodes an account operates: enrolment, listing, retirement. */
+  operator: OperatorService;
   /** What operators' nodes earned, read for GET /operator/earnings. */
   earnings: EarningsService;
   link: NodeLink;
@@ -173,6 +176,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
       stableDecimals: config.STABLE_DECIMALS,
       depositTtlS: config.DEPOSIT_TTL_S,
     }),
+    operator: createOperatorService({ repos, clock, ids, events, maxNodesPerAccount: config.MAX_NODES_PER_ACCOUNT }),
     earnings: createEarningsService({ repos, clock, feePercent: config.PLATFORM_FEE_PERCENT, holdHours: config.EARNINGS_HOLD_HOURS }),
     gateway: () => ({ domain: config.GATEWAY_DOMAIN, ...(listenPort !== undefined ? { localPort: listenPort } : {}) }),
     setListenPort: (p) => {

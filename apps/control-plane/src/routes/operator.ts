@@ -1,15 +1,13 @@
 import { CreateNodeRequest, CreateNodeResponse, OperatorNodeListQuery, OperatorNodeListResponse } from "@cm/protocol";
 import { z } from "zod";
 import type { Deps } from "../deps";
-import { ApiError } from "../errors";
 import { presentNodeDetail } from "../http/presenters";
 import { createRouter, IdParams, json, jsonBody, type RouteFactory } from "../http/route";
 import { fixedWindows } from "../middleware/rate-limit";
-import { hashSecret, newSecret } from "../services/ids";
 
 /** The nodes a signed-in account operates; mounted at /operator/nodes. */
 export function operatorRoutes(deps: Deps, route: RouteFactory) {
-  const { repos, clock } = deps;
+  const { operator, clock } = deps;
   const tags = ["operator"];
   // Enrolment is open to any signed-in account: bounded per account so nobody fills the catalogue.
   const registrations = fixedWindows({ limit: deps.config.NODE_REGISTRATIONS_PER_HOUR, windowMs: 3_600_000, clock });
@@ -32,18 +30,7 @@ export function operatorRoutes(deps: Deps, route: RouteFactory) {
       async (c) => {
         const user = c.get("user");
         registrations.hit(user.id);
-        const agentToken = newSecret("cmn");
-        const node = await repos.nodes.createWithinQuota(
-          { id: deps.ids("node"), operatorId: user.id, ...c.req.valid("json"), agentTokenHash: hashSecret(agentToken), createdAt: clock.now() },
-          deps.config.MAX_NODES_PER_ACCOUNT,
-        );
-        if (!node)
-          throw new ApiError(
-            "NODE_QUOTA_EXCEEDED",
-            `this account already operates ${deps.config.MAX_NODES_PER_ACCOUNT} nodes, as many as one account may; retire one (DELETE /operator/nodes/:id) first`,
-          );
-        if (!user.isOperator) await repos.auth.setOperator(user.id);
-        deps.events.emit("node-changed", node.id);
+        const { node, agentToken } = await operator.registerNode(user, c.req.valid("json"));
         return c.json({ node: presentNodeDetail(node, clock.now()), agentToken }, 201);
       },
     )
@@ -63,7 +50,7 @@ export function operatorRoutes(deps: Deps, route: RouteFactory) {
       ),
       async (c) => {
         const now = clock.now();
-        const rows = await repos.nodes.listByOperator(c.get("user").id, { includeRetired: c.req.valid("query").all === true });
+        const rows = await operator.nodes(c.get("user").id, c.req.valid("query").all === true);
         return c.json(
           { nodes: rows.map((n) => ({ ...presentNodeDetail(n, now), retiredAt: n.retiredAt === null ? null : new Date(n.retiredAt).toISOString() })) },
           200,
@@ -87,8 +74,7 @@ export function operatorRoutes(deps: Deps, route: RouteFactory) {
       ),
       async (c) => {
         const { id } = c.req.valid("param");
-        if (!(await repos.nodes.retire(id, c.get("user").id, clock.now()))) throw new ApiError("NODE_NOT_FOUND");
-        deps.events.emit("node-retired", id);
+        await operator.retireNode(id, c.get("user").id);
         return c.json({ success: true, message: `node ${id} retired` }, 200);
       },
     );
