@@ -41,7 +41,7 @@ async function main(argv: string[]) {
     );
     const b = await repos.ledger.balance(user.id);
     console.log(
-      `credited ${credits} credits to ${wallet} (user ${user.id}, transaction ${row.id}) in ${database}; available now ${b.availableMicro / 1_000_000}`,
+      `credited ${credits} credits to ${wallet} (user ${user.id}, transaction ${row.id}) in ${database}; available now ${microToCredits(b.availableMicro)}`,
     );
   } finally {
     await repos.handle.close();
