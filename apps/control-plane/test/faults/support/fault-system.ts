@@ -198,6 +198,9 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
     expect(bal.availableMicro).toBeGreaterThanOrEqual(0);
     const { rows } = await repos.deployments.list({ userId, page: 1, limit: 100 });
     expect(bal.reservedMicro).toBe(rows.reduce((s, d) => s + d.reservedMicro, 0));
+    // A crash or an outage never leaves a charge without its operator's and fee's rows.
+    const books = await repos.earnings.books();
+    expect(books.usageMicro - books.refundsMicro).toBe(books.operatorMicro + books.platformMicro);
   }
 
   /**
