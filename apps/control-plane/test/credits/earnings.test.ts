@@ -283,6 +283,29 @@ describeEachDatabase("operators' earnings on $name", (db) => {
     await n.agent.close();
   });
 
+  it("keeps the books whole when refunds race the meter on a running deployment", async () => {
+    const op = await operator();
+    const t = await tenantWith(1000);
+    const n = await h.connectedNode(op.token, { hourlyRateCents: 60 });
+    const d = await h.deploy(t.token, n.id, n.agent);
+    await h.run(n.agent, d.spec, t.token);
+    await runFor(n.agent, n.id, 5 * 60 * S);
+    const refund = () =>
+      h.deps.repos.billing.locked(d.id, (tx, dep) =>
+        h.deps.repos.earnings.refund(tx, dep, { amountMicro: micro(0.5), description: "refund: race", nowMs: h.clock.now(), ids: h.deps.ids }),
+      );
+    for (let i = 0; i < 5; i++) {
+      h.clock.advance(60 * S);
+      await beat(n.agent, n.id);
+      const [, ...refunds] = await Promise.all([h.deps.metering.tick(), refund(), refund()]);
+      for (const r of refunds) expect(r).toMatchObject({ ok: true });
+    }
+    await h.call("POST", `/deployments/${d.id}/stop`, { token: t.token });
+    expect(await earnings(op.token)).toMatchObject({ pending: 4 });
+    await checkMoney();
+    await n.agent.close();
+  });
+
   it("takes a refund from the operator's pending earnings first (those of a younger deployment too), keeping what is available", async () => {
     const op = await operator();
     const t = await tenantWith(1000);
