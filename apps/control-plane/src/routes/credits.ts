@@ -59,7 +59,7 @@ export function creditRoutes(deps: Deps, route: RouteFactory) {
           tags,
           summary: "Start a USDC deposit",
           description:
-            "Send amountStable of stableMint from walletAddress (your signed-in wallet) to treasuryWallet before expiresAt (30 minutes), then call confirm with the transaction signature.",
+            "Send amountStable of stableMint from walletAddress (your signed-in wallet) to treasuryWallet before expiresAt (30 minutes), then call confirm with the transaction signature. Or pay transferRequestUrl (Solana Pay) from any wallet, a phone scanning it as a QR code included: the payment names reference, by which it can be found on chain.",
           request: { body: jsonBody(InitiateDepositRequest) },
           responses: { 200: json(InitiateDepositResponse, "What to pay, to whom, and by when") },
         },

@@ -3,6 +3,7 @@ import { creditsToReceive } from "../catalog/credit-packages";
 import { ApiError } from "../errors";
 import { decodeWallet } from "./auth-service";
 import type { ChainClient } from "./chain/chain-client";
+import { depositTransferRequestUrl, newReference } from "./chain/transfer-request";
 import { type ExpectedDeposit, verifyDeposit } from "./chain/verify-deposit";
 import type { Clock, IdGenerator } from "./ids";
 
@@ -25,7 +26,10 @@ export function presentPackage(p: CreditPackageRow) {
   };
 }
 
-export function presentDeposit(d: DepositRow) {
+/** What a wallet shows as the payee of a transfer request. */
+export const DEPOSIT_LABEL = "Compute marketplace";
+
+export function presentDeposit(d: DepositRow & { reference: string }) {
   return {
     depositId: d.id,
     amountStable: baseUnitsToTokens(BigInt(d.amountStableBase), d.stableDecimals),
@@ -33,6 +37,8 @@ export function presentDeposit(d: DepositRow) {
     treasuryWallet: d.treasuryWallet,
     stableMint: d.stableMint,
     expiresAt: new Date(d.expiresAt).toISOString(),
+    reference: d.reference,
+    transferRequestUrl: depositTransferRequestUrl(d, d.reference, DEPOSIT_LABEL),
   };
 }
 
@@ -71,6 +77,7 @@ export function createDepositService(repos: Repos, chain: ChainClient, clock: Cl
         stableMint: s.stableMint,
         expiresAt: now + s.depositTtlS * 1000,
         createdAt: now,
+        reference: newReference(),
       });
     },
 

@@ -37,7 +37,9 @@ export function createDepositsRepo(h: DbHandle) {
       return h.run(async (db) => (await db.select().from(creditPackages).where(eq(creditPackages.id, id)))[0]);
     },
 
-    async create(row: Omit<DepositRow, "status" | "txSignature" | "transactionId" | "confirmedAt">): Promise<DepositRow> {
+    async create(
+      row: Omit<DepositRow, "status" | "txSignature" | "transactionId" | "confirmedAt" | "reference"> & { reference: string },
+    ): Promise<DepositRow & { reference: string }> {
       return h.run(
         async (db) =>
           (
@@ -45,7 +47,7 @@ export function createDepositsRepo(h: DbHandle) {
               .insert(deposits)
               .values({ ...row, status: "pending" })
               .returning()
-          )[0]!,
+          )[0]! as DepositRow & { reference: string },
       );
     },
     async get(id: string, userId: string): Promise<DepositRow | undefined> {

@@ -209,6 +209,8 @@ export const deposits = pgTable(
     status: text("status", { enum: DEPOSIT_STATUSES }).notNull(),
     txSignature: text("tx_signature").unique(),
     transactionId: text("transaction_id"),
+    /** The Solana Pay reference a payment names, by which the watcher finds it; null on deposits made before references. */
+    reference: text("reference").unique(),
     expiresAt: bigint("expires_at", { mode: "number" }).notNull(),
     createdAt: bigint("created_at", { mode: "number" }).notNull(),
     confirmedAt: bigint("confirmed_at", { mode: "number" }),

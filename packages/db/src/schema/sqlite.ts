@@ -209,6 +209,8 @@ export const deposits = sqliteTable(
     status: text("status", { enum: DEPOSIT_STATUSES }).notNull(),
     txSignature: text("tx_signature").unique(),
     transactionId: text("transaction_id"),
+    /** The Solana Pay reference a payment names, by which the watcher finds it; null on deposits made before references. */
+    reference: text("reference").unique(),
     expiresAt: integer("expires_at").notNull(),
     createdAt: integer("created_at").notNull(),
     confirmedAt: integer("confirmed_at"),

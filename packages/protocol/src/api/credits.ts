@@ -30,6 +30,11 @@ export const Deposit = z
     treasuryWallet: z.string(),
     stableMint: z.string(),
     expiresAt: Timestamp,
+    reference: z.string().meta({ description: "a public key the payment names (Solana Pay reference), by which the control plane finds it on chain" }),
+    transferRequestUrl: z.string().meta({
+      description:
+        "a Solana Pay transfer request (solana:<treasuryWallet>?amount&spl-token&reference&label&message) any wallet can pay, as a link or a QR code",
+    }),
   })
   .meta({ id: "Deposit" });
 
