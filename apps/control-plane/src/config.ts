@@ -41,6 +41,16 @@ export const ConfigSchema = z
       .int()
       .min(60)
       .default(30 * 60),
+    /**
+     * How long after expiresAt a payment whose block time is before it is still
+     * credited: a wallet's payment lands on time and is seen (by the watcher or a
+     * late confirm) a little after. Payments after expiresAt are refused regardless.
+     */
+    DEPOSIT_GRACE_S: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .default(10 * 60),
     AUTH_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).default(60),
     /**
      * Reverse proxies whose X-Forwarded-For the control plane believes when it

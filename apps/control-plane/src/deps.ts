@@ -175,6 +175,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
       stableMint: config.STABLE_MINT,
       stableDecimals: config.STABLE_DECIMALS,
       depositTtlS: config.DEPOSIT_TTL_S,
+      depositGraceS: config.DEPOSIT_GRACE_S,
     }),
     operator: createOperatorService({ repos, clock, ids, events, maxNodesPerAccount: config.MAX_NODES_PER_ACCOUNT }),
     earnings: createEarningsService({ repos, clock, feePercent: config.PLATFORM_FEE_PERCENT, holdHours: config.EARNINGS_HOLD_HOURS }),

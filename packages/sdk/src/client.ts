@@ -99,6 +99,8 @@ export function createClient(options: ClientOptions) {
     packages: () => get<T.PackagesResponse>("/credits/packages"),
     initiateDeposit: (packageId: string, walletAddress: string) => post<T.InitiateDepositResponse>("/credits/deposit/initiate", { packageId, walletAddress }),
     confirmDeposit: (depositId: string, txSignature: string) => post<T.ConfirmDepositResponse>("/credits/deposit/confirm", { depositId, txSignature }),
+    /** One of your deposits: pending (with its transfer request), confirmed (with its transaction) or expired. */
+    deposit: (depositId: string) => get<T.DepositStateResponse>(`/credits/deposits/${seg(depositId)}`),
     transactions: (query: T.TransactionListQuery = {}) => get<T.TransactionListResponse>("/credits/transactions", query),
     /** Pays a package in USDC from `payer` through the Solana RPC and confirms it: the new balance. */
     buy: (packageId: string, payer: Payer, options: BuyOptions) => buyCredits(t, packageId, payer, options),

@@ -56,5 +56,7 @@ export type CreditPackage = Out<typeof P.CreditPackage>;
 export type Deposit = Out<typeof P.Deposit>;
 export type InitiateDepositResponse = Out<typeof P.InitiateDepositResponse>;
 export type ConfirmDepositResponse = Out<typeof P.ConfirmDepositResponse>;
+export type DepositState = Out<typeof P.DepositState>;
+export type DepositStateResponse = Out<typeof P.DepositStateResponse>;
 export type TransactionListQuery = Partial<Out<typeof P.TransactionListQuery>>;
 export type TransactionListResponse = Out<typeof P.TransactionListResponse>;

@@ -46,6 +46,17 @@ describe("credits.buy", () => {
     expect(rpc.tokenBalance(getAssociatedTokenAddressSync(USDC_MINT, payer.publicKey))).toBe(1_000n * 10n ** 6n - paid);
   });
 
+  it("reads a deposit it started: pending, with the reference and transfer request initiate answered", async () => {
+    const { payer, client, pkg } = await signedIn(1n);
+    const { deposit } = await client.credits.initiateDeposit(pkg.id, payer.publicKey.toBase58());
+    expect((await client.credits.deposit(deposit.depositId)).deposit).toMatchObject({
+      depositId: deposit.depositId,
+      status: "pending",
+      reference: deposit.reference,
+      transferRequestUrl: deposit.transferRequestUrl,
+    });
+  });
+
   it("pays with a wallet that signs transactions (a browser wallet's shape)", async () => {
     const { payer, client, pkg } = await signedIn(1_000n);
     const wallet = {

@@ -2,6 +2,7 @@ import {
   BalanceResponse,
   ConfirmDepositRequest,
   ConfirmDepositResponse,
+  DepositStateResponse,
   InitiateDepositRequest,
   InitiateDepositResponse,
   PackagesResponse,
@@ -11,7 +12,7 @@ import {
 } from "@cm/protocol";
 import type { Deps } from "../deps";
 import { presentBalance, presentTransaction } from "../http/presenters";
-import { createRouter, json, jsonBody, type RouteFactory } from "../http/route";
+import { createRouter, IdParams, json, jsonBody, type RouteFactory } from "../http/route";
 import { presentDeposit, presentPackage } from "../services/deposit-service";
 
 /** Credits: balance, packages, USDC deposits and the ledger; mounted at /credits. Every route needs a bearer token. */
@@ -108,6 +109,23 @@ export function creditRoutes(deps: Deps, route: RouteFactory) {
         const { transaction } = await deps.depositService.confirm(user.id, body.depositId, body.txSignature);
         return c.json({ transaction: presentTransaction(transaction), newBalance: presentBalance(await repos.ledger.balance(user.id)) }, 200);
       },
+    )
+    .openapi(
+      route(
+        {
+          method: "get",
+          path: "/deposits/{id}",
+          operationId: "getDeposit",
+          tags,
+          summary: "One of your deposits",
+          description:
+            "pending (pay transferRequestUrl, or confirm with the signature), confirmed (txSignature paid it) or expired (past expiresAt with nothing credited). A payment whose block time is before expiresAt is still credited when it is found within DEPOSIT_GRACE_S after it, so an expired deposit can turn confirmed in that window.",
+          request: { params: IdParams },
+          responses: { 200: json(DepositStateResponse, "The deposit's state") },
+        },
+        { auth: true, errors: ["DEPOSIT_NOT_FOUND"] },
+      ),
+      async (c) => c.json({ deposit: await deps.depositService.state(c.get("user").id, c.req.valid("param").id) }, 200),
     )
     .openapi(
       route(

@@ -1,4 +1,5 @@
 import { type CreditPackageRow, creditsToMicro, type DepositRow, type Repos } from "@cm/db";
+import type { DepositState } from "@cm/protocol";
 import { creditsToReceive } from "../catalog/credit-packages";
 import { ApiError } from "../errors";
 import { decodeWallet } from "./auth-service";
@@ -7,7 +8,7 @@ import { depositTransferRequestUrl, newReference } from "./chain/transfer-reques
 import { type ExpectedDeposit, verifyDeposit } from "./chain/verify-deposit";
 import type { Clock, IdGenerator } from "./ids";
 
-export type PaymentSettings = { treasuryWallet: string; stableMint: string; stableDecimals: number; depositTtlS: number };
+export type PaymentSettings = { treasuryWallet: string; stableMint: string; stableDecimals: number; depositTtlS: number; depositGraceS: number };
 
 /** USD cents to the stablecoin's base units (USDC: 6 decimals, so 1 cent = 10,000), in integers. */
 export const centsToBaseUnits = (cents: number, decimals: number) => (BigInt(cents) * 10n ** BigInt(decimals)) / 100n;
@@ -39,6 +40,24 @@ export function presentDeposit(d: DepositRow & { reference: string }) {
     expiresAt: new Date(d.expiresAt).toISOString(),
     reference: d.reference,
     transferRequestUrl: depositTransferRequestUrl(d, d.reference, DEPOSIT_LABEL),
+  };
+}
+
+/** A deposit as its owner sees it: expired once past expiresAt unless credited. */
+export function presentDepositState(d: DepositRow, nowMs: number): DepositState {
+  const status = d.status === "confirmed" ? "confirmed" : nowMs > d.expiresAt ? "expired" : "pending";
+  return {
+    depositId: d.id,
+    status,
+    amountStable: baseUnitsToTokens(BigInt(d.amountStableBase), d.stableDecimals),
+    creditsToReceive: d.creditsMicro / 1_000_000,
+    treasuryWallet: d.treasuryWallet,
+    stableMint: d.stableMint,
+    expiresAt: new Date(d.expiresAt).toISOString(),
+    ...(d.reference ? { reference: d.reference } : {}),
+    ...(d.reference && status === "pending" ? { transferRequestUrl: depositTransferRequestUrl(d, d.reference, DEPOSIT_LABEL) } : {}),
+    ...(d.txSignature ? { txSignature: d.txSignature } : {}),
+    ...(d.confirmedAt ? { confirmedAt: new Date(d.confirmedAt).toISOString() } : {}),
   };
 }
 
@@ -81,6 +100,12 @@ export function createDepositService(repos: Repos, chain: ChainClient, clock: Cl
       });
     },
 
+    async state(userId: string, depositId: string): Promise<DepositState> {
+      const deposit = await repos.deposits.get(depositId, userId);
+      if (!deposit) throw new ApiError("DEPOSIT_NOT_FOUND", `no deposit ${depositId}`);
+      return presentDepositState(deposit, clock.now());
+    },
+
     /** Returns the ledger row when the signature already credited this deposit; refuses it if it credited another. */
     async refuseUsedSignature(depositId: string, signature: string) {
       const used = await repos.deposits.transactionBySignature(signature);
@@ -95,7 +120,8 @@ export function createDepositService(repos: Repos, chain: ChainClient, clock: Cl
         if (deposit.txSignature !== signature) throw new ApiError("DEPOSIT_ALREADY_CONFIRMED", `deposit ${depositId} was confirmed with another transaction`);
         return { transaction: (await repos.deposits.transactionBySignature(signature))!, replay: true };
       }
-      if (clock.now() > deposit.expiresAt)
+      // Within the grace a payment made before expiresAt still counts; verifyDeposit refuses later ones.
+      if (clock.now() > deposit.expiresAt + s.depositGraceS * 1000)
         throw new ApiError("DEPOSIT_EXPIRED", `deposit ${depositId} expired at ${new Date(deposit.expiresAt).toISOString()}; start a new one`);
       const mine = await this.refuseUsedSignature(deposit.id, signature);
       if (mine) return { transaction: mine, replay: true };

@@ -86,6 +86,7 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
       "/operator/nodes/{id}": nodeIds,
       "/templates/{idOrSlug}": templates.flatMap((t) => [t.id, t.slug]),
       "/deployments/{id}": deployments,
+      "/credits/deposits/{id}": deposit.status === 200 ? [deposit.json.deposit.depositId] : [],
     });
   });
   afterAll(async () => {
@@ -126,6 +127,7 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
     "GET /credits/packages",
     "POST /credits/deposit/initiate",
     "POST /credits/deposit/confirm",
+    "GET /credits/deposits/{id}",
     "GET /credits/transactions",
   ]
     .map((s) => ({ method: s.split(" ")[0]!.toLowerCase(), path: s.split(" ")[1]! }))

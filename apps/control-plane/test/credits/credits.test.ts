@@ -142,17 +142,29 @@ describeEachDatabase("credits on $name", (db) => {
     expect((await confirm(t, d.depositId, pay(t))).status).toBe(200);
   });
 
-  it("refuses a payment that landed after the deposit expired, and a confirm after expiry", async () => {
+  it("refuses a payment that landed after the deposit expired, and a confirm after expiry plus the grace", async () => {
     const t = await tenant();
     const d = await initiate(t);
     const late = pay(t, { blockTimeMs: Math.floor((h.clock.now() + 31 * 60_000) / 1000) * 1000 });
     expect((await confirm(t, d.depositId, late)).json.error.code).toBe("PAYMENT_AFTER_EXPIRY");
     const onTime = pay(t);
-    h.clock.advance(30 * 60_000 + 1);
+    // DEPOSIT_GRACE_S (10 minutes) after expiresAt.
+    h.clock.advance(40 * 60_000 + 1);
     const fresh = await h.signIn(t.wallet);
     const r = await confirm(fresh, d.depositId, onTime);
     expect(r.status).toBe(410);
     expect(r.json.error.code).toBe("DEPOSIT_EXPIRED");
+  });
+
+  it("credits a payment made before expiresAt and confirmed after it, within the grace", async () => {
+    const t = await tenant();
+    const d = await initiate(t);
+    const onTime = pay(t);
+    h.clock.advance(30 * 60_000 + 5 * 60_000);
+    const fresh = await h.signIn(t.wallet);
+    const r = await confirm(fresh, d.depositId, onTime);
+    expect(r.status).toBe(200);
+    expect(r.json.newBalance.available).toBe(d.creditsToReceive);
   });
 
   it("never credits one signature twice, across deposits or users", async () => {

@@ -92,4 +92,54 @@ describeEachDatabase("deposits by Solana Pay reference on $name", (db) => {
     expect(r.json.transaction).toMatchObject({ type: "deposit", amount: d.creditsToReceive, txSignature: signature });
     expect(r.json.newBalance.available).toBe(d.creditsToReceive);
   });
+
+  it("GET /credits/deposits/{id}: pending with its transfer request, confirmed with its transaction, expired past expiresAt", async () => {
+    const t = await tenant();
+    const d = await initiate(t);
+    const state = async (id = d.depositId, token = t.token) => h.call("GET", `/credits/deposits/${id}`, { token });
+
+    const pending = await state();
+    expect(pending.status).toBe(200);
+    expect(pending.json.deposit).toEqual({
+      depositId: d.depositId,
+      status: "pending",
+      amountStable: d.amountStable,
+      creditsToReceive: d.creditsToReceive,
+      treasuryWallet: d.treasuryWallet,
+      stableMint: USDC_MINT.toBase58(),
+      expiresAt: d.expiresAt,
+      reference: d.reference,
+      transferRequestUrl: d.transferRequestUrl,
+    });
+
+    const signature = await payTransferRequest(connection, d.transferRequestUrl, t.kp);
+    expect((await h.call("POST", "/credits/deposit/confirm", { token: t.token, body: { depositId: d.depositId, txSignature: signature } })).status).toBe(200);
+    const confirmed = (await state()).json.deposit;
+    expect(confirmed).toMatchObject({ status: "confirmed", txSignature: signature, confirmedAt: new Date(h.clock.now()).toISOString() });
+    expect(confirmed).not.toHaveProperty("transferRequestUrl");
+
+    const unpaid = await initiate(t);
+    h.clock.advance(30 * 60_000 + 1);
+    const fresh = await h.signIn(t.wallet);
+    const expired = (await state(unpaid.depositId, fresh.token)).json.deposit;
+    expect(expired).toMatchObject({ status: "expired", reference: unpaid.reference });
+    expect(expired).not.toHaveProperty("transferRequestUrl");
+    // A confirmed deposit stays confirmed whatever the time.
+    expect((await state(d.depositId, fresh.token)).json.deposit.status).toBe("confirmed");
+  });
+
+  it("GET /credits/deposits/{id} answers 404 in the error shape for another's deposit and an unknown id, 401 without a token", async () => {
+    const owner = await tenant();
+    const other = await tenant();
+    const d = await initiate(owner);
+    for (const [id, token] of [
+      [d.depositId, other.token],
+      ["dpst_nope", owner.token],
+    ] as const) {
+      const r = await h.call("GET", `/credits/deposits/${id}`, { token });
+      expect(r.status).toBe(404);
+      expect(r.json.error).toMatchObject({ code: "DEPOSIT_NOT_FOUND", requestId: expect.any(String) });
+    }
+    expect((await h.call("GET", `/credits/deposits/${d.depositId}`)).status).toBe(401);
+  });
 });

@@ -38,6 +38,25 @@ export const Deposit = z
   })
   .meta({ id: "Deposit" });
 
+/** pending: awaiting its payment; confirmed: credited; expired: past expiresAt without a payment credited. */
+export const DEPOSIT_STATES = ["pending", "confirmed", "expired"] as const;
+export const DepositState = z
+  .object({
+    depositId: z.string(),
+    status: z.enum(DEPOSIT_STATES),
+    amountStable: z.number(),
+    creditsToReceive: z.number(),
+    treasuryWallet: z.string(),
+    stableMint: z.string(),
+    expiresAt: Timestamp,
+    reference: z.string().optional().meta({ description: "the Solana Pay reference the payment names; absent on deposits made before references" }),
+    transferRequestUrl: z.string().optional().meta({ description: "the Solana Pay transfer request that pays it, while pending" }),
+    txSignature: z.string().optional().meta({ description: "the transaction that paid it, once confirmed" }),
+    confirmedAt: Timestamp.optional(),
+  })
+  .meta({ id: "DepositState" });
+export type DepositState = z.infer<typeof DepositState>;
+
 export const TRANSACTION_TYPES = ["deposit", "usage", "refund"] as const;
 export const CreditTransaction = z
   .object({
@@ -59,6 +78,7 @@ export const ConfirmDepositRequest = z.strictObject({
   depositId: text().min(1).max(64),
   txSignature: z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{64,90}$/, "must be a base58 transaction signature"),
 });
+export const DepositStateResponse = z.object({ deposit: DepositState });
 export const ConfirmDepositResponse = z.object({ transaction: CreditTransaction, newBalance: Balance });
 export const TransactionListQuery = z.strictObject({ type: z.enum(TRANSACTION_TYPES).optional(), ...pageQuery(100) });
 export const TransactionListResponse = z.object({ transactions: z.array(CreditTransaction), pagination: Pagination });
