@@ -51,6 +51,12 @@ export const ConfigSchema = z
       .int()
       .min(0)
       .default(10 * 60),
+    /** How often the deposit watcher looks for payments by reference; 0 turns it off (deposits then credit by confirm only). */
+    DEPOSIT_WATCH_INTERVAL_MS: z.coerce
+      .number()
+      .int()
+      .refine((ms) => ms === 0 || ms >= 100, "0 (off) or at least 100")
+      .default(2_000),
     AUTH_RATE_LIMIT_PER_MIN: z.coerce.number().int().min(1).default(60),
     /**
      * Reverse proxies whose X-Forwarded-For the control plane believes when it

@@ -16,6 +16,7 @@ import { createDeploymentMoves } from "./services/deployment-moves";
 import { createDeploymentService, type DeploymentService, type NodeLink } from "./services/deployment-service";
 import { DeploymentWatch } from "./services/deployment-watch";
 import { createDepositService, type DepositService } from "./services/deposit-service";
+import { createDepositWatcher, type DepositWatcher } from "./services/deposit-watcher";
 import { createEarningsService, type EarningsService } from "./services/earnings";
 import { EventBus } from "./services/events";
 import { GrantWatch } from "./services/grant-watch";
@@ -42,6 +43,8 @@ export type Deps = {
   streams: StreamHolds;
   deployments: DeploymentService;
   depositService: DepositService;
+  /** Credits deposits paid by reference without a confirm call. */
+  depositWatcher: DepositWatcher;
   /** The nodes an account operates: enrolment, listing, retirement. */
   operator: OperatorService;
   /** What operators' nodes earned, read for GET /operator/earnings. */
@@ -142,10 +145,22 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     log,
     secure: Boolean(config.TLS_CERT && config.TLS_KEY),
   });
+  const depositWatcher = createDepositWatcher({
+    repos,
+    chain,
+    clock,
+    ids,
+    log,
+    treasuryWallet: config.TREASURY_WALLET,
+    stableMint: config.STABLE_MINT,
+    graceS: config.DEPOSIT_GRACE_S,
+    intervalMs: config.DEPOSIT_WATCH_INTERVAL_MS,
+  });
   if (!o.manualTicks) {
     dbHealth.start();
     agents.start();
     metering.start();
+    depositWatcher.start();
   }
   let listenPort: number | undefined;
   const nodeCatalogCache = new ResponseCache({ ttlMs: 1000, maxEntries: 1000, now: () => clock.now() });
@@ -177,6 +192,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
       depositTtlS: config.DEPOSIT_TTL_S,
       depositGraceS: config.DEPOSIT_GRACE_S,
     }),
+    depositWatcher,
     operator: createOperatorService({ repos, clock, ids, events, maxNodesPerAccount: config.MAX_NODES_PER_ACCOUNT }),
     earnings: createEarningsService({ repos, clock, feePercent: config.PLATFORM_FEE_PERCENT, holdHours: config.EARNINGS_HOLD_HOURS }),
     gateway: () => ({ domain: config.GATEWAY_DOMAIN, ...(listenPort !== undefined ? { localPort: listenPort } : {}) }),
@@ -191,6 +207,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
       grants.close();
       await agents.close();
       await metering.stop();
+      await depositWatcher.stop();
       await repos.handle.close();
     },
   };

@@ -4,6 +4,7 @@ import { Connection, Keypair, PublicKey } from "@solana/web3.js";
 import bs58 from "bs58";
 import nacl from "tweetnacl";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { SWEEP_PER_TICK } from "../../src/services/deposit-watcher";
 import { type FakeSolanaRpc, startFakeSolanaRpc } from "../support/fake-solana-rpc";
 import { type Harness, startHarness, type Wallet } from "../support/harness";
 import { USDC_DECIMALS, USDC_MINT } from "../support/solana-fixtures";
@@ -126,6 +127,80 @@ describeEachDatabase("deposits by Solana Pay reference on $name", (db) => {
     expect(expired).not.toHaveProperty("transferRequestUrl");
     // A confirmed deposit stays confirmed whatever the time.
     expect((await state(d.depositId, fresh.token)).json.deposit.status).toBe("confirmed");
+  });
+
+  const balance = async (token: string) => (await h.call("GET", "/credits/balance", { token })).json.balance.available as number;
+  const state = async (id: string, token: string) => (await h.call("GET", `/credits/deposits/${id}`, { token })).json.deposit;
+
+  it("the watcher credits a payment built by createTransfer with no confirm call, once", async () => {
+    const t = await tenant();
+    const d = await initiate(t);
+    const signature = await payTransferRequest(connection, d.transferRequestUrl, t.kp);
+    expect(await balance(t.token)).toBe(0);
+
+    await h.deps.depositWatcher.tick();
+    expect(await balance(t.token)).toBe(d.creditsToReceive);
+    expect(await state(d.depositId, t.token)).toMatchObject({ status: "confirmed", txSignature: signature });
+    // Later ticks and a late confirm change nothing.
+    await h.deps.depositWatcher.tick();
+    const r = await h.call("POST", "/credits/deposit/confirm", { token: t.token, body: { depositId: d.depositId, txSignature: signature } });
+    expect(r.status).toBe(200);
+    expect(await balance(t.token)).toBe(d.creditsToReceive);
+    const deposits = (await h.call("GET", "/credits/transactions?type=deposit", { token: t.token })).json.transactions;
+    expect(deposits).toHaveLength(1);
+  });
+
+  it("confirm racing the watcher credits each deposit once", async () => {
+    const t = await tenant();
+    const paid: Array<{ d: InitiatedDeposit; signature: string }> = [];
+    for (let i = 0; i < 4; i++) {
+      const d = await initiate(t, "pkg_starter");
+      paid.push({ d, signature: await payTransferRequest(connection, d.transferRequestUrl, t.kp) });
+    }
+    const answers = await Promise.all([
+      h.deps.depositWatcher.tick(),
+      ...paid.map(({ d, signature }) =>
+        h.call("POST", "/credits/deposit/confirm", { token: t.token, body: { depositId: d.depositId, txSignature: signature } }),
+      ),
+      h.deps.depositWatcher.tick(),
+    ]);
+    for (const r of answers.slice(1, -1) as Array<{ status: number }>) expect(r.status).toBe(200);
+    await h.deps.depositWatcher.tick();
+    const total = paid.reduce((sum, { d }) => sum + d.creditsToReceive, 0);
+    expect(await balance(t.token)).toBe(total);
+    const rows = (await h.call("GET", "/credits/transactions?type=deposit", { token: t.token })).json.transactions as Array<{ txSignature: string }>;
+    expect(rows.map((row) => row.txSignature).sort()).toEqual(paid.map((p) => p.signature).sort());
+  });
+
+  it("credits a payment made before expiresAt and seen within the grace; seen after expiry plus the grace, the deposit stays expired", async () => {
+    const t = await tenant();
+    const tooLate = await initiate(t);
+    await payTransferRequest(connection, tooLate.transferRequestUrl, t.kp);
+    // First seen 11 minutes after expiresAt: past DEPOSIT_GRACE_S (10 minutes).
+    h.clock.advance(41 * 60_000);
+    let fresh = await h.signIn(t.wallet);
+    await h.deps.depositWatcher.tick();
+    expect(await state(tooLate.depositId, fresh.token)).toMatchObject({ status: "expired" });
+    expect(await balance(fresh.token)).toBe(0);
+
+    const onTime = await initiate({ ...fresh, kp: t.kp });
+    await payTransferRequest(connection, onTime.transferRequestUrl, t.kp);
+    // First seen 5 minutes after expiresAt.
+    h.clock.advance(35 * 60_000);
+    fresh = await h.signIn(t.wallet);
+    await h.deps.depositWatcher.tick();
+    expect(await state(onTime.depositId, fresh.token)).toMatchObject({ status: "confirmed" });
+    expect(await balance(fresh.token)).toBe(onTime.creditsToReceive);
+  });
+
+  it("a tick's RPC calls do not grow with the open deposits: one listing of the treasury and a few searches", async () => {
+    const t = await tenant();
+    for (let i = 0; i < 30; i++) await initiate(t, "pkg_starter");
+    await h.deps.depositWatcher.tick();
+    const before = rpc.calls.length;
+    await h.deps.depositWatcher.tick();
+    // No new payment: the listing, then SWEEP_PER_TICK deposits searched by reference (one listing each).
+    expect(rpc.calls.length - before).toBeLessThanOrEqual(1 + SWEEP_PER_TICK);
   });
 
   it("GET /credits/deposits/{id} answers 404 in the error shape for another's deposit and an unknown id, 401 without a token", async () => {

@@ -33,7 +33,8 @@ export type Harness = Awaited<ReturnType<typeof startHarness>>;
 export async function startHarness(db: TestDatabase, opts: { config?: Partial<Config>; overrides?: DepsOverrides } = {}) {
   const created = await db.create();
   const clock = new TestClock();
-  const config = testConfig({ DATABASE_URL: created.url, LOG_LEVEL: "silent", AUTH_RATE_LIMIT_PER_MIN: 10_000, ...opts.config });
+  // The deposit watcher runs when a test calls deps.depositWatcher.tick(): on a timer it would take the RPC faults a test injects.
+  const config = testConfig({ DATABASE_URL: created.url, LOG_LEVEL: "silent", AUTH_RATE_LIMIT_PER_MIN: 10_000, DEPOSIT_WATCH_INTERVAL_MS: 0, ...opts.config });
   const deps: Deps = await createDeps(config, { clock, log: createLogger("silent"), ...opts.overrides });
   const server = await startServer(deps, { port: 0, host: "127.0.0.1" });
 

@@ -1,4 +1,4 @@
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, eq, gte, isNotNull } from "drizzle-orm";
 import type { DbHandle } from "../client";
 import type { CreditPackageRow, CreditTransactionRow, DepositRow } from "../types";
 import { ledgerOps } from "./ledger";
@@ -59,6 +59,18 @@ export function createDepositsRepo(h: DbHandle) {
               .from(deposits)
               .where(and(eq(deposits.id, id), eq(deposits.userId, userId)))
           )[0],
+      );
+    },
+    /** Pending deposits with a reference whose expiresAt is at or after `expiredSinceMs`, oldest first: what a watcher looks for. */
+    async openWithReference(expiredSinceMs: number, limit: number): Promise<Array<DepositRow & { reference: string }>> {
+      return h.run(
+        async (db) =>
+          (await db
+            .select()
+            .from(deposits)
+            .where(and(eq(deposits.status, "pending"), isNotNull(deposits.reference), gte(deposits.expiresAt, expiredSinceMs)))
+            .orderBy(asc(deposits.createdAt), asc(deposits.id))
+            .limit(limit)) as Array<DepositRow & { reference: string }>,
       );
     },
     async transactionBySignature(signature: string): Promise<CreditTransactionRow | undefined> {
