@@ -1,10 +1,11 @@
 import { describeEachDatabase } from "@cm/testkit";
 import { parseURL } from "@solana/pay";
+import { getAssociatedTokenAddressSync } from "@solana/spl-token";
 import { Connection, Keypair, PublicKey } from "@solana/web3.js";
 import bs58 from "bs58";
 import nacl from "tweetnacl";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
-import { SWEEP_PER_TICK } from "../../src/services/deposit-watcher";
+import { associatedTokenAccount, SWEEP_PER_TICK } from "../../src/services/deposit-watcher";
 import { type FakeSolanaRpc, startFakeSolanaRpc } from "../support/fake-solana-rpc";
 import { type Harness, startHarness, type Wallet } from "../support/harness";
 import { USDC_DECIMALS, USDC_MINT } from "../support/solana-fixtures";
@@ -191,6 +192,22 @@ describeEachDatabase("deposits by Solana Pay reference on $name", (db) => {
     await h.deps.depositWatcher.tick();
     expect(await state(onTime.depositId, fresh.token)).toMatchObject({ status: "confirmed" });
     expect(await balance(fresh.token)).toBe(onTime.creditsToReceive);
+  });
+
+  it("a tick the RPC fails credits nothing and throws nothing; the next one credits", async () => {
+    const t = await tenant();
+    const d = await initiate(t);
+    await payTransferRequest(connection, d.transferRequestUrl, t.kp);
+    rpc.fail("getSignaturesForAddress", { kind: "error", error: { code: -32005, message: "Node is behind by 42 slots" } });
+    await h.deps.depositWatcher.tick();
+    expect(await balance(t.token)).toBe(0);
+    rpc.heal("getSignaturesForAddress");
+    await h.deps.depositWatcher.tick();
+    expect(await balance(t.token)).toBe(d.creditsToReceive);
+  });
+
+  it("watches the treasury's associated token account, the one createTransfer pays", () => {
+    expect(associatedTokenAccount(treasury.toBase58(), USDC_MINT.toBase58())).toBe(getAssociatedTokenAddressSync(USDC_MINT, treasury).toBase58());
   });
 
   it("a tick's RPC calls do not grow with the open deposits: one listing of the treasury and a few searches", async () => {
