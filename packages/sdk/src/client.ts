@@ -1,4 +1,5 @@
 import { type BuyOptions, buyCredits, type Payer } from "./chain";
+import { type DepositWaitOptions, waitForDeposit } from "./deposits";
 import { ApiError } from "./errors";
 import { type ExecOptions, exec } from "./exec";
 import { type FollowOptions, follow, type PollOptions, type WaitOptions, waitFor, watch } from "./follow";
@@ -101,6 +102,8 @@ export function createClient(options: ClientOptions) {
     confirmDeposit: (depositId: string, txSignature: string) => post<T.ConfirmDepositResponse>("/credits/deposit/confirm", { depositId, txSignature }),
     /** One of your deposits: pending (with its transfer request), confirmed (with its transaction) or expired. */
     deposit: (depositId: string) => get<T.DepositStateResponse>(`/credits/deposits/${seg(depositId)}`),
+    /** Polls the deposit until it is confirmed (answered) or expired (DepositWaitError): a payment by its transferRequestUrl needs no confirm call. */
+    waitForDeposit: (depositId: string, options?: DepositWaitOptions) => waitForDeposit(t, depositId, options),
     transactions: (query: T.TransactionListQuery = {}) => get<T.TransactionListResponse>("/credits/transactions", query),
     /** Pays a package in USDC from `payer` through the Solana RPC and confirms it: the new balance. */
     buy: (packageId: string, payer: Payer, options: BuyOptions) => buyCredits(t, packageId, payer, options),

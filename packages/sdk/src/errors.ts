@@ -56,6 +56,19 @@ export class WaitError extends CmError {
   }
 }
 
+/** waitForDeposit gave up: the time ran out, or the deposit expired with nothing credited. */
+export class DepositWaitError extends CmError {
+  declare readonly code: "WAIT_TIMEOUT" | "DEPOSIT_EXPIRED";
+  constructor(
+    code: "WAIT_TIMEOUT" | "DEPOSIT_EXPIRED",
+    message: string,
+    /** The deposit as last seen. */
+    readonly deposit: unknown,
+  ) {
+    super(code, message);
+  }
+}
+
 /** The chain refused or did not confirm a payment (the API was not told of it). */
 export class ChainError extends CmError {
   declare readonly code: "CHAIN_UNAVAILABLE" | "TX_REJECTED" | "TX_NOT_CONFIRMED" | "CHAIN_LIBRARIES_MISSING";

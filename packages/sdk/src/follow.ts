@@ -212,7 +212,7 @@ export async function* followByPolling(t: Transport, id: string, options: Follow
 }
 
 /** Retries what a restart or a dropped connection causes, with backoff up to 5 s; anything else is thrown. */
-async function retrying<T>(options: PollOptions, call: () => Promise<T>): Promise<T> {
+export async function retrying<T>(options: PollOptions, call: () => Promise<T>): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await call();

@@ -1,11 +1,12 @@
 import { sqliteDatabase } from "@cm/testkit";
 import { getAssociatedTokenAddressSync } from "@solana/spl-token";
-import { Keypair, type VersionedTransaction } from "@solana/web3.js";
+import { Connection, Keypair, type VersionedTransaction } from "@solana/web3.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeSolanaRpc, startFakeSolanaRpc } from "../../../apps/control-plane/test/support/fake-solana-rpc";
 import { type Harness, startHarness, TestClock } from "../../../apps/control-plane/test/support/harness";
 import { USDC_DECIMALS, USDC_MINT } from "../../../apps/control-plane/test/support/solana-fixtures";
-import { ChainError, createClient, keypairSigner } from "../src";
+import { payTransferRequest } from "../../../apps/control-plane/test/support/solana-pay";
+import { ChainError, createClient, DepositWaitError, keypairSigner } from "../src";
 
 // credits.buy through the tests' Solana RPC, which verifies, executes and lands the
 // payment as a node would, and the control plane reads it back from there.
@@ -13,10 +14,11 @@ import { ChainError, createClient, keypairSigner } from "../src";
 let h: Harness;
 let rpc: FakeSolanaRpc;
 const treasury = Keypair.generate().publicKey;
+const clock = new TestClock(Date.now());
 beforeAll(async () => {
   rpc = await startFakeSolanaRpc();
   h = await startHarness(sqliteDatabase, {
-    overrides: { clock: new TestClock(Date.now()) },
+    overrides: { clock },
     config: { TREASURY_WALLET: treasury.toBase58(), SOLANA_RPC_URL: rpc.url, STABLE_MINT: USDC_MINT.toBase58() },
   });
 });
@@ -75,5 +77,32 @@ describe("credits.buy", () => {
     expect(err).toBeInstanceOf(ChainError);
     expect(err).toMatchObject({ code: "TX_REJECTED", message: expect.stringContaining("insufficient funds") });
     expect((await client.credits.balance()).balance.available).toBe(0);
+  });
+});
+
+describe("credits.waitForDeposit", () => {
+  it("answers once the control plane credits a payment made by the transfer request, with no confirm call", async () => {
+    const { payer, client, pkg } = await signedIn(1_000n);
+    rpc.fundTokenAccount({ owner: treasury, mint: USDC_MINT, decimals: USDC_DECIMALS, amountBaseUnits: 0n });
+    const { deposit } = await client.credits.initiateDeposit(pkg.id, payer.publicKey.toBase58());
+    const seen: string[] = [];
+    const waiting = client.credits.waitForDeposit(deposit.depositId, { intervalMs: 20, onChange: (d) => seen.push(d.status) });
+    const signature = await payTransferRequest(new Connection(rpc.url, "confirmed"), deposit.transferRequestUrl, payer);
+    await h.deps.depositWatcher.tick();
+    expect(await waiting).toMatchObject({ depositId: deposit.depositId, status: "confirmed", txSignature: signature });
+    expect(seen).toEqual(["pending", "confirmed"]);
+    expect((await client.credits.balance()).balance.available).toBe(pkg.creditsToReceive);
+  });
+
+  it("throws DepositWaitError DEPOSIT_EXPIRED for a deposit that expired unpaid", async () => {
+    const { payer, client, pkg } = await signedIn(1n);
+    const { deposit } = await client.credits.initiateDeposit(pkg.id, payer.publicKey.toBase58());
+    clock.advance(30 * 60_000 + 1);
+    // A fresh session: the first one's tokens expired with the clock.
+    const later = createClient({ baseUrl: h.url });
+    await later.auth.signIn(await keypairSigner(payer.secretKey));
+    const err = await later.credits.waitForDeposit(deposit.depositId, { intervalMs: 20 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DepositWaitError);
+    expect(err).toMatchObject({ code: "DEPOSIT_EXPIRED", deposit: { status: "expired" } });
   });
 });

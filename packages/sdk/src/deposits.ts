@@ -1,0 +1,37 @@
+import { DepositWaitError } from "./errors";
+import { type PollOptions, retrying, sleep } from "./follow";
+import type { Transport } from "./transport";
+import type { DepositState, DepositStateResponse } from "./types";
+
+export interface DepositWaitOptions extends PollOptions {
+  /** Give up after this long with DepositWaitError WAIT_TIMEOUT (default 45 minutes: a deposit's life and the control plane's grace). */
+  timeoutMs?: number;
+  /** Called with the deposit each time its status changes, the first read included. */
+  onChange?: (deposit: DepositState) => void;
+}
+
+/**
+ * Reads the deposit every intervalMs (default 2 s, the control plane's watcher's
+ * default tick) until the control plane credited it, however it was paid.
+ */
+export async function waitForDeposit(t: Transport, depositId: string, options: DepositWaitOptions = {}): Promise<DepositState> {
+  const timeoutMs = options.timeoutMs ?? 45 * 60_000;
+  const deadline = Date.now() + timeoutMs;
+  let lastStatus: string | undefined;
+  for (;;) {
+    const { deposit } = await retrying(options, () =>
+      t.json<DepositStateResponse>("GET", `/credits/deposits/${encodeURIComponent(depositId)}`, { auth: true, signal: options.signal }),
+    );
+    if (deposit.status !== lastStatus) options.onChange?.(deposit);
+    lastStatus = deposit.status;
+    if (deposit.status === "confirmed") return deposit;
+    if (deposit.status === "expired")
+      throw new DepositWaitError(
+        "DEPOSIT_EXPIRED",
+        `deposit ${depositId} expired at ${deposit.expiresAt} with nothing credited (a payment made before then is still credited for a while: credits.deposit(id) shows it)`,
+        deposit,
+      );
+    if (Date.now() >= deadline) throw new DepositWaitError("WAIT_TIMEOUT", `deposit ${depositId} was not credited in ${timeoutMs} ms`, deposit);
+    await sleep(Math.min(options.intervalMs ?? 2_000, Math.max(0, deadline - Date.now())), options.signal);
+  }
+}
