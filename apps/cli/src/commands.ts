@@ -98,10 +98,17 @@ export const COMMANDS: CommandSpec[] = [
   },
   {
     name: "credits buy",
-    summary: "Buy a package: pays USDC from the keypair through the Solana RPC, confirms the deposit, shows the new balance.",
-    usage: "PACKAGE_ID",
+    summary:
+      "Buy a package: pays USDC from the keypair through the Solana RPC (--rpc), or with --qr prints a Solana Pay link (stdout) and its QR code (stderr) for a wallet app and waits until the payment is credited; shows the new balance.",
+    usage: "PACKAGE_ID [--qr]",
     args: ["PACKAGE_ID"],
-    examples: ["cm --rpc https://api.mainnet-beta.solana.com credits buy pkg_starter"],
+    options: {
+      qr: {
+        type: "boolean",
+        description: "pay from a wallet app signed in as you: no RPC or keypair file needed; exit 1 with DEPOSIT_EXPIRED if the deposit expires unpaid",
+      },
+    },
+    examples: ["cm --rpc https://api.mainnet-beta.solana.com credits buy pkg_starter", "cm credits buy pkg_starter --qr"],
     load: async () => (await import("./commands/credits")).buy,
   },
   {
