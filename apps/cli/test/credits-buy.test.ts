@@ -1,10 +1,13 @@
+import { join } from "node:path";
+import { createClient } from "@cm/sdk";
 import { sqliteDatabase } from "@cm/testkit";
 import { getAssociatedTokenAddressSync } from "@solana/spl-token";
-import { Keypair, PublicKey } from "@solana/web3.js";
+import { Connection, Keypair, PublicKey } from "@solana/web3.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeSolanaRpc, startFakeSolanaRpc } from "../../control-plane/test/support/fake-solana-rpc";
 import { type Harness, startHarness, TestClock } from "../../control-plane/test/support/harness";
 import { USDC_DECIMALS, USDC_MINT } from "../../control-plane/test/support/solana-fixtures";
+import { configDir, FileSessionStore } from "../src/session-file";
 import { terminal } from "./support/cli";
 
 // `cm credits buy`: a real USDC transferChecked signed with the keypair, sent to the
@@ -51,6 +54,13 @@ describe("cm credits buy", () => {
     // The payment the control plane read back: the treasury's associated token account created idempotently, then transferChecked.
     const sent = rpc.calls.filter((c) => c.method === "getTransaction").length;
     expect(sent).toBeGreaterThan(0);
+    // The payment names the deposit's reference, as a wallet paying its transfer request does, so the
+    // control plane's watcher would credit it had cm died before confirming.
+    const client = createClient({ baseUrl: h.url, store: new FileSessionStore(configDir({ HOME: t.home, XDG_CONFIG_HOME: join(t.home, ".config") }), h.url) });
+    const deposit = (await client.credits.deposit(/^Paying deposit (dpst_\S+):/.exec(r.stderr)![1]!)).deposit;
+    expect(deposit).toMatchObject({ status: "confirmed", txSignature: rpc.sent[0] });
+    const named = await new Connection(rpc.url, "confirmed").getSignaturesForAddress(new PublicKey(deposit.reference!));
+    expect(named.map((s) => s.signature)).toEqual([rpc.sent[0]]);
   });
 
   it("--json prints the API's confirm answer", async () => {

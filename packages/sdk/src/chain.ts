@@ -54,13 +54,18 @@ export async function buyCredits(t: Transport, packageId: string, payer: Payer, 
   const connection = new web3.Connection(options.rpcUrl, "confirmed");
   const deadline = Date.now() + (options.timeoutMs ?? 90_000);
 
+  const transfer = token.transferChecked(source, mint, destination, owner, amount, decimals);
+  // The deposit's reference as an extra read-only key, as Solana Pay wallets add it: the control
+  // plane's watcher then finds and credits the payment even if this process dies before confirming.
+  transfer.keys.push({ pubkey: new web3.PublicKey(deposit.reference), isSigner: false, isWritable: false });
+
   const { blockhash } = await chainCall(() => connection.getLatestBlockhash("confirmed"));
   const message = new web3.TransactionMessage({
     payerKey: owner,
     recentBlockhash: blockhash,
     instructions: [
       token.createAssociatedAccountIdempotent(owner, destination, treasury, mint),
-      token.transferChecked(source, mint, destination, owner, amount, decimals),
+      transfer,
       // Names the deposit on chain, and keeps two purchases of one package under one blockhash distinct transactions.
       token.memo(`cm deposit ${deposit.depositId}`),
     ],
