@@ -105,7 +105,8 @@ export const COMMANDS: CommandSpec[] = [
     options: {
       qr: {
         type: "boolean",
-        description: "pay from a wallet app signed in as you: no RPC or keypair file needed; exit 1 with DEPOSIT_EXPIRED if the deposit expires unpaid",
+        description:
+          "pay from a wallet app holding the wallet you signed in with: no RPC or keypair file needed; exit 1 with DEPOSIT_EXPIRED if the deposit expires unpaid",
       },
     },
     examples: ["cm --rpc https://api.mainnet-beta.solana.com credits buy pkg_starter", "cm credits buy pkg_starter --qr"],

@@ -131,6 +131,26 @@ describe("cm credits buy --qr", () => {
     }
   });
 
+  it("--json: the deposit as one line, then the credited deposit and the balance as another", async () => {
+    const cm = running(["credits", "buy", packageId, "--qr", "--json"]);
+    try {
+      await cm.until(/^Waiting for the payment/m);
+      const initiated = JSON.parse(cm.stdout);
+      expect(initiated).toMatchObject({ depositId: expect.stringMatching(/^dpst_/), creditsToReceive: packageCredits });
+      const signature = await payTransferRequest(connection, initiated.transferRequestUrl, payer);
+      await h.deps.depositWatcher.tick();
+      expect(await cm.exited).toBe(0);
+      const lines = cm.stdout.trimEnd().split("\n");
+      expect(lines).toHaveLength(2);
+      expect(JSON.parse(lines[1]!)).toMatchObject({
+        deposit: { depositId: initiated.depositId, status: "confirmed", txSignature: signature },
+        balance: { available: packageCredits * 2 },
+      });
+    } finally {
+      cm.kill();
+    }
+  });
+
   it("a deposit that expires unpaid ends cm with exit 1 and DEPOSIT_EXPIRED", async () => {
     const cm = running(["credits", "buy", packageId, "--qr"]);
     try {
@@ -139,7 +159,7 @@ describe("cm credits buy --qr", () => {
       h.clock.advance(Date.parse(expiresAt) - h.clock.now() + 1);
       expect(await cm.exited).toBe(1);
       expect(cm.stderr).toMatch(/\nerror DEPOSIT_EXPIRED: deposit dpst_\S+ expired at /);
-      expect(JSON.parse((await t.cm(["credits", "--json"])).stdout).balance.available).toBe(packageCredits);
+      expect(JSON.parse((await t.cm(["credits", "--json"])).stdout).balance.available).toBe(packageCredits * 2);
     } finally {
       cm.kill();
     }

@@ -79,7 +79,7 @@ async function buyByTransferRequest(ctx: Context, packageId: string): Promise<vo
   const { qrText } = await import("../qr");
   for (const row of qrText(deposit.transferRequestUrl)) ctx.out.note(row);
   ctx.out.note(
-    `Scan with a wallet app signed in as ${user.walletAddress} to pay ${deposit.amountStable} USDC for ${credits(deposit.creditsToReceive)} credits (deposit ${deposit.depositId}, until ${deposit.expiresAt}).`,
+    `Scan with a wallet app holding ${user.walletAddress} to pay ${deposit.amountStable} USDC for ${credits(deposit.creditsToReceive)} credits (deposit ${deposit.depositId}, until ${deposit.expiresAt}).`,
   );
   ctx.out.note("Waiting for the payment (Ctrl-C stops waiting; a payment made later is still credited)");
   const paid = await ctx.client.credits.waitForDeposit(deposit.depositId, { signal: ctx.signal });
