@@ -1,4 +1,4 @@
-import { type CreditPackageRow, creditsToMicro, type DepositRow, type Repos } from "@cm/db";
+import { type CreditPackageRow, creditsToMicro, type DepositRow, microToCredits, type Repos } from "@cm/db";
 import type { DepositState } from "@cm/protocol";
 import { creditsToReceive } from "../catalog/credit-packages";
 import { ApiError } from "../errors";
@@ -34,7 +34,7 @@ export function presentDeposit(d: DepositRow & { reference: string }) {
   return {
     depositId: d.id,
     amountStable: baseUnitsToTokens(BigInt(d.amountStableBase), d.stableDecimals),
-    creditsToReceive: d.creditsMicro / 1_000_000,
+    creditsToReceive: microToCredits(d.creditsMicro),
     treasuryWallet: d.treasuryWallet,
     stableMint: d.stableMint,
     expiresAt: new Date(d.expiresAt).toISOString(),
@@ -50,7 +50,7 @@ export function presentDepositState(d: DepositRow, nowMs: number): DepositState 
     depositId: d.id,
     status,
     amountStable: baseUnitsToTokens(BigInt(d.amountStableBase), d.stableDecimals),
-    creditsToReceive: d.creditsMicro / 1_000_000,
+    creditsToReceive: microToCredits(d.creditsMicro),
     treasuryWallet: d.treasuryWallet,
     stableMint: d.stableMint,
     expiresAt: new Date(d.expiresAt).toISOString(),
