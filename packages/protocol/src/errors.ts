@@ -57,6 +57,15 @@ export const ERROR_CODES = {
   },
   SIGNATURE_ALREADY_USED: { status: 409, description: "This transaction signature already credited a deposit." },
   CHAIN_UNAVAILABLE: { status: 503, description: "The Solana RPC node did not answer; nothing changed, retry later." },
+  // Payouts.
+  PAYOUT_NOT_FOUND: { status: 404, description: "No payout of yours has this id." },
+  PAYOUT_BELOW_MINIMUM: { status: 422, description: "amountCredits is below PAYOUT_MIN_CREDITS; details.minimumCredits says how much." },
+  INSUFFICIENT_EARNINGS: {
+    status: 422,
+    description:
+      "amountCredits is more than your available earnings (pending earnings and payouts in flight do not count); details.availableCredits says how much is.",
+  },
+  PAYOUTS_NOT_CONFIGURED: { status: 503, description: "This installation has no PAYOUT_KEYPAIR, so it cannot pay out; nothing was requested." },
   // Operational.
   UPGRADE_REQUIRED: { status: 426, description: "This route speaks WebSocket only: open it with Upgrade: websocket and the subprotocol cm.exec.v1." },
   SERVICE_UNAVAILABLE: { status: 503, description: "The database does not answer (GET /ready says so too); nothing changed. Retry after Retry-After seconds." },

@@ -6,6 +6,7 @@ export * from "./api/deployment-events";
 export * from "./api/deployments";
 export * from "./api/earnings";
 export * from "./api/nodes";
+export * from "./api/payouts";
 export * from "./api/templates";
 export * from "./control-characters";
 export * from "./deployment-states";

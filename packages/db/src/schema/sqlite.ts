@@ -1,4 +1,4 @@
-import { DEPLOYMENT_STATUSES, DESIRED_STATES, EARNING_TYPES, EGRESS_POLICIES, NODE_STATUSES, TRANSACTION_TYPES } from "@cm/protocol";
+import { DEPLOYMENT_STATUSES, DESIRED_STATES, EARNING_TYPES, EGRESS_POLICIES, NODE_STATUSES, PAYOUT_STATUSES, TRANSACTION_TYPES } from "@cm/protocol";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { DEPOSIT_STATUSES, EARNING_ACCOUNTS, type Gpu, type NodeSpecs, type StoredEndpoint, type TemplatePort } from "../types";
 
@@ -214,8 +214,52 @@ export const deposits = sqliteTable(
     expiresAt: integer("expires_at").notNull(),
     createdAt: integer("created_at").notNull(),
     confirmedAt: integer("confirmed_at"),
+    /** The last payment found for it and refused (e.g. PAYMENT_AFTER_EXPIRY): its code and transaction, so the deposit can say why it was not credited. */
+    refusalCode: text("refusal_code"),
+    refusalSignature: text("refusal_signature"),
   },
-  (t) => [index("deposits_user_idx").on(t.userId)],
+  (t) => [index("deposits_user_idx").on(t.userId), index("deposits_open_idx").on(t.status, t.expiresAt)],
+);
+
+/**
+ * Operators' withdrawals in USDC. A row holds the signed transaction of its
+ * current attempt (signature, bytes, last valid block height) before anything
+ * is sent, so whoever picks it up after a crash asks the chain about that
+ * signature and builds a new transaction only once its blockhash has expired
+ * without it landing: never two transfers, never a lost one.
+ */
+export const payouts = sqliteTable(
+  "payouts",
+  {
+    id: text("id").primaryKey(),
+    operatorId: text("operator_id").notNull(),
+    amountMicro: integer("amount_micro").notNull(),
+    /** The same amount in the stablecoin's base units, fixed at request time. */
+    amountStableBase: integer("amount_stable_base").notNull(),
+    stableMint: text("stable_mint").notNull(),
+    stableDecimals: integer("stable_decimals").notNull(),
+    /** The operator's wallet: the one they sign in with. */
+    walletAddress: text("wallet_address").notNull(),
+    status: text("status", { enum: PAYOUT_STATUSES }).notNull(),
+    /** Set when an administrator (PAYOUTS=manual) or the daily limit (PAYOUTS=auto) lets it be sent. */
+    approvedAt: integer("approved_at"),
+    attempt: integer("attempt").notNull(),
+    signature: text("signature").unique(),
+    /** base64 of the signed transaction, sent again as is while its blockhash is valid. */
+    signedTx: text("signed_tx"),
+    lastValidBlockHeight: integer("last_valid_block_height"),
+    /** Signatures of earlier attempts, each seen expired without landing (space-separated, oldest first). */
+    earlierSignatures: text("earlier_signatures").notNull(),
+    /** Why it failed (status failed), or the last error while sending. */
+    error: text("error"),
+    /** Which control-plane process is sending it, until when: two never work on one payout at once. */
+    leaseOwner: text("lease_owner"),
+    leaseUntil: integer("lease_until"),
+    requestedAt: integer("requested_at").notNull(),
+    paidAt: integer("paid_at"),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [index("payouts_operator_idx").on(t.operatorId, t.requestedAt), index("payouts_status_idx").on(t.status)],
 );
 
 export const deploymentLogs = sqliteTable(
