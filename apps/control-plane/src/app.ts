@@ -21,6 +21,7 @@ import { nodeRoutes } from "./routes/nodes";
 import { operationsRoutes } from "./routes/operations";
 import { operatorRoutes } from "./routes/operator";
 import { operatorEarningsRoutes } from "./routes/operator-earnings";
+import { operatorPayoutsRoutes } from "./routes/operator-payouts";
 import { templateRoutes } from "./routes/templates";
 
 export function createApp(deps: Deps) {
@@ -59,6 +60,7 @@ export function createApp(deps: Deps) {
     .route("/nodes", nodeRoutes(deps, route))
     .route("/operator/nodes", operatorRoutes(deps, route))
     .route("/operator/earnings", operatorEarningsRoutes(deps, route))
+    .route("/operator/payouts", operatorPayoutsRoutes(deps, route))
     .route("/", agentRoutes(deps, route))
     .route("/templates", templateRoutes(deps, route))
     .route("/deployments", deploymentRoutes(deps, route))

@@ -132,6 +132,22 @@ export const ConfigSchema = z
     PLATFORM_FEE_PERCENT: z.coerce.number().int().min(0).max(100).default(10),
     /** How long an operator's earnings stay pending (a refund comes out of them first) before they are available. */
     EARNINGS_HOLD_HOURS: z.coerce.number().int().min(0).max(8760).default(24),
+    /**
+     * The hot wallet's keypair file (the Solana CLI's JSON array of 64 bytes) that
+     * payouts are sent from. Unset: this installation does not pay out. Refused at
+     * start unless only its owner may read it (mode 0600); the key is never logged.
+     */
+    PAYOUT_KEYPAIR: z.string().default(""),
+    /** manual: requests wait for `npm run admin -- payouts approve`; auto: they are sent at once, within PAYOUT_DAILY_LIMIT_CREDITS. */
+    PAYOUTS: z.enum(["manual", "auto"]).default("manual"),
+    /** The smallest payout an operator may request, in credits (1 credit = 1 US cent). */
+    PAYOUT_MIN_CREDITS: z.coerce.number().int().min(1).default(2_000),
+    /** PAYOUTS=auto: the most approved in any 24 hours, all operators together; past it requests wait. */
+    PAYOUT_DAILY_LIMIT_CREDITS: z.coerce.number().int().min(0).default(100_000),
+    /** How often the payout sender sends, confirms and checks payouts; 0 turns it off (tests drive it). */
+    PAYOUT_SEND_INTERVAL_MS: z.coerce.number().int().min(0).default(2_000),
+    /** How long a control plane holds a payout it works on; another replica takes it over only after this (a crashed one's included). */
+    PAYOUT_LEASE_S: z.coerce.number().int().min(1).default(30),
     /** A log stream whose client takes none of what was written for this long is closed (the client resumes with Last-Event-ID). */
     LOG_STREAM_STALL_MS: z.coerce.number().int().min(100).default(30_000),
     LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),

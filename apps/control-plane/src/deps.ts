@@ -1,4 +1,4 @@
-import { openRepos, type Repos } from "@cm/db";
+import { creditsToMicro, openRepos, type Repos } from "@cm/db";
 import { AgentHub } from "./agents/agent-hub";
 import { ExecBroker } from "./agents/exec-broker";
 import { TunnelBroker } from "./agents/tunnel-broker";
@@ -9,7 +9,9 @@ import { createGateway, type Gateway } from "./gateway/proxy";
 import { createEndpointResolver } from "./gateway/resolver";
 import { type AuthService, createAuthService } from "./services/auth-service";
 import type { ChainClient } from "./services/chain/chain-client";
+import type { PayoutChain } from "./services/chain/payout-chain";
 import { createWeb3ChainClient } from "./services/chain/web3-chain-client";
+import { createWeb3PayoutChain } from "./services/chain/web3-payout-chain";
 import { createCharges } from "./services/charges";
 import { DatabaseHealth } from "./services/database-health";
 import { createDeploymentMoves } from "./services/deployment-moves";
@@ -24,6 +26,9 @@ import { type Clock, type IdGenerator, randomId, systemClock } from "./services/
 import { createLogger, type Logger } from "./services/logger";
 import { createMetering, type Liveness, type Metering } from "./services/metering";
 import { createOperatorService, type OperatorService } from "./services/operator-service";
+import { loadPayoutKeypair } from "./services/payout-keypair";
+import { createPayoutSender, type PayoutSender } from "./services/payout-sender";
+import { createPayoutService, type PayoutService } from "./services/payout-service";
 import { ResponseCache } from "./services/response-cache";
 import { StreamHolds } from "./services/stream-holds";
 
@@ -49,6 +54,10 @@ export type Deps = {
   operator: OperatorService;
   /** What operators' nodes earned, read for GET /operator/earnings. */
   earnings: EarningsService;
+  /** Operators' withdrawals: requests and their states. */
+  payouts: PayoutService;
+  /** Sends approved payouts in USDC, exactly once; absent without PAYOUT_KEYPAIR. */
+  payoutSender: PayoutSender | undefined;
   link: NodeLink;
   /** Every agent connection; also the NodeLink unless a test passes its own. */
   agents: AgentHub;
@@ -69,9 +78,13 @@ export type Deps = {
 
 export type DepsOverrides = Partial<Pick<Deps, "clock" | "ids" | "log" | "link">> & {
   chain?: ChainClient;
+  payoutChain?: PayoutChain;
   /** No timers: the test drives the heartbeat monitor and the meter with their tick(). */
   manualTicks?: boolean;
 };
+
+/** Transfers built for one payout, each seen expired without landing, before it fails and its amount is available again. */
+const PAYOUT_MAX_ATTEMPTS = 5;
 
 /** How often the database is asked whether it answers while it does not (and every few times that while it does). */
 const DATABASE_PROBE_MS = 500;
@@ -156,11 +169,43 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     graceS: config.DEPOSIT_GRACE_S,
     intervalMs: config.DEPOSIT_WATCH_INTERVAL_MS,
   });
+  // Read before anything listens: a keypair others can read stops the start (the installer's and systemd's config-error exit).
+  const payer = config.PAYOUT_KEYPAIR ? loadPayoutKeypair(config.PAYOUT_KEYPAIR) : undefined;
+  const payoutSender =
+    payer &&
+    createPayoutSender({
+      repos,
+      chain: o.payoutChain ?? createWeb3PayoutChain({ rpcUrl: config.SOLANA_RPC_URL, commitment: config.SOLANA_COMMITMENT }),
+      clock,
+      log,
+      payer,
+      owner: ids("proc"),
+      mode: config.PAYOUTS,
+      dailyLimitMicro: creditsToMicro(config.PAYOUT_DAILY_LIMIT_CREDITS),
+      intervalMs: o.manualTicks ? 0 : config.PAYOUT_SEND_INTERVAL_MS,
+      leaseMs: config.PAYOUT_LEASE_S * 1000,
+      maxAttempts: PAYOUT_MAX_ATTEMPTS,
+    });
+  const payouts = createPayoutService(
+    repos,
+    clock,
+    ids,
+    {
+      enabled: payer !== undefined,
+      minCredits: config.PAYOUT_MIN_CREDITS,
+      holdHours: config.EARNINGS_HOLD_HOURS,
+      stableMint: config.STABLE_MINT,
+      stableDecimals: config.STABLE_DECIMALS,
+    },
+    // Sent at once under PAYOUTS=auto, rather than at the next turn.
+    () => void (config.PAYOUTS === "auto" && payoutSender?.tick().catch((err) => log.error("payout sender: a turn failed", { err }))),
+  );
   if (!o.manualTicks) {
     dbHealth.start();
     agents.start();
     metering.start();
     depositWatcher.start();
+    payoutSender?.start();
   }
   let listenPort: number | undefined;
   const nodeCatalogCache = new ResponseCache({ ttlMs: 1000, maxEntries: 1000, now: () => clock.now() });
@@ -195,6 +240,8 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     depositWatcher,
     operator: createOperatorService({ repos, clock, ids, events, maxNodesPerAccount: config.MAX_NODES_PER_ACCOUNT }),
     earnings: createEarningsService({ repos, clock, feePercent: config.PLATFORM_FEE_PERCENT, holdHours: config.EARNINGS_HOLD_HOURS }),
+    payouts,
+    payoutSender,
     gateway: () => ({ domain: config.GATEWAY_DOMAIN, ...(listenPort !== undefined ? { localPort: listenPort } : {}) }),
     setListenPort: (p) => {
       listenPort = p;
@@ -208,6 +255,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
       await agents.close();
       await metering.stop();
       await depositWatcher.stop();
+      await payoutSender?.stop();
       await repos.handle.close();
     },
   };

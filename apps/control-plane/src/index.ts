@@ -1,9 +1,14 @@
 import { loadConfigOrExit } from "./config";
 import { createDeps } from "./deps";
 import { startServer } from "./server";
+import { PayoutKeypairError } from "./services/payout-keypair";
 
 const config = loadConfigOrExit("control plane");
-const deps = await createDeps(config);
+const deps = await createDeps(config).catch((error: unknown) => {
+  if (!(error instanceof PayoutKeypairError)) throw error;
+  process.stderr.write(`control plane: ${error.message}\n`);
+  process.exit(78);
+});
 const running = await startServer(deps, { port: config.PORT, host: config.HOST });
 deps.log.info(`control plane listening on ${running.url}`, { database: config.DATABASE_URL.startsWith("postgres") ? "postgres" : "sqlite" });
 

@@ -8,6 +8,7 @@ import { createLedgerRepo } from "./repos/ledger";
 import { createLogIngest } from "./repos/log-ingest";
 import { createLogsRepo } from "./repos/logs";
 import { createNodesRepo } from "./repos/nodes";
+import { createPayoutsRepo } from "./repos/payouts";
 import { createTemplatesRepo } from "./repos/templates";
 
 export { createDb, type DbHandle, type Dialect, isDatabaseUnavailable } from "./client";
@@ -19,6 +20,7 @@ export { type BalanceMicro, type LedgerType, toBalance } from "./repos/ledger";
 export type { StoredLogCursor } from "./repos/log-ingest";
 export type { NewLogLine } from "./repos/logs";
 export { type AgentPolicies, type NodeFilter, uptimePercent } from "./repos/nodes";
+export type { Attempt, NewPayout, PayoutBooks, RequestOutcome } from "./repos/payouts";
 export * from "./types";
 
 /** Every repository over one database handle: what the rest of the system sees of storage. */
@@ -35,6 +37,7 @@ export function createRepos(h: DbHandle) {
     billing: createBillingRepo(h),
     deposits: createDepositsRepo(h),
     earnings: createEarningsRepo(h),
+    payouts: createPayoutsRepo(h),
   };
 }
 export type Repos = ReturnType<typeof createRepos>;

@@ -1,4 +1,4 @@
-import { and, count, desc, eq, gt, gte, sql } from "drizzle-orm";
+import { and, count, desc, eq, gt, gte, inArray, sql } from "drizzle-orm";
 import type { Db, DbHandle } from "../client";
 import type { DeploymentRow, EarningRow } from "../types";
 import { ledgerOps } from "./ledger";
@@ -31,7 +31,7 @@ export type EarningsBooks = { usageMicro: number; refundsMicro: number; operator
  * paid) are subtracted from what is available; they never change these rows.
  */
 export function createEarningsRepo(h: DbHandle) {
-  const { operatorEarnings: e, nodes, creditTransactions } = h.t;
+  const { operatorEarnings: e, nodes, creditTransactions, payouts } = h.t;
   const ledger = ledgerOps(h);
   const num = (v: unknown) => Number(v ?? 0);
   const sumWhen = (cond: ReturnType<typeof sql>) => sql<string>`coalesce(sum(case when ${cond} then ${e.amountMicro} else 0 end), 0)`;
@@ -63,6 +63,15 @@ export function createEarningsRepo(h: DbHandle) {
     return num(r?.s);
   }
 
+  /** What an operator earned in all (net of refunds), and how much of it is still in its hold; payouts are not subtracted here. */
+  async function held(db: Db, operatorId: string, nowMs: number, holdMs: number): Promise<{ totalMicro: number; pendingMicro: number }> {
+    const mine = and(eq(e.operatorId, operatorId), eq(e.account, "operator"));
+    const totalMicro = await sumFor(db, mine);
+    const youngMicro = await sumFor(db, mine, eq(e.type, "usage"), gt(e.createdAt, nowMs - holdMs));
+    const refundedMicro = -(await sumFor(db, mine, eq(e.type, "refund")));
+    return { totalMicro, pendingMicro: Math.max(0, youngMicro - refundedMicro) };
+  }
+
   return {
     /** Inside the charge's transaction: the operator's row and the fee's row for one usage row. */
     async credit(db: Db, dep: DeploymentRow, s: ChargeSplit) {
@@ -91,7 +100,12 @@ export function createEarningsRepo(h: DbHandle) {
       const operatorId = await operatorOf(db, dep.nodeId);
       const mine = eq(e.account, "operator");
       const onDeployment = await sumFor(db, mine, eq(e.deploymentId, dep.id));
-      const inAll = await sumFor(db, mine, eq(e.operatorId, operatorId));
+      // What the operator still holds: paid out or in-flight payouts are not theirs to give back.
+      const [out] = await db
+        .select({ s: sql<string>`coalesce(sum(${payouts.amountMicro}), 0)` })
+        .from(payouts)
+        .where(and(eq(payouts.operatorId, operatorId), inArray(payouts.status, ["requested", "sending", "paid"])));
+      const inAll = (await sumFor(db, mine, eq(e.operatorId, operatorId))) - num(out?.s);
       const fromOperatorMicro = Math.max(0, Math.min(r.amountMicro, onDeployment, inAll));
       const fromFeeMicro = r.amountMicro - fromOperatorMicro;
       const txn = await ledger.post(db, {
@@ -119,11 +133,7 @@ export function createEarningsRepo(h: DbHandle) {
      */
     async summary(operatorId: string, nowMs: number, holdMs: number, days: number): Promise<EarningsSummaryMicro> {
       return h.run(async (db) => {
-        const mine = and(eq(e.operatorId, operatorId), eq(e.account, "operator"));
-        const totalMicro = await sumFor(db, mine);
-        const youngMicro = await sumFor(db, mine, eq(e.type, "usage"), gt(e.createdAt, nowMs - holdMs));
-        const refundedMicro = -(await sumFor(db, mine, eq(e.type, "refund")));
-        const pendingMicro = Math.max(0, youngMicro - refundedMicro);
+        const { totalMicro, pendingMicro } = await held(db, operatorId, nowMs, holdMs);
         const byNode = await db
           .select({ nodeId: e.nodeId, ...columns })
           .from(e)
@@ -147,6 +157,8 @@ export function createEarningsRepo(h: DbHandle) {
         };
       });
     },
+
+    held,
 
     /** The operator's own rows, newest first. */
     async list(operatorId: string, page: number, limit: number): Promise<{ rows: EarningRow[]; total: number }> {

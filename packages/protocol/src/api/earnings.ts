@@ -18,8 +18,9 @@ export const DayEarnings = z.object({ date: z.string().meta({ description: "the 
 export const Earnings = z
   .object({
     pending: credits("earned within the last EARNINGS_HOLD_HOURS (24 by default); refunds come out of this first"),
-    available: credits("earned before the hold, yours to be paid out"),
-    paidOut: credits("paid out to your wallet, all time"),
+    available: credits("earned before the hold and not yet paid out or paying out: yours to request a payout of"),
+    payingOut: credits("in payouts requested or being sent: no longer available, not yet paid"),
+    paidOut: credits("paid out to your wallet, all time; pending + available + payingOut + paidOut is everything you earned"),
     holdHours: z.number().int().meta({ description: "how long earnings stay pending" }),
     feePercent: z.number().int().meta({ description: "the platform's share of each usage charge" }),
     byNode: z.array(NodeEarnings).meta({ description: "every node that ever earned, all time" }),

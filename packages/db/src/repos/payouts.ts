@@ -1,0 +1,252 @@
+import { and, asc, count, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
+import type { Db, DbHandle } from "../client";
+import type { PayoutRow } from "../types";
+import { createEarningsRepo } from "./earnings";
+import { execRaw } from "./raw";
+
+/** Payouts that hold their amount: requested or sending (in flight), or paid. A failed one gives it back. */
+const HOLDING = ["requested", "sending", "paid"] as const;
+/** Payouts the sender works on once approved. */
+const OPEN = ["requested", "sending"] as const;
+const DAY_MS = 86_400_000;
+/** The PostgreSQL advisory lock that serialises daily-limit approvals across replicas (SQLite's BEGIN IMMEDIATE already does). */
+const APPROVAL_LOCK = 727_275;
+
+export type NewPayout = Pick<
+  PayoutRow,
+  "id" | "operatorId" | "amountMicro" | "amountStableBase" | "stableMint" | "stableDecimals" | "walletAddress" | "requestedAt"
+>;
+export type RequestOutcome = { ok: true; payout: PayoutRow } | { ok: false; availableMicro: number };
+/** A signed transfer, recorded before it is sent. */
+export type Attempt = { signature: string; signedTx: string; lastValidBlockHeight: number };
+export type PayoutBooks = { inFlightMicro: number; paidMicro: number };
+
+/**
+ * The payouts table. Every change that matters to money is a compare-and-set on
+ * the row (its status, and the signature the caller last saw), so two senders,
+ * or a sender and an administrator, never both act on one state of a payout.
+ */
+export function createPayoutsRepo(h: DbHandle) {
+  const { payouts: p, users } = h.t;
+  const earnings = createEarningsRepo(h);
+  const num = (v: unknown) => Number(v ?? 0);
+
+  async function sumHolding(db: Db, operatorId: string): Promise<{ inFlightMicro: number; paidMicro: number }> {
+    const [r] = await db
+      .select({
+        inFlight: sql<string>`coalesce(sum(case when ${p.status} in ('requested', 'sending') then ${p.amountMicro} else 0 end), 0)`,
+        paid: sql<string>`coalesce(sum(case when ${p.status} = 'paid' then ${p.amountMicro} else 0 end), 0)`,
+      })
+      .from(p)
+      .where(and(eq(p.operatorId, operatorId), inArray(p.status, [...HOLDING])));
+    return { inFlightMicro: num(r?.inFlight), paidMicro: num(r?.paid) };
+  }
+
+  return {
+    /** An operator's payouts in flight (requested or sending) and paid, in micro-credits. */
+    holding: (operatorId: string) => h.run((db) => sumHolding(db, operatorId)),
+
+    /**
+     * Takes `amountMicro` out of the operator's available earnings into a new
+     * payout, or answers what is available. The operator's user row is locked
+     * first, so two requests of one operator cannot both spend the same credits.
+     */
+    async request(row: NewPayout, holdMs: number): Promise<RequestOutcome> {
+      return h.transaction(async (db) => {
+        await db
+          .update(users)
+          .set({ ledgerSeq: sql`${users.ledgerSeq}` })
+          .where(eq(users.id, row.operatorId));
+        const { totalMicro, pendingMicro } = await earnings.held(db, row.operatorId, row.requestedAt, holdMs);
+        const { inFlightMicro, paidMicro } = await sumHolding(db, row.operatorId);
+        const availableMicro = Math.max(0, totalMicro - pendingMicro - inFlightMicro - paidMicro);
+        if (row.amountMicro > availableMicro) return { ok: false, availableMicro };
+        const [payout] = await db
+          .insert(p)
+          .values({ ...row, status: "requested", attempt: 0, earlierSignatures: "", updatedAt: row.requestedAt })
+          .returning();
+        return { ok: true, payout: payout! };
+      });
+    },
+
+    async get(id: string, operatorId?: string): Promise<PayoutRow | undefined> {
+      return h.run(
+        async (db) =>
+          (
+            await db
+              .select()
+              .from(p)
+              .where(and(eq(p.id, id), operatorId ? eq(p.operatorId, operatorId) : undefined))
+          )[0],
+      );
+    },
+
+    async list(operatorId: string | undefined, page: number, limit: number, status?: PayoutRow["status"]): Promise<{ rows: PayoutRow[]; total: number }> {
+      return h.run(async (db) => {
+        const w = and(operatorId ? eq(p.operatorId, operatorId) : undefined, status ? eq(p.status, status) : undefined);
+        const rows = await db
+          .select()
+          .from(p)
+          .where(w)
+          .orderBy(desc(p.requestedAt), desc(p.id))
+          .limit(limit)
+          .offset((page - 1) * limit);
+        const [c] = await db.select({ n: count() }).from(p).where(w);
+        return { rows, total: num(c?.n) };
+      });
+    },
+
+    /** An administrator lets requested payouts go (all of them when no id is given); answers those approved now. */
+    async approve(id: string | undefined, nowMs: number): Promise<PayoutRow[]> {
+      return h.transaction((db) =>
+        db
+          .update(p)
+          .set({ approvedAt: nowMs, updatedAt: nowMs })
+          .where(and(id ? eq(p.id, id) : undefined, eq(p.status, "requested"), isNull(p.approvedAt)))
+          .returning(),
+      );
+    },
+
+    /**
+     * PAYOUTS=auto: approves requested payouts, oldest first, while what was
+     * approved in the last 24 hours stays within `limitMicro`. One approver at a
+     * time across replicas, so two cannot each fill the same room.
+     */
+    async approveWithinDailyLimit(nowMs: number, limitMicro: number): Promise<PayoutRow[]> {
+      return h.transaction(async (db) => {
+        if (h.dialect === "pg") await execRaw(h, db, sql`select pg_advisory_xact_lock(${APPROVAL_LOCK})`);
+        const [used] = await db
+          .select({ s: sql<string>`coalesce(sum(${p.amountMicro}), 0)` })
+          .from(p)
+          .where(and(gte(p.approvedAt, nowMs - DAY_MS), inArray(p.status, [...HOLDING])));
+        let room = limitMicro - num(used?.s);
+        const waiting = await db
+          .select()
+          .from(p)
+          .where(and(eq(p.status, "requested"), isNull(p.approvedAt)))
+          .orderBy(asc(p.requestedAt), asc(p.id));
+        const approved: PayoutRow[] = [];
+        for (const w of waiting) {
+          // Oldest first, without skipping: a large payout is not overtaken forever by small ones.
+          if (w.amountMicro > room) break;
+          const [row] = await db
+            .update(p)
+            .set({ approvedAt: nowMs, updatedAt: nowMs })
+            .where(and(eq(p.id, w.id), eq(p.status, "requested"), isNull(p.approvedAt)))
+            .returning();
+          if (row) {
+            approved.push(row);
+            room -= row.amountMicro;
+          }
+        }
+        return approved;
+      });
+    },
+
+    /**
+     * Leases approved, unfinished payouts to `owner` until `nowMs + leaseMs`:
+     * those nobody holds, whose lease ran out, or that `owner` holds already.
+     */
+    async claim(owner: string, nowMs: number, leaseMs: number, limit: number): Promise<PayoutRow[]> {
+      const free = or(isNull(p.leaseUntil), lt(p.leaseUntil, nowMs), eq(p.leaseOwner, owner));
+      const candidates = await h.run((db) =>
+        db
+          .select({ id: p.id })
+          .from(p)
+          .where(and(inArray(p.status, [...OPEN]), isNotNull(p.approvedAt), free))
+          .orderBy(asc(p.approvedAt), asc(p.id))
+          .limit(limit),
+      );
+      const claimed: PayoutRow[] = [];
+      for (const { id } of candidates) {
+        const [row] = await h.transaction((db) =>
+          db
+            .update(p)
+            .set({ leaseOwner: owner, leaseUntil: nowMs + leaseMs })
+            .where(and(eq(p.id, id), inArray(p.status, [...OPEN]), free))
+            .returning(),
+        );
+        if (row) claimed.push(row);
+      }
+      return claimed;
+    },
+
+    /** Lets go of a lease early (a clean shutdown), so another replica need not wait it out. */
+    async release(owner: string): Promise<void> {
+      await h.transaction((db) => db.update(p).set({ leaseOwner: null, leaseUntil: null }).where(eq(p.leaseOwner, owner)));
+    },
+
+    /**
+     * Records a new signed transfer in place of `previousSignature` (null for the
+     * first), only if the row still holds that one and `owner` its lease. The
+     * caller sends it only after this answers the row.
+     */
+    async recordAttempt(id: string, owner: string, previousSignature: string | null, a: Attempt, nowMs: number): Promise<PayoutRow | undefined> {
+      return h.transaction(async (db) => {
+        const [row] = await db
+          .select()
+          .from(p)
+          .where(and(eq(p.id, id), eq(p.leaseOwner, owner), inArray(p.status, [...OPEN])));
+        if (!row || row.signature !== previousSignature) return undefined;
+        const earlier = previousSignature ? [row.earlierSignatures, previousSignature].filter(Boolean).join(" ") : row.earlierSignatures;
+        const [updated] = await db
+          .update(p)
+          .set({ status: "sending", attempt: row.attempt + 1, ...a, earlierSignatures: earlier, updatedAt: nowMs })
+          .where(and(eq(p.id, id), previousSignature === null ? isNull(p.signature) : eq(p.signature, previousSignature)))
+          .returning();
+        return updated;
+      });
+    },
+
+    /** The transfer `signature` landed: paid. Only from sending, with that signature. */
+    async markPaid(id: string, signature: string, nowMs: number): Promise<PayoutRow | undefined> {
+      const [row] = await h.transaction((db) =>
+        db
+          .update(p)
+          .set({ status: "paid", paidAt: nowMs, error: null, leaseOwner: null, leaseUntil: null, updatedAt: nowMs })
+          .where(and(eq(p.id, id), eq(p.status, "sending"), eq(p.signature, signature)))
+          .returning(),
+      );
+      return row;
+    },
+
+    /**
+     * Nothing moved and nothing will: the amount is available again. Only while
+     * the row still holds `signature` (the one the caller saw expire or fail).
+     */
+    async markFailed(id: string, signature: string | null, error: string, nowMs: number): Promise<PayoutRow | undefined> {
+      const [row] = await h.transaction((db) =>
+        db
+          .update(p)
+          .set({ status: "failed", error, leaseOwner: null, leaseUntil: null, updatedAt: nowMs })
+          .where(and(eq(p.id, id), inArray(p.status, [...OPEN]), signature === null ? isNull(p.signature) : eq(p.signature, signature)))
+          .returning(),
+      );
+      return row;
+    },
+
+    /** What delays a payout (the RPC is down, a send was refused), shown to its operator; changes nothing else. */
+    async noteError(id: string, error: string | null, nowMs: number): Promise<void> {
+      await h.transaction((db) =>
+        db
+          .update(p)
+          .set({ error, updatedAt: nowMs })
+          .where(and(eq(p.id, id), inArray(p.status, [...OPEN]))),
+      );
+    },
+
+    /** Ledger-wide sums, for audits and the tests' invariants. */
+    async books(): Promise<PayoutBooks> {
+      return h.run(async (db) => {
+        const [r] = await db
+          .select({
+            inFlight: sql<string>`coalesce(sum(case when ${p.status} in ('requested', 'sending') then ${p.amountMicro} else 0 end), 0)`,
+            paid: sql<string>`coalesce(sum(case when ${p.status} = 'paid' then ${p.amountMicro} else 0 end), 0)`,
+          })
+          .from(p);
+        return { inFlightMicro: num(r?.inFlight), paidMicro: num(r?.paid) };
+      });
+    },
+  };
+}
+export type PayoutsRepo = ReturnType<typeof createPayoutsRepo>;
