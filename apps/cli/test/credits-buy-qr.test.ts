@@ -22,9 +22,11 @@ let payer: Keypair;
 let packageCredits: number;
 let packageId: string;
 const treasury = Keypair.generate().publicKey;
+/** How far the chain's clock runs ahead of the control plane's: a payment can land after expiresAt before the control plane gets there. */
+let chainAheadMs = 0;
 beforeAll(async () => {
   // The chain's clock is the control plane's, so block times fall inside the deposit's life.
-  rpc = await startFakeSolanaRpc({ now: () => h.clock.now() });
+  rpc = await startFakeSolanaRpc({ now: () => h.clock.now() + chainAheadMs });
   connection = new Connection(rpc.url, "confirmed");
   h = await startHarness(sqliteDatabase, { config: { TREASURY_WALLET: treasury.toBase58(), SOLANA_RPC_URL: rpc.url, STABLE_MINT: USDC_MINT.toBase58() } });
   // A wallet app's createTransfer requires the treasury's token account to exist.
@@ -158,6 +160,27 @@ describe("cm credits buy --qr", () => {
       const expiresAt = /until (\S+)\)/.exec(cm.stderr)![1]!;
       h.clock.advance(Date.parse(expiresAt) - h.clock.now() + 1);
       expect(await cm.exited).toBe(1);
+      expect(cm.stderr).toMatch(/\nerror DEPOSIT_EXPIRED: deposit dpst_\S+ expired at /);
+      expect(JSON.parse((await t.cm(["credits", "--json"])).stdout).balance.available).toBe(packageCredits * 2);
+    } finally {
+      cm.kill();
+    }
+  });
+
+  it("an expired deposit whose payment was refused ends cm naming the refusal", async () => {
+    const cm = running(["credits", "buy", packageId, "--qr"]);
+    try {
+      await cm.until(/^Waiting for the payment/m);
+      const expiresAt = /until (\S+)\)/.exec(cm.stderr)![1]!;
+      // The payment lands a minute after expiresAt; the watcher sees it (within the grace) and refuses it.
+      chainAheadMs = Date.parse(expiresAt) - h.clock.now() + 60_000;
+      const signature = await payTransferRequest(connection, cm.stdout.trim(), payer).finally(() => {
+        chainAheadMs = 0;
+      });
+      await h.deps.depositWatcher.tick();
+      h.clock.advance(Date.parse(expiresAt) - h.clock.now() + 1);
+      expect(await cm.exited).toBe(1);
+      expect(cm.stderr).toContain(`a payment (sig ${signature}) was refused: PAYMENT_AFTER_EXPIRY`);
       expect(cm.stderr).toMatch(/\nerror DEPOSIT_EXPIRED: deposit dpst_\S+ expired at /);
       expect(JSON.parse((await t.cm(["credits", "--json"])).stdout).balance.available).toBe(packageCredits * 2);
     } finally {

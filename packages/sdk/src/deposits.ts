@@ -25,12 +25,13 @@ export async function waitForDeposit(t: Transport, depositId: string, options: D
     if (deposit.status !== lastStatus) options.onChange?.(deposit);
     lastStatus = deposit.status;
     if (deposit.status === "confirmed") return deposit;
-    if (deposit.status === "expired")
-      throw new DepositWaitError(
-        "DEPOSIT_EXPIRED",
-        `deposit ${depositId} expired at ${deposit.expiresAt} with nothing credited (a payment made before then is still credited for a while: credits.deposit(id) shows it)`,
-        deposit,
-      );
+    if (deposit.status === "expired") {
+      // A payment that was found and refused is what the payer needs to hear about: it is why nothing was credited.
+      const refused = deposit.refusal
+        ? `; a payment (sig ${deposit.refusal.txSignature}) was refused: ${deposit.refusal.code} (${deposit.refusal.message})`
+        : " (a payment made before then is still credited for a while: credits.deposit(id) shows it)";
+      throw new DepositWaitError("DEPOSIT_EXPIRED", `deposit ${depositId} expired at ${deposit.expiresAt} with nothing credited${refused}`, deposit);
+    }
     if (Date.now() >= deadline) throw new DepositWaitError("WAIT_TIMEOUT", `deposit ${depositId} was not credited in ${timeoutMs} ms`, deposit);
     await sleep(Math.min(options.intervalMs ?? 2_000, Math.max(0, deadline - Date.now())), options.signal);
   }

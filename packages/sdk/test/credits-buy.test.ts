@@ -16,7 +16,8 @@ let rpc: FakeSolanaRpc;
 const treasury = Keypair.generate().publicKey;
 const clock = new TestClock(Date.now());
 beforeAll(async () => {
-  rpc = await startFakeSolanaRpc();
+  // The chain's clock is the control plane's, so a payment's block time is on the deposit's clock.
+  rpc = await startFakeSolanaRpc({ now: () => clock.now() });
   h = await startHarness(sqliteDatabase, {
     overrides: { clock },
     config: { TREASURY_WALLET: treasury.toBase58(), SOLANA_RPC_URL: rpc.url, STABLE_MINT: USDC_MINT.toBase58() },
@@ -104,5 +105,25 @@ describe("credits.waitForDeposit", () => {
     const err = await later.credits.waitForDeposit(deposit.depositId, { intervalMs: 20 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DepositWaitError);
     expect(err).toMatchObject({ code: "DEPOSIT_EXPIRED", deposit: { status: "expired" } });
+  });
+
+  it("names the payment the control plane refused when it gives up on the expired deposit", async () => {
+    const { payer, client, pkg } = await signedIn(1_000n);
+    rpc.fundTokenAccount({ owner: treasury, mint: USDC_MINT, decimals: USDC_DECIMALS, amountBaseUnits: 0n });
+    const { deposit } = await client.credits.initiateDeposit(pkg.id, payer.publicKey.toBase58());
+    // Paid 5 minutes after expiresAt: the watcher still looks (DEPOSIT_GRACE_S) and refuses it.
+    clock.advance(35 * 60_000);
+    const later = createClient({ baseUrl: h.url });
+    await later.auth.signIn(await keypairSigner(payer.secretKey));
+    const signature = await payTransferRequest(new Connection(rpc.url, "confirmed"), deposit.transferRequestUrl, payer);
+    await h.deps.depositWatcher.tick();
+    const err = await later.credits.waitForDeposit(deposit.depositId, { intervalMs: 20 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DepositWaitError);
+    expect(err).toMatchObject({
+      code: "DEPOSIT_EXPIRED",
+      message: expect.stringContaining(`a payment (sig ${signature}) was refused: PAYMENT_AFTER_EXPIRY`),
+      deposit: { status: "expired", refusal: { code: "PAYMENT_AFTER_EXPIRY", txSignature: signature } },
+    });
+    expect((await later.credits.balance()).balance.available).toBe(0);
   });
 });

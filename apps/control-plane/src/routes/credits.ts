@@ -119,7 +119,7 @@ export function creditRoutes(deps: Deps, route: RouteFactory) {
           tags,
           summary: "One of your deposits",
           description:
-            "pending (pay transferRequestUrl, or confirm with the signature), confirmed (txSignature paid it) or expired (past expiresAt with nothing credited). A payment whose block time is before expiresAt is still credited when it is found within DEPOSIT_GRACE_S after it, so an expired deposit can turn confirmed in that window.",
+            "pending (pay transferRequestUrl, or confirm with the signature), confirmed (txSignature paid it) or expired (past expiresAt with nothing credited). A payment whose block time is before expiresAt is still credited when it is found within DEPOSIT_GRACE_S after it, so an expired deposit can turn confirmed in that window. refusal names the latest payment found for it that did not pay it (PAYMENT_AFTER_EXPIRY, AMOUNT_TOO_LOW, ...), found by its reference or named to confirm, until a valid one credits it.",
           request: { params: IdParams },
           responses: { 200: json(DepositStateResponse, "The deposit's state") },
         },

@@ -1,5 +1,5 @@
 import { type CreditPackageRow, creditsToMicro, type DepositRow, microToCredits, type Repos } from "@cm/db";
-import type { DepositState } from "@cm/protocol";
+import { DEPOSIT_REFUSAL_CODES, type DepositRefusal, type DepositState, ERROR_CODES } from "@cm/protocol";
 import { creditsToReceive } from "../catalog/credit-packages";
 import { ApiError } from "../errors";
 import { decodeWallet } from "./auth-service";
@@ -43,9 +43,17 @@ export function presentDeposit(d: DepositRow & { reference: string }) {
   };
 }
 
+/** The refusal a deposit records, in the API's words; none on a confirmed deposit. */
+function presentRefusal(d: DepositRow): DepositRefusal | undefined {
+  const code = DEPOSIT_REFUSAL_CODES.find((c) => c === d.refusalCode);
+  if (d.status === "confirmed" || !code || !d.refusalSignature) return undefined;
+  return { code, message: ERROR_CODES[code].description, txSignature: d.refusalSignature };
+}
+
 /** A deposit as its owner sees it: expired once past expiresAt unless credited. */
 export function presentDepositState(d: DepositRow, nowMs: number): DepositState {
   const status = d.status === "confirmed" ? "confirmed" : nowMs > d.expiresAt ? "expired" : "pending";
+  const refusal = presentRefusal(d);
   return {
     depositId: d.id,
     status,
@@ -58,6 +66,7 @@ export function presentDepositState(d: DepositRow, nowMs: number): DepositState 
     ...(d.reference && status === "pending" ? { transferRequestUrl: depositTransferRequestUrl(d, d.reference, DEPOSIT_LABEL) } : {}),
     ...(d.txSignature ? { txSignature: d.txSignature } : {}),
     ...(d.confirmedAt ? { confirmedAt: new Date(d.confirmedAt).toISOString() } : {}),
+    ...(refusal ? { refusal } : {}),
   };
 }
 
@@ -144,7 +153,10 @@ export function createDepositService(repos: Repos, chain: ChainClient, clock: Cl
         );
       }
       const verdict = verifyDeposit(lookup.tx, expectedPayment(deposit));
-      if (!verdict.ok) throw new ApiError(verdict.code, verdict.message);
+      if (!verdict.ok) {
+        await repos.deposits.recordRefusal(deposit.id, verdict.code, signature);
+        throw new ApiError(verdict.code, verdict.message);
+      }
 
       const outcome = await repos.deposits.confirm(deposit.id, signature, ids("txn"), clock.now());
       switch (outcome.kind) {

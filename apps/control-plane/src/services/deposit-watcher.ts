@@ -105,7 +105,11 @@ export function createDepositWatcher(o: DepositWatcherOptions) {
   async function settle(d: DepositRow & { reference: string }) {
     const search = await findPaymentByReference(chain, d.reference, expectedPayment(d));
     if (search.kind === "unavailable") return log.warn("deposit watcher: the RPC did not answer", { depositId: d.id, reason: search.reason });
-    if (search.kind === "refused") log.info("deposit watcher: a transaction names the reference and does not pay", { depositId: d.id, code: search.code });
+    if (search.kind === "refused") {
+      log.info("deposit watcher: a transaction names the reference and does not pay", { depositId: d.id, code: search.code });
+      // So the deposit says why nothing was credited (a payment after expiresAt, too little); a valid payment later still credits it.
+      if (d.refusalCode !== search.code || d.refusalSignature !== search.signature) await repos.deposits.recordRefusal(d.id, search.code, search.signature);
+    }
     if (search.kind !== "paid") return;
     const outcome = await repos.deposits.confirm(d.id, search.signature, ids("txn"), clock.now());
     // Anything else means the confirm route (or another replica) got there first, or the payment credited another deposit.

@@ -1,7 +1,8 @@
+import { DEPOSIT_REFUSAL_CODES, ERROR_CODES } from "@cm/protocol";
 import { describe, expect, it } from "vitest";
 import type { TokenTransfer, TransferFacts } from "../../src/services/chain/chain-client";
 import type { ExpectedDeposit } from "../../src/services/chain/verify-deposit";
-import { DEPOSIT_REFUSAL_CODES, verifyDeposit } from "../../src/services/chain/verify-deposit";
+import { verifyDeposit } from "../../src/services/chain/verify-deposit";
 
 const USDC = "EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v";
 const OTHER_MINT = "Es9vMFrzaCERmJfrF4H2FYD4KCoNkY11McCe8BenwNYB";
@@ -101,10 +102,10 @@ describe("verifyDeposit", () => {
     expect(verifyDeposit(facts([transfer()], { blockTimeMs: null }), expected).ok).toBe(true);
   });
 
-  it("lists every code once, each with a description", () => {
-    const codes = DEPOSIT_REFUSAL_CODES.map((c) => c.code);
+  it("lists every code once, each an API error code with a description", () => {
+    const codes = [...DEPOSIT_REFUSAL_CODES];
     expect(new Set(codes).size).toBe(codes.length);
     expect(codes).toEqual(["TX_FAILED", "MINT_MISMATCH", "RECIPIENT_MISMATCH", "AMOUNT_TOO_LOW", "PAYER_MISMATCH", "PAYMENT_AFTER_EXPIRY"]);
-    for (const { description } of DEPOSIT_REFUSAL_CODES) expect(description.length).toBeGreaterThan(10);
+    for (const code of DEPOSIT_REFUSAL_CODES) expect(ERROR_CODES[code].description.length).toBeGreaterThan(10);
   });
 });

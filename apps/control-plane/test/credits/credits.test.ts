@@ -1,3 +1,4 @@
+import { type DepositRefusalCode, ERROR_CODES } from "@cm/protocol";
 import { describeEachDatabase, sqliteDatabase } from "@cm/testkit";
 import { Keypair } from "@solana/web3.js";
 import bs58 from "bs58";
@@ -123,7 +124,7 @@ describeEachDatabase("credits on $name", (db) => {
   });
 
   it("refuses each bad payment with its own code and leaves the deposit pending", async () => {
-    const cases: Array<[Partial<PaymentOptions>, string]> = [
+    const cases: Array<[Partial<PaymentOptions>, DepositRefusalCode]> = [
       [{ mint: Keypair.generate().publicKey }, "MINT_MISMATCH"],
       [{ treasuryOwner: Keypair.generate().publicKey }, "RECIPIENT_MISMATCH"],
       [{ amountBaseUnits: 49_999_999n }, "AMOUNT_TOO_LOW"],
@@ -132,14 +133,19 @@ describeEachDatabase("credits on $name", (db) => {
     ];
     const t = await tenant();
     const d = await initiate(t);
+    const state = async () => (await h.call("GET", `/credits/deposits/${d.depositId}`, { token: t.token })).json.deposit;
     for (const [o, code] of cases) {
-      const r = await confirm(t, d.depositId, pay(t, o));
+      const signature = pay(t, o);
+      const r = await confirm(t, d.depositId, signature);
       expect(r.json.error?.code, code).toBe(code);
       expect(r.status).toBe(422);
+      // The deposit keeps the latest refusal, in the API's words.
+      expect(await state()).toMatchObject({ status: "pending", refusal: { code, message: ERROR_CODES[code].description, txSignature: signature } });
     }
     expect((await h.call("GET", "/credits/balance", { token: t.token })).json.balance.available).toBe(0);
-    // Still pending: a good payment now succeeds.
+    // Still pending: a good payment now succeeds, and the deposit no longer names a refusal.
     expect((await confirm(t, d.depositId, pay(t))).status).toBe(200);
+    expect(await state()).not.toHaveProperty("refusal");
   });
 
   it("refuses a payment that landed after the deposit expired, and a confirm after expiry plus the grace", async () => {
@@ -147,6 +153,8 @@ describeEachDatabase("credits on $name", (db) => {
     const d = await initiate(t);
     const late = pay(t, { blockTimeMs: Math.floor((h.clock.now() + 31 * 60_000) / 1000) * 1000 });
     expect((await confirm(t, d.depositId, late)).json.error.code).toBe("PAYMENT_AFTER_EXPIRY");
+    const refused = (await h.call("GET", `/credits/deposits/${d.depositId}`, { token: t.token })).json.deposit;
+    expect(refused.refusal).toEqual({ code: "PAYMENT_AFTER_EXPIRY", message: "The payment landed after the deposit expired.", txSignature: late });
     const onTime = pay(t);
     // DEPOSIT_GRACE_S (10 minutes) after expiresAt.
     h.clock.advance(40 * 60_000 + 1);

@@ -1,7 +1,7 @@
 import { describeEachDatabase } from "@cm/testkit";
-import { parseURL } from "@solana/pay";
+import { createTransfer, parseURL } from "@solana/pay";
 import { getAssociatedTokenAddressSync } from "@solana/spl-token";
-import { Connection, Keypair, PublicKey } from "@solana/web3.js";
+import { Connection, Keypair, PublicKey, sendAndConfirmTransaction } from "@solana/web3.js";
 import bs58 from "bs58";
 import nacl from "tweetnacl";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
@@ -192,6 +192,49 @@ describeEachDatabase("deposits by Solana Pay reference on $name", (db) => {
     await h.deps.depositWatcher.tick();
     expect(await state(onTime.depositId, fresh.token)).toMatchObject({ status: "confirmed" });
     expect(await balance(fresh.token)).toBe(onTime.creditsToReceive);
+  });
+
+  it("a payment landing after expiresAt is refused: the deposit, expired, names it as PAYMENT_AFTER_EXPIRY and nothing is credited", async () => {
+    const t = await tenant();
+    const d = await initiate(t);
+    // Lands 5 minutes after expiresAt: within DEPOSIT_GRACE_S, so the watcher still looks, and sees its block time.
+    h.clock.advance(35 * 60_000);
+    const fresh = await h.signIn(t.wallet);
+    const late = await payTransferRequest(connection, d.transferRequestUrl, t.kp);
+    await h.deps.depositWatcher.tick();
+    const refusal = { code: "PAYMENT_AFTER_EXPIRY", message: "The payment landed after the deposit expired.", txSignature: late };
+    expect(await state(d.depositId, fresh.token)).toMatchObject({ status: "expired", refusal });
+    expect(await balance(fresh.token)).toBe(0);
+
+    // Past expiresAt plus the grace the watcher stops looking; the deposit still says why.
+    h.clock.advance(6 * 60_000);
+    const later = await h.signIn(t.wallet);
+    await h.deps.depositWatcher.tick();
+    expect(await state(d.depositId, later.token)).toMatchObject({ status: "expired", refusal });
+    expect(await balance(later.token)).toBe(0);
+    expect((await h.call("GET", "/credits/transactions?type=deposit", { token: later.token })).json.transactions).toHaveLength(0);
+  });
+
+  it("a refused payment is kept on the open deposit until a valid one credits it; a confirmed deposit names no refusal", async () => {
+    const t = await tenant();
+    const d = await initiate(t);
+    // The transfer request's reference, one base unit short, as a wallet that let the user edit the amount would send it.
+    const fields = parseURL(d.transferRequestUrl);
+    if (!("recipient" in fields) || !fields.amount) throw new Error("not a transfer request with an amount");
+    const short = await createTransfer(connection, t.kp.publicKey, { ...fields, amount: fields.amount.minus("0.000001") }, { commitment: "confirmed" });
+    const shortSig = await sendAndConfirmTransaction(connection, short, [t.kp], { commitment: "confirmed" });
+    await h.deps.depositWatcher.tick();
+    expect(await state(d.depositId, t.token)).toMatchObject({ status: "pending", refusal: { code: "AMOUNT_TOO_LOW", txSignature: shortSig } });
+    expect(await balance(t.token)).toBe(0);
+
+    const paid = await payTransferRequest(connection, d.transferRequestUrl, t.kp);
+    await h.deps.depositWatcher.tick();
+    const confirmed = await state(d.depositId, t.token);
+    expect(confirmed).toMatchObject({ status: "confirmed", txSignature: paid });
+    expect(confirmed).not.toHaveProperty("refusal");
+    expect(await balance(t.token)).toBe(d.creditsToReceive);
+    const rows = await h.deps.repos.deposits.get(d.depositId, t.user.id);
+    expect(rows).toMatchObject({ refusalCode: null, refusalSignature: null });
   });
 
   it("a tick the RPC fails credits nothing and throws nothing; the next one credits", async () => {

@@ -1,3 +1,4 @@
+import type { DepositRefusalCode } from "@cm/protocol";
 import { and, asc, eq, gte, isNotNull } from "drizzle-orm";
 import type { DbHandle } from "../client";
 import type { CreditPackageRow, CreditTransactionRow, DepositRow } from "../types";
@@ -38,7 +39,9 @@ export function createDepositsRepo(h: DbHandle) {
     },
 
     async create(
-      row: Omit<DepositRow, "status" | "txSignature" | "transactionId" | "confirmedAt" | "reference"> & { reference: string },
+      row: Omit<DepositRow, "status" | "txSignature" | "transactionId" | "confirmedAt" | "reference" | "refusalCode" | "refusalSignature"> & {
+        reference: string;
+      },
     ): Promise<DepositRow & { reference: string }> {
       return h.run(
         async (db) =>
@@ -73,6 +76,19 @@ export function createDepositsRepo(h: DbHandle) {
             .limit(limit)) as Array<DepositRow & { reference: string }>,
       );
     },
+    /**
+     * Records a payment found for an open deposit and refused (e.g. PAYMENT_AFTER_EXPIRY),
+     * so the deposit can say why nothing was credited: the latest one wins, and a
+     * confirmed deposit is left alone.
+     */
+    async recordRefusal(depositId: string, code: DepositRefusalCode, signature: string): Promise<void> {
+      await h.run((db) =>
+        db
+          .update(deposits)
+          .set({ refusalCode: code, refusalSignature: signature })
+          .where(and(eq(deposits.id, depositId), eq(deposits.status, "pending"))),
+      );
+    },
     async transactionBySignature(signature: string): Promise<CreditTransactionRow | undefined> {
       return h.run(async (db) => (await db.select().from(creditTransactions).where(eq(creditTransactions.txSignature, signature)))[0]);
     },
@@ -88,7 +104,8 @@ export function createDepositsRepo(h: DbHandle) {
         return await h.transaction(async (db): Promise<ConfirmOutcome> => {
           const [claimed] = await db
             .update(deposits)
-            .set({ status: "confirmed", txSignature: signature, transactionId: txId, confirmedAt: nowMs })
+            // A refusal recorded before says nothing once a payment credited the deposit.
+            .set({ status: "confirmed", txSignature: signature, transactionId: txId, confirmedAt: nowMs, refusalCode: null, refusalSignature: null })
             .where(and(eq(deposits.id, depositId), eq(deposits.status, "pending")))
             .returning();
           if (!claimed) {

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { ErrorCode } from "../errors";
 import { Pagination, pageQuery, Timestamp, text } from "./common";
 
 export const Balance = z
@@ -38,6 +39,30 @@ export const Deposit = z
   })
   .meta({ id: "Deposit" });
 
+/** Why a landed transaction does not pay for a deposit: each is also the error code the confirm answers, described in ERROR_CODES. */
+export const DEPOSIT_REFUSAL_CODES = [
+  "TX_FAILED",
+  "MINT_MISMATCH",
+  "RECIPIENT_MISMATCH",
+  "AMOUNT_TOO_LOW",
+  "PAYER_MISMATCH",
+  "PAYMENT_AFTER_EXPIRY",
+] as const satisfies readonly ErrorCode[];
+export type DepositRefusalCode = (typeof DEPOSIT_REFUSAL_CODES)[number];
+
+export const DepositRefusal = z
+  .object({
+    code: z.enum(DEPOSIT_REFUSAL_CODES),
+    message: z.string().meta({ description: "what the code means (its description among the API's error codes)" }),
+    txSignature: z.string().meta({ description: "the refused transaction" }),
+  })
+  .meta({
+    id: "DepositRefusal",
+    description:
+      "The latest payment found for a deposit that did not pay it (found by its reference, or named to confirm): e.g. PAYMENT_AFTER_EXPIRY for one whose block time is after expiresAt. Absent once the deposit is confirmed: a valid payment still credits a deposit that has a refusal while the deposit is open.",
+  });
+export type DepositRefusal = z.infer<typeof DepositRefusal>;
+
 /** pending: awaiting its payment; confirmed: credited; expired: past expiresAt without a payment credited. */
 export const DEPOSIT_STATES = ["pending", "confirmed", "expired"] as const;
 export const DepositState = z
@@ -53,6 +78,7 @@ export const DepositState = z
     transferRequestUrl: z.string().optional().meta({ description: "the Solana Pay transfer request that pays it, while pending" }),
     txSignature: z.string().optional().meta({ description: "the transaction that paid it, once confirmed" }),
     confirmedAt: Timestamp.optional(),
+    refusal: DepositRefusal.optional().meta({ description: "why a payment found for it was not credited, while it is not confirmed" }),
   })
   .meta({ id: "DepositState" });
 export type DepositState = z.infer<typeof DepositState>;

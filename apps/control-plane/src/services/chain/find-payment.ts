@@ -1,5 +1,6 @@
+import type { DepositRefusalCode } from "@cm/protocol";
 import type { ChainClient, TransferFacts } from "./chain-client";
-import { type DepositRefusalCode, type ExpectedDeposit, verifyDeposit } from "./verify-deposit";
+import { type ExpectedDeposit, verifyDeposit } from "./verify-deposit";
 
 /**
  * Finds the payment for a deposit by its Solana Pay reference, with the checks the

@@ -1,16 +1,5 @@
+import type { DepositRefusalCode } from "@cm/protocol";
 import type { TokenTransfer, TransferFacts } from "./chain-client";
-
-/** Why a landed transaction does not pay for a deposit; names match the API's error codes. */
-export const DEPOSIT_REFUSAL_CODES = [
-  { code: "TX_FAILED", description: "The transaction failed on chain." },
-  { code: "MINT_MISMATCH", description: "The payment was not made in the expected token." },
-  { code: "RECIPIENT_MISMATCH", description: "The payment did not go to the treasury wallet." },
-  { code: "AMOUNT_TOO_LOW", description: "The treasury received less than the deposit's amount." },
-  { code: "PAYER_MISMATCH", description: "The payment was not made by the deposit's wallet." },
-  { code: "PAYMENT_AFTER_EXPIRY", description: "The payment landed after the deposit expired." },
-] as const;
-
-export type DepositRefusalCode = (typeof DEPOSIT_REFUSAL_CODES)[number]["code"];
 
 export interface ExpectedDeposit {
   /** Treasury wallet (owner of its token accounts), base58. */
