@@ -3,6 +3,7 @@ import { type DepositWaitOptions, waitForDeposit } from "./deposits";
 import { ApiError } from "./errors";
 import { type ExecOptions, exec } from "./exec";
 import { type FollowOptions, follow, type PollOptions, type WaitOptions, waitFor, watch } from "./follow";
+import { type PayoutWaitOptions, waitForPayout } from "./payouts";
 import { type Signer, signText, walletAddress } from "./signer";
 import { type ClientOptions, Transport } from "./transport";
 import type * as T from "./types";
@@ -26,7 +27,8 @@ export function createClient(options: ClientOptions) {
       | T.TransactionListQuery
       | T.OperatorNodeListQuery
       | T.EarningsQuery
-      | T.EarningTransactionListQuery,
+      | T.EarningTransactionListQuery
+      | T.PayoutListQuery,
   ) => t.json<R>("GET", path, { auth: true, query });
   const post = <R>(path: string, body?: unknown) => t.json<R>("POST", path, { auth: true, body });
   const del = <R>(path: string) => t.json<R>("DELETE", path, { auth: true });
@@ -118,6 +120,14 @@ export function createClient(options: ClientOptions) {
     earnings: (query: T.EarningsQuery = {}) => get<T.EarningsResponse>("/operator/earnings", query),
     /** Your earnings ledger, newest first: your part of each usage charge, and refunds. */
     earningTransactions: (query: T.EarningTransactionListQuery = {}) => get<T.EarningTransactionListResponse>("/operator/earnings/transactions", query),
+    /** Withdraws whole credits of your available earnings in USDC to the wallet you sign in with: the payout, requested. */
+    payout: async (amountCredits: number): Promise<T.Payout> =>
+      (await post<T.PayoutResponse>("/operator/payouts", { amountCredits } satisfies T.PayoutRequest)).payout,
+    /** Your payouts, newest first. */
+    payouts: (query: T.PayoutListQuery = {}) => get<T.PayoutListResponse>("/operator/payouts", query),
+    getPayout: async (id: string): Promise<T.Payout> => (await get<T.PayoutResponse>(`/operator/payouts/${seg(id)}`)).payout,
+    /** Polls the payout until it is paid (with its txSignature) or failed (with its error); PayoutWaitError WAIT_TIMEOUT if neither comes in time. */
+    waitForPayout: (id: string, options?: PayoutWaitOptions) => waitForPayout(t, id, options),
   };
 
   return {

@@ -69,6 +69,18 @@ export class DepositWaitError extends CmError {
   }
 }
 
+/** waitForPayout gave up: the payout was neither paid nor failed in time (it goes on without the wait). */
+export class PayoutWaitError extends CmError {
+  declare readonly code: "WAIT_TIMEOUT";
+  constructor(
+    message: string,
+    /** The payout as last seen. */
+    readonly payout: unknown,
+  ) {
+    super("WAIT_TIMEOUT", message);
+  }
+}
+
 /** The chain refused or did not confirm a payment (the API was not told of it). */
 export class ChainError extends CmError {
   declare readonly code: "CHAIN_UNAVAILABLE" | "TX_REJECTED" | "TX_NOT_CONFIRMED" | "CHAIN_LIBRARIES_MISSING";

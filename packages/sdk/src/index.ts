@@ -1,9 +1,10 @@
 export type { BuyOptions, Payer } from "./chain";
 export { type Client, createClient } from "./client";
 export type { DepositWaitOptions } from "./deposits";
-export { ApiError, ChainError, CmError, DepositWaitError, NetworkError, SessionError, WaitError } from "./errors";
+export { ApiError, ChainError, CmError, DepositWaitError, NetworkError, PayoutWaitError, SessionError, WaitError } from "./errors";
 export { ExecError, type ExecOptions, type ExecSession, type WebSocketConstructor, type WebSocketLike } from "./exec";
 export { ENDED_STATUSES, type FollowOptions, hasEnded, type PollOptions, type WaitOptions } from "./follow";
+export type { PayoutWaitOptions } from "./payouts";
 export { MemorySessionStore, type Session, type SessionStore } from "./session";
 export { keypairSigner, type Signer, walletAddress } from "./signer";
 export type { ClientOptions } from "./transport";

@@ -31,6 +31,12 @@ export type EarningsResponse = Out<typeof P.EarningsResponse>;
 export type EarningTransaction = Out<typeof P.EarningTransaction>;
 export type EarningTransactionListQuery = Partial<Out<typeof P.EarningTransactionListQuery>>;
 export type EarningTransactionListResponse = Out<typeof P.EarningTransactionListResponse>;
+export type PayoutStatus = P.PayoutStatus;
+export type Payout = Out<typeof P.Payout>;
+export type PayoutRequest = In<typeof P.PayoutRequest>;
+export type PayoutResponse = Out<typeof P.PayoutResponse>;
+export type PayoutListQuery = Partial<Out<typeof P.PayoutListQuery>>;
+export type PayoutListResponse = Out<typeof P.PayoutListResponse>;
 
 export type TemplateListQuery = Partial<Out<typeof P.TemplateListQuery>>;
 export type TemplateListResponse = Out<typeof P.TemplateListResponse>;
