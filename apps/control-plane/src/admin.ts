@@ -16,11 +16,19 @@ import { randomId } from "./services/ids";
  *
  *   npm run admin -- credit <walletAddress> <credits> [note]
  *   npm run admin -- refund <deploymentId> <credits> <reason>
+ *   npm run admin -- payouts [list]
+ *   npm run admin -- payouts approve [payoutId]
  */
-const usage = "usage: npm run admin -- credit <walletAddress> <credits> [note]\n       npm run admin -- refund <deploymentId> <credits> <reason>";
+const usage = [
+  "usage: npm run admin -- credit <walletAddress> <credits> [note]",
+  "       npm run admin -- refund <deploymentId> <credits> <reason>",
+  "       npm run admin -- payouts [list]                 requested (waiting) and sending payouts",
+  "       npm run admin -- payouts approve [payoutId]     let one requested payout (or all of them) be sent",
+].join("\n");
 
 async function main(argv: string[]) {
   if (argv[0] === "refund") return refund(argv.slice(1));
+  if (argv[0] === "payouts") return payouts(argv.slice(1));
   const [cmd, wallet, amount, ...note] = argv;
   if (cmd !== "credit" || !wallet || !amount) throw new Error(usage);
   try {
@@ -73,6 +81,38 @@ async function refund([deploymentId, amount, ...reason]: string[]) {
     console.log(
       `refunded ${credits} credits for ${deploymentId} (transaction ${outcome.transactionId}) in ${database}: ${microToCredits(outcome.fromOperatorMicro)} from the operator's earnings, ${microToCredits(outcome.fromFeeMicro)} from the platform's fee`,
     );
+  } finally {
+    await repos.handle.close();
+  }
+}
+
+/**
+ * PAYOUTS=manual: requests wait for an administrator. Approving only marks them;
+ * the running control plane's sender pays them on its next turn (every
+ * PAYOUT_SEND_INTERVAL_MS), exactly once, as it pays PAYOUTS=auto's.
+ */
+async function payouts([sub = "list", id, ...rest]: string[]) {
+  if (!["list", "approve"].includes(sub) || rest.length > 0 || (sub === "list" && id)) throw new Error(usage);
+  const { repos, database } = await open(sub === "approve" ? "approved" : "listed");
+  try {
+    const show = (p: { id: string; status: string; amountMicro: number; walletAddress: string; requestedAt: number; error: string | null }) =>
+      `${p.id}  ${p.status.padEnd(9)}  ${String(microToCredits(p.amountMicro)).padStart(10)} credits  to ${p.walletAddress}  requested ${new Date(p.requestedAt).toISOString()}${p.error ? `  (${p.error})` : ""}`;
+    if (sub === "list") {
+      const waiting = [...(await repos.payouts.list(undefined, 1, 100, "requested")).rows, ...(await repos.payouts.list(undefined, 1, 100, "sending")).rows];
+      if (waiting.length === 0) return console.log(`no payouts waiting or sending in ${database}`);
+      for (const p of waiting) console.log(`${show(p)}${p.status === "requested" && p.approvedAt !== null ? "  (approved)" : ""}`);
+      return;
+    }
+    if (id) {
+      const p = await repos.payouts.get(id);
+      if (!p) throw new Error(`no payout ${id} in ${database}; nothing was approved`);
+      if (p.status !== "requested" || p.approvedAt !== null)
+        throw new Error(`payout ${id} is ${p.status}${p.approvedAt !== null ? ", approved already" : ""}; nothing was approved`);
+    }
+    const approved = await repos.payouts.approve(id, Date.now());
+    if (approved.length === 0) return console.log(`no requested payouts to approve in ${database}`);
+    for (const p of approved) console.log(`approved ${show(p)}`);
+    console.log(`${approved.length} payout(s) approved in ${database}; the control plane sends them on its next turn (PAYOUT_KEYPAIR must be set there)`);
   } finally {
     await repos.handle.close();
   }

@@ -67,6 +67,12 @@ export interface FakeSolanaRpc {
   heal(method?: string): void;
   /** Produces `count` empty blocks: time passing, so blockhashes (150 blocks) expire without anything landing. */
   advanceBlocks(count: number): void;
+  /**
+   * Token movements into accounts by landed transactions that did not fail: what
+   * the chain says was paid, whatever any client believes it sent. A token
+   * account created by the transaction counts from zero.
+   */
+  landedTransfers(): Array<{ signature: string; destination: string; amountBaseUnits: bigint }>;
   /** Every JSON-RPC call received, HTTP and pubsub, oldest first. */
   calls: Array<{ method: string; params: unknown[] }>;
   close(): Promise<void>;
@@ -313,6 +319,18 @@ export async function startFakeSolanaRpc(options: FakeSolanaRpcOptions = {}): Pr
     },
     setRpcError(error) {
       rpcError = error;
+    },
+    landedTransfers() {
+      const out: Array<{ signature: string; destination: string; amountBaseUnits: bigint }> = [];
+      for (const [signature, stored] of txs) {
+        if (stored.meta.err) continue;
+        const keys = accountKeys(stored);
+        for (const post of stored.meta.postTokenBalances) {
+          const before = stored.meta.preTokenBalances.find((b) => b.accountIndex === post.accountIndex)?.amountBaseUnits ?? 0n;
+          if (post.amountBaseUnits > before) out.push({ signature, destination: keys[post.accountIndex]!, amountBaseUnits: post.amountBaseUnits - before });
+        }
+      }
+      return out;
     },
     fail: (method, fault, times) => faults.fail(method, fault, times),
     heal: (method) => faults.heal(method),

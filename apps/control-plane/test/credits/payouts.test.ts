@@ -1,0 +1,269 @@
+// Payouts in USDC, exactly once, against the local RPC with real signed
+// transfers: each step of sending (the send, its answer, the confirmation, the
+// blockhash) is broken in turn, and after each the chain shows one transfer per
+// payout and the books add up.
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { describeEachDatabase } from "@cm/testkit";
+import { getAssociatedTokenAddressSync } from "@solana/spl-token";
+import { Keypair, PublicKey } from "@solana/web3.js";
+import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
+import { createWeb3PayoutChain } from "../../src/services/chain/web3-payout-chain";
+import { type AgentHarness, eventually, startAgentHarness } from "../agents/support/agent-harness";
+import { type FakeSolanaRpc, startFakeSolanaRpc } from "../support/fake-solana-rpc";
+
+const S = 1000;
+const HOUR = 3600 * S;
+/** 6,000 cents an hour: 100 credits a metered minute, 90 of them the operator's. */
+const RATE = 6_000;
+
+/** A keypair file as the Solana CLI writes it, readable by its owner only. */
+export function payoutKeyFile(key: Keypair, mode = 0o600): string {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), "cm-payout-")), "hot.json");
+  writeFileSync(file, JSON.stringify(Array.from(key.secretKey)));
+  chmodSync(file, mode);
+  return file;
+}
+
+describeEachDatabase("payouts on $name", (db) => {
+  let h: AgentHarness;
+  let rpc: FakeSolanaRpc;
+  const hot = Keypair.generate();
+  const mint = Keypair.generate().publicKey;
+  const HOT_FUNDS = 1_000_000_000n; // 1,000 USDC
+  const operators = new Set<string>();
+
+  beforeAll(async () => {
+    rpc = await startFakeSolanaRpc();
+    rpc.fundTokenAccount({ owner: hot.publicKey, mint, decimals: 6, amountBaseUnits: HOT_FUNDS });
+    h = await startAgentHarness(
+      db,
+      {
+        PAYOUT_KEYPAIR: payoutKeyFile(hot),
+        SOLANA_RPC_URL: rpc.url,
+        STABLE_MINT: mint.toBase58(),
+        EARNINGS_HOLD_HOURS: 0,
+        PAYOUT_MIN_CREDITS: 10,
+      },
+      // A lost answer costs the client its timeout: short here.
+      { payoutChain: createWeb3PayoutChain({ rpcUrl: rpc.url, commitment: "confirmed", requestTimeoutMs: 300 }) },
+    );
+  });
+  afterAll(async () => {
+    await h?.close();
+    await rpc?.close();
+  });
+  beforeEach(() => rpc.heal());
+
+  /** An operator whose node earned `minutes` x 90 credits, all available (no hold here). */
+  async function operatorWithEarnings(minutes: number) {
+    const op = await h.signIn();
+    operators.add(op.user.id);
+    const t = await h.signIn();
+    await h.grantCredits(t.user.id, 100_000);
+    const node = await h.connectedNode(op.token, { hourlyRateCents: RATE });
+    const d = await h.deploy(t.token, node.id, node.agent);
+    await h.run(node.agent, d.spec, t.token);
+    for (let i = 0; i < minutes; i++) {
+      h.clock.advance(60 * S);
+      node.agent.heartbeat();
+      await eventually(() => expect(h.deps.agents.lastSeenMs(node.id)).toBe(h.clock.now()));
+      await h.deps.metering.tick();
+    }
+    await h.call("POST", `/deployments/${d.id}/stop`, { token: t.token });
+    return op;
+  }
+  const earnings = async (token: string) => (await h.call("GET", "/operator/earnings", { token })).json.earnings;
+  const request = (token: string, amountCredits: number) => h.call("POST", "/operator/payouts", { token, body: { amountCredits } });
+  const payout = async (token: string, id: string) => (await h.call("GET", `/operator/payouts/${id}`, { token })).json.payout;
+  const received = (wallet: string) => rpc.tokenBalance(getAssociatedTokenAddressSync(mint, new PublicKey(wallet), true)) ?? 0n;
+  const tick = () => h.deps.payoutSender!.tick();
+  const approve = (id: string) => h.deps.repos.payouts.approve(id, h.clock.now());
+  /** The issue's invariants after every scenario. */
+  async function checkMoney() {
+    const books = await h.deps.repos.earnings.books();
+    expect(books.usageMicro - books.refundsMicro).toBe(books.operatorMicro + books.platformMicro);
+    const paid = await h.deps.repos.payouts.books();
+    let split = 0;
+    for (const id of operators) {
+      const s = await h.deps.repos.earnings.summary(id, h.clock.now(), 0, 1);
+      const held = await h.deps.repos.payouts.holding(id);
+      expect(s.availableMicro - held.inFlightMicro - held.paidMicro).toBeGreaterThanOrEqual(0);
+      split += s.pendingMicro + (s.availableMicro - held.inFlightMicro - held.paidMicro) + held.inFlightMicro + held.paidMicro;
+    }
+    expect(split).toBe(books.operatorMicro);
+    // What left the hot wallet is exactly what was paid.
+    expect(HOT_FUNDS - (rpc.tokenBalance(getAssociatedTokenAddressSync(mint, hot.publicKey, true)) ?? 0n)).toBe(BigInt(paid.paidMicro / 100));
+  }
+
+  it("takes a request out of available earnings, waits for approval, then pays it once to the operator's wallet", async () => {
+    const op = await operatorWithEarnings(1);
+    expect(await earnings(op.token)).toMatchObject({ available: 90, payingOut: 0, paidOut: 0 });
+
+    const below = await request(op.token, 5);
+    expect(below.status).toBe(422);
+    expect(below.json.error).toMatchObject({ code: "PAYOUT_BELOW_MINIMUM", details: { minimumCredits: 10 } });
+    const tooMuch = await request(op.token, 91);
+    expect(tooMuch.status).toBe(422);
+    expect(tooMuch.json.error).toMatchObject({ code: "INSUFFICIENT_EARNINGS", details: { availableCredits: 90 } });
+
+    const r = await request(op.token, 60);
+    expect(r.status).toBe(201);
+    const id = r.json.payout.id as string;
+    expect(r.json.payout).toMatchObject({ status: "requested", amountCredits: 60, amountStable: 0.6, walletAddress: op.wallet.address });
+    expect(await earnings(op.token)).toMatchObject({ available: 30, payingOut: 60, paidOut: 0 });
+    // The same credits cannot be asked for twice.
+    expect((await request(op.token, 31)).json.error.code).toBe("INSUFFICIENT_EARNINGS");
+
+    // PAYOUTS=manual: nothing is sent until an administrator approves it.
+    await tick();
+    expect(await payout(op.token, id)).toMatchObject({ status: "requested" });
+    expect(rpc.sent).toHaveLength(0);
+    await approve(id);
+    await tick();
+    expect(await payout(op.token, id)).toMatchObject({ status: "sending" });
+    await tick();
+    const paid = await payout(op.token, id);
+    expect(paid).toMatchObject({ status: "paid", amountCredits: 60 });
+    expect(paid.txSignature).toBe(rpc.sent[0]);
+    expect(received(op.wallet.address)).toBe(600_000n);
+    expect(await earnings(op.token)).toMatchObject({ available: 30, payingOut: 0, paidOut: 60 });
+    const list = (await h.call("GET", "/operator/payouts", { token: op.token })).json;
+    expect(list.payouts.map((p: { id: string }) => p.id)).toEqual([id]);
+    expect(list.pagination).toMatchObject({ total: 1 });
+    // Another operator sees none of it.
+    const other = await h.signIn();
+    expect((await h.call("GET", `/operator/payouts/${id}`, { token: other.token })).json.error.code).toBe("PAYOUT_NOT_FOUND");
+    await checkMoney();
+  });
+
+  /** An approved payout of `credits` from a fresh operator, and a way to count the transfers that landed for it. */
+  async function approvedPayout(credits = 20) {
+    const op = await operatorWithEarnings(1);
+    const r = await request(op.token, credits);
+    expect(r.status).toBe(201);
+    const id = r.json.payout.id as string;
+    await approve(id);
+    const sentBefore = rpc.sent.length;
+    return { op, id, sentSince: () => rpc.sent.slice(sentBefore) };
+  }
+  /** Turns of the sender until the payout is paid (each turn of a real sender is PAYOUT_SEND_INTERVAL_MS apart). */
+  async function untilPaid(token: string, id: string, turns = 6) {
+    for (let i = 0; i < turns && (await payout(token, id)).status !== "paid"; i++) await tick();
+    return payout(token, id);
+  }
+  /** The signatures of landed transfers paying this operator's wallet. */
+  function landedTo(wallet: string): string[] {
+    const ata = getAssociatedTokenAddressSync(mint, new PublicKey(wallet), true).toBase58();
+    return rpc
+      .landedTransfers()
+      .filter((t) => t.destination === ata)
+      .map((t) => t.signature);
+  }
+
+  it("pays once when the send fails: the recorded transfer is sent again", async () => {
+    const { op, id } = await approvedPayout();
+    rpc.fail("sendTransaction", { kind: "error", error: { code: -32005, message: "Node is behind by 42 slots" } }, 1);
+    await tick();
+    expect(await payout(op.token, id)).toMatchObject({ status: "sending", error: expect.stringContaining("Node is behind") });
+    const p = await untilPaid(op.token, id);
+    expect(p.status).toBe("paid");
+    expect(landedTo(op.wallet.address)).toEqual([p.txSignature]);
+    expect(received(op.wallet.address)).toBe(200_000n);
+    await checkMoney();
+  });
+
+  it("pays once when the send's answer is lost after it landed", async () => {
+    const { op, id } = await approvedPayout();
+    rpc.fail("sendTransaction", { kind: "lost-answer" }, 1);
+    await tick();
+    const p = await untilPaid(op.token, id);
+    expect(p.status).toBe("paid");
+    expect(landedTo(op.wallet.address)).toEqual([p.txSignature]);
+    await checkMoney();
+  });
+
+  it("pays once when the RPC answers 'blockhash not found': the same transfer again while valid, a new one only once it expired", async () => {
+    const { op, id } = await approvedPayout();
+    rpc.fail("sendTransaction", { kind: "blockhash-not-found" });
+    await tick();
+    await tick();
+    const first = await payout(op.token, id);
+    expect(first).toMatchObject({ status: "sending", error: expect.stringContaining("Blockhash not found") });
+    // Still valid by the chain's height: no second transfer is signed, however many turns.
+    await tick();
+    expect((await payout(op.token, id)).txSignature).toBe(first.txSignature);
+    rpc.advanceBlocks(200);
+    rpc.heal("sendTransaction");
+    const p = await untilPaid(op.token, id);
+    expect(p.status).toBe("paid");
+    expect(p.txSignature).not.toBe(first.txSignature);
+    expect(landedTo(op.wallet.address)).toEqual([p.txSignature]);
+    expect((await h.deps.repos.payouts.get(id))!.earlierSignatures).toBe(first.txSignature);
+    await checkMoney();
+  });
+
+  it("pays once when the confirmation never comes: nothing new is built while the chain cannot be asked", async () => {
+    const { op, id } = await approvedPayout();
+    rpc.fail("getSignatureStatuses", { kind: "error", error: { code: -32603, message: "Internal error" } });
+    await tick(); // signed, recorded, sent: it landed
+    rpc.advanceBlocks(200);
+    for (let i = 0; i < 3; i++) await tick();
+    const waiting = await payout(op.token, id);
+    expect(waiting).toMatchObject({ status: "sending", error: expect.stringContaining("Internal error") });
+    rpc.heal();
+    const p = await untilPaid(op.token, id);
+    expect(p).toMatchObject({ status: "paid", txSignature: waiting.txSignature });
+    expect(landedTo(op.wallet.address)).toEqual([p.txSignature]);
+    await checkMoney();
+  });
+
+  it("pays once when a sent transfer is dropped: a new one after the first expired unseen", async () => {
+    const { op, id } = await approvedPayout();
+    rpc.fail("sendTransaction", { kind: "dropped" });
+    await tick();
+    await tick();
+    const first = (await payout(op.token, id)).txSignature;
+    rpc.advanceBlocks(200);
+    rpc.heal();
+    const p = await untilPaid(op.token, id);
+    expect(p.status).toBe("paid");
+    expect(p.txSignature).not.toBe(first);
+    expect(landedTo(op.wallet.address)).toEqual([p.txSignature]);
+    await checkMoney();
+  });
+
+  it("fails after five transfers that could not land, and gives the amount back to available", async () => {
+    const { op, id } = await approvedPayout(15);
+    const before = (await earnings(op.token)).available;
+    rpc.fail("sendTransaction", { kind: "blockhash-not-found" });
+    for (let i = 0; i < 12 && (await payout(op.token, id)).status !== "failed"; i++) {
+      await tick();
+      rpc.advanceBlocks(200);
+    }
+    const p = await payout(op.token, id);
+    expect(p).toMatchObject({ status: "failed", error: expect.stringContaining("gave up after 5 transfers") });
+    expect(landedTo(op.wallet.address)).toEqual([]);
+    expect((await earnings(op.token)).available).toBe(before + 15);
+    await checkMoney();
+  });
+
+  it("PAYOUTS=auto-style daily limit: approves oldest first within the limit, the rest the next day", async () => {
+    // A day after the payouts the tests above approved: the limit's room is whole.
+    h.clock.advance(24 * HOUR + 1);
+    const a = await operatorWithEarnings(1);
+    const b = await operatorWithEarnings(1);
+    const ra = await request(a.token, 50);
+    h.clock.advance(S);
+    const rb = await request(b.token, 50);
+    const approved = await h.deps.repos.payouts.approveWithinDailyLimit(h.clock.now(), 80_000_000);
+    expect(approved.map((p) => p.id)).toEqual([ra.json.payout.id]);
+    expect(await h.deps.repos.payouts.approveWithinDailyLimit(h.clock.now(), 80_000_000)).toEqual([]);
+    h.clock.advance(24 * HOUR + 1);
+    expect((await h.deps.repos.payouts.approveWithinDailyLimit(h.clock.now(), 80_000_000)).map((p) => p.id)).toEqual([rb.json.payout.id]);
+    expect((await untilPaid(a.token, ra.json.payout.id)).status).toBe("paid");
+    expect((await untilPaid(b.token, rb.json.payout.id)).status).toBe("paid");
+    await checkMoney();
+  });
+});
