@@ -16,7 +16,7 @@ export type { Consumption } from "./repos/billing";
 export { type MoveFields, type OccupyRefusal, OccupyRefused, type TransitionPatch } from "./repos/deployments";
 export type { ConfirmOutcome } from "./repos/deposits";
 export type { EarningsBooks, EarningsSummaryMicro, RefundOutcome } from "./repos/earnings";
-export { type BalanceMicro, type LedgerType, toBalance } from "./repos/ledger";
+export { type BalanceMicro, type LedgerTotals, type LedgerType, toBalance } from "./repos/ledger";
 export type { StoredLogCursor } from "./repos/log-ingest";
 export type { NewLogLine } from "./repos/logs";
 export { type AgentPolicies, type NodeFilter, uptimePercent } from "./repos/nodes";

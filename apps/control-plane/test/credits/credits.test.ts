@@ -4,6 +4,7 @@ import { Keypair } from "@solana/web3.js";
 import bs58 from "bs58";
 import nacl from "tweetnacl";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { checkWholeBooks } from "../support/books";
 import { type FakeSolanaRpc, startFakeSolanaRpc } from "../support/fake-solana-rpc";
 import { type Harness, startHarness, type Wallet } from "../support/harness";
 import { makeUsdcPayment, type PaymentOptions, USDC_MINT } from "../support/solana-fixtures";
@@ -45,6 +46,7 @@ describeEachDatabase("credits on $name", (db) => {
       expect(b.balanceMicro).toBe(await h.deps.repos.ledger.sumOfRows(id));
       expect(b.availableMicro).toBeGreaterThanOrEqual(0);
     }
+    await checkWholeBooks(h.deps.repos);
   });
 
   async function initiate(t: Awaited<ReturnType<typeof tenant>>, packageId = "pkg_builder") {

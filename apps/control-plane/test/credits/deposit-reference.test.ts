@@ -6,6 +6,7 @@ import bs58 from "bs58";
 import nacl from "tweetnacl";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import { associatedTokenAccount, SWEEP_PER_TICK } from "../../src/services/deposit-watcher";
+import { checkWholeBooks } from "../support/books";
 import { type FakeSolanaRpc, startFakeSolanaRpc } from "../support/fake-solana-rpc";
 import { type Harness, startHarness, type Wallet } from "../support/harness";
 import { USDC_DECIMALS, USDC_MINT } from "../support/solana-fixtures";
@@ -54,6 +55,7 @@ describeEachDatabase("deposits by Solana Pay reference on $name", (db) => {
   const users: string[] = [];
   afterEach(async () => {
     for (const id of users) expect((await h.deps.repos.ledger.balance(id)).balanceMicro).toBe(await h.deps.repos.ledger.sumOfRows(id));
+    await checkWholeBooks(h.deps.repos);
   });
 
   async function tenant() {

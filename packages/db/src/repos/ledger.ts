@@ -14,6 +14,18 @@ export type LedgerEntry = {
   deploymentId?: string | null;
   depositId?: string | null;
 };
+export type LedgerTotals = {
+  /** Every deposit row: credited deposits and admin grants. */
+  depositsMicro: number;
+  /** Deposit rows no deposit paid for (the admin command's credits). */
+  grantsMicro: number;
+  usageMicro: number;
+  refundsMicro: number;
+  /** Every user's running balance, added up. */
+  balancesMicro: number;
+  /** What the deposits table says confirmed deposits credited. */
+  creditedDepositsMicro: number;
+};
 export type BalanceMicro = { availableMicro: number; reservedMicro: number; totalUsedMicro: number; balanceMicro: number };
 
 export const toBalance = (u: Pick<UserRow, "balanceMicro" | "reservedMicro" | "totalUsedMicro">): BalanceMicro => ({
@@ -108,6 +120,38 @@ export function createLedgerRepo(h: DbHandle) {
           .offset((page - 1) * limit);
         const [c] = await db.select({ n: count() }).from(creditTransactions).where(w);
         return { rows, total: Number(c?.n ?? 0) };
+      });
+    },
+    /**
+     * The whole ledger added up, for audits and tests: what entered tenants' balances
+     * (deposit rows: credited deposits and admin grants), what usage took, what refunds
+     * gave back, what the balances hold, and what the deposits table says it credited.
+     * All in micro-credits, usage and refunds as positive amounts.
+     */
+    async totals(): Promise<LedgerTotals> {
+      const { deposits } = h.t;
+      return h.run(async (db) => {
+        const [rows] = await db
+          .select({
+            deposits: sql<string>`coalesce(sum(case when ${creditTransactions.type} = 'deposit' then ${creditTransactions.amountMicro} else 0 end), 0)`,
+            grants: sql<string>`coalesce(sum(case when ${creditTransactions.type} = 'deposit' and ${creditTransactions.depositId} is null then ${creditTransactions.amountMicro} else 0 end), 0)`,
+            usage: sql<string>`coalesce(sum(case when ${creditTransactions.type} = 'usage' then -${creditTransactions.amountMicro} else 0 end), 0)`,
+            refunds: sql<string>`coalesce(sum(case when ${creditTransactions.type} = 'refund' then ${creditTransactions.amountMicro} else 0 end), 0)`,
+          })
+          .from(creditTransactions);
+        const [balances] = await db.select({ s: sum(users.balanceMicro) }).from(users);
+        const [credited] = await db
+          .select({ s: sum(deposits.creditsMicro) })
+          .from(deposits)
+          .where(eq(deposits.status, "confirmed"));
+        return {
+          depositsMicro: Number(rows?.deposits ?? 0),
+          grantsMicro: Number(rows?.grants ?? 0),
+          usageMicro: Number(rows?.usage ?? 0),
+          refundsMicro: Number(rows?.refunds ?? 0),
+          balancesMicro: Number(balances?.s ?? 0),
+          creditedDepositsMicro: Number(credited?.s ?? 0),
+        };
       });
     },
     /** The slow way, for audits and tests: the sum of every ledger row. */

@@ -2,6 +2,7 @@ import type { TestDatabase } from "@cm/db/testing";
 import { expect } from "vitest";
 import type { Config } from "../../../src/config";
 import type { DepsOverrides } from "../../../src/deps";
+import { checkWholeBooks } from "../../support/books";
 import { startHarness } from "../../support/harness";
 import { SimAgent } from "./sim-agent";
 
@@ -48,16 +49,14 @@ export async function startAgentHarness(db: TestDatabase, config: Partial<Config
 
   const getDeployment = async (id: string, token: string) => (await h.call("GET", `/deployments/${id}`, { token })).json.deployment;
 
-  /** The ledger's invariants: balance is the sum of its rows, nothing is held that is not there, holds add up, usage is all paid on. */
+  /** The ledger's invariants: balance is the sum of its rows, nothing is held that is not there, holds add up, and the whole books' (checkWholeBooks). */
   async function checkBooks(userId: string) {
     const bal = await h.deps.repos.ledger.balance(userId);
     expect(bal.balanceMicro).toBe(await h.deps.repos.ledger.sumOfRows(userId));
     expect(bal.availableMicro).toBeGreaterThanOrEqual(0);
     const { rows } = await h.deps.repos.deployments.list({ userId, page: 1, limit: 100 });
     expect(bal.reservedMicro).toBe(rows.reduce((s, d) => s + d.reservedMicro, 0));
-    // And every charge went to an operator and the platform's fee, to the micro-credit.
-    const books = await h.deps.repos.earnings.books();
-    expect(books.usageMicro - books.refundsMicro).toBe(books.operatorMicro + books.platformMicro);
+    await checkWholeBooks(h.deps.repos);
     return bal;
   }
 

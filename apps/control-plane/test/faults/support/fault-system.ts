@@ -3,6 +3,7 @@ import { creditsToMicro, openRepos, type Repos } from "@cm/db";
 import { expect } from "vitest";
 import { ensureScriptImage } from "../../../../agent/test/support/script-image";
 import { costMicro } from "../../../src/services/charges";
+import { checkWholeBooks } from "../../support/books";
 import { newWallet } from "../../support/harness";
 import { until } from "../../support/until";
 import { type DockerRuns, removeNodeContainers, watchDockerRuns } from "./docker-runs";
@@ -198,9 +199,8 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
     expect(bal.availableMicro).toBeGreaterThanOrEqual(0);
     const { rows } = await repos.deployments.list({ userId, page: 1, limit: 100 });
     expect(bal.reservedMicro).toBe(rows.reduce((s, d) => s + d.reservedMicro, 0));
-    // A crash or an outage never leaves a charge without its operator's and fee's rows.
-    const books = await repos.earnings.books();
-    expect(books.usageMicro - books.refundsMicro).toBe(books.operatorMicro + books.platformMicro);
+    // A crash or an outage never leaves a charge without its operator's and fee's rows, nor a balance moved outside the ledger.
+    await checkWholeBooks(repos);
   }
 
   /**
