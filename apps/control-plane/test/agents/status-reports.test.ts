@@ -29,6 +29,10 @@ const dep = (o: Partial<DeploymentRow> = {}): DeploymentRow => ({
   updatedAt: 0,
   deletedAt: null,
   removedFromNodeAt: null,
+  gpuCount: 0,
+  cpuMillicores: 0,
+  memoryMb: 0,
+  diskGb: null,
   endpointKey: "k",
   ...o,
 });

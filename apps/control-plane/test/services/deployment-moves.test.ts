@@ -51,6 +51,10 @@ describe("the moves table", () => {
       updatedAt: 0,
       deletedAt: null,
       removedFromNodeAt: null,
+      gpuCount: 0,
+      cpuMillicores: 0,
+      memoryMb: 0,
+      diskGb: null,
       endpointKey: "k",
     } satisfies Omit<DeploymentRow, "status" | "desiredState">;
     for (const status of DEPLOYMENT_STATUSES) {

@@ -22,7 +22,12 @@ export type NewDeployment = Omit<
   | "desiredState"
   | "status"
   | "updatedAt"
->;
+  | "gpuCount"
+  | "cpuMillicores"
+  | "memoryMb"
+  | "diskGb"
+> &
+  Partial<Pick<DeploymentRow, "gpuCount" | "cpuMillicores" | "memoryMb" | "diskGb">>;
 /** What a move may write besides the status, as its caller decides. */
 export type TransitionPatch = Partial<
   Pick<DeploymentRow, "statusReason" | "exitCode" | "startedAt" | "stoppedAt" | "endpoints" | "billedUntil" | "desiredState" | "deletedAt">

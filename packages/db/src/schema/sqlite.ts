@@ -63,6 +63,11 @@ export const nodes = sqliteTable(
     cpuCores: integer("cpu_cores").notNull().default(0),
     ramMb: integer("ram_mb").notNull().default(0),
     activeDeployments: integer("active_deployments").notNull().default(0),
+    // What the node's live deployments hold, kept beside activeDeployments by the same occupy/vacate:
+    // a new deployment fits while each stays within gpuCount, cpuCores (as millicores) and ramMb.
+    usedGpus: integer("used_gpus").notNull().default(0),
+    usedCpuMillicores: integer("used_cpu_millicores").notNull().default(0),
+    usedMemoryMb: integer("used_memory_mb").notNull().default(0),
     // As the agent last said in its specs; null until it has (an older agent never does).
     egressPolicy: text("egress_policy", { enum: EGRESS_POLICIES }),
     diskDefaultGb: integer("disk_default_gb"),
@@ -116,6 +121,12 @@ export const deployments = sqliteTable(
     ports: text("ports", { mode: "json" }).notNull().$type<number[]>(),
     endpoints: text("endpoints", { mode: "json" }).notNull().$type<StoredEndpoint[]>(),
     hourlyRateCents: integer("hourly_rate_cents").notNull(),
+    // What it holds on its node while live (0 on rows older than per-GPU scheduling: they held nothing counted).
+    gpuCount: integer("gpu_count").notNull().default(0),
+    cpuMillicores: integer("cpu_millicores").notNull().default(0),
+    memoryMb: integer("memory_mb").notNull().default(0),
+    // null: its template's minDiskGb, or the node's default for a custom image.
+    diskGb: integer("disk_gb"),
     totalCostMicro: integer("total_cost_micro").notNull().default(0),
     reservedMicro: integer("reserved_micro").notNull().default(0),
     billedUntil: integer("billed_until"),
