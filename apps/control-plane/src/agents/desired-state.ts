@@ -45,6 +45,8 @@ export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, gp
     // stopped or removed is not, so its env is not sent again, however often.
     env: d.desiredState === "running" ? d.env : {},
     ports: d.ports,
+    ...(d.desiredState === "running" && d.command ? { command: d.command } : {}),
+    ...(d.desiredState === "running" && d.entrypoint ? { entrypoint: d.entrypoint } : {}),
     gpuCount,
     ...(diskGb !== undefined ? { diskGb } : {}),
     // The cursor lets a restarted agent resume shipping logs with neither loss nor duplicates.

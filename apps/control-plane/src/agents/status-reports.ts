@@ -58,7 +58,10 @@ export function planReport(dep: DeploymentRow, r: Report, nowMs: number): Report
       if (wanted !== "running") return ignore(`reported ${r.status} but the deployment should be ${wanted}`);
       const from = PROGRESS.indexOf(status);
       if (from < 0 || PROGRESS.indexOf(r.status) <= from) return ignore(`reported ${r.status} while ${status}`);
-      if (r.status === "running") return { kind: "move", to: "running", patch: { startedAt: atMs, billedUntil: atMs, statusReason: null, exitCode: null } };
+      if (r.status === "running") {
+        const restarted = dep.restartCount > 0 ? `running again after restart ${dep.restartCount} of ${dep.maxRestarts}` : null;
+        return { kind: "move", to: "running", patch: { startedAt: atMs, billedUntil: atMs, statusReason: restarted, exitCode: null } };
+      }
       return { kind: "move", to: r.status, patch: { statusReason: r.status === "pulling" ? "pulling image" : null } };
     }
     case "stopped": {
@@ -72,7 +75,13 @@ export function planReport(dep: DeploymentRow, r: Report, nowMs: number): Report
       const code = r.exitCode ?? 0;
       if (wanted !== "running") return end("stopped", { exitCode: code });
       const reason = r.reason ?? `the container exited with code ${code}`;
-      return end(code === 0 ? "exited" : "failed", { desiredState: "stopped", exitCode: code, statusReason: reason });
+      const restart = restartPlan(dep, code, reason, atMs);
+      if (restart) return restart;
+      const spent =
+        code !== 0 && dep.restartPolicy === "on-failure" && dep.restartCount >= dep.maxRestarts
+          ? `; not restarted: all ${dep.maxRestarts} restarts were used`
+          : "";
+      return end(code === 0 ? "exited" : "failed", { desiredState: "stopped", exitCode: code, statusReason: reason + spent });
     }
     case "failed": {
       if (!live) return ignore(`reported failed while ${status}`);
@@ -84,6 +93,25 @@ export function planReport(dep: DeploymentRow, r: Report, nowMs: number): Report
       return end("failed", { desiredState: "stopped", statusReason: r.reason ?? "the container was removed on the node", exitCode: r.exitCode ?? null });
     }
   }
+}
+
+/**
+ * Restart on failure: a container of the running run that exited non-zero, with
+ * restarts left, goes back to starting as a new run (charged up to its exit,
+ * never between runs) and keeps its slot and hold; the agent then starts the new
+ * run as it does a tenant's start. The control plane decides, not the agent or
+ * Docker, so each restart is one move in the deployment's history, counted in
+ * the database across agent restarts, and a run that did not run is never billed.
+ */
+function restartPlan(dep: DeploymentRow, code: number, reason: string, atMs: number): ReportPlan | undefined {
+  if (code === 0 || dep.status !== "running" || dep.restartPolicy !== "on-failure" || dep.restartCount >= dep.maxRestarts) return undefined;
+  const n = dep.restartCount + 1;
+  return {
+    kind: "move",
+    to: "starting",
+    patch: { exitCode: code, restartCount: n, statusReason: `${reason}; restarting (${n} of ${dep.maxRestarts})` },
+    settleUntilMs: atMs,
+  };
 }
 
 /** Pull progress as the tenant reads it in statusReason. */

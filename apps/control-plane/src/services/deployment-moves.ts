@@ -5,12 +5,14 @@ import type { Liveness } from "./metering";
 
 /** What a move settles besides the status it writes. */
 export type Settles = {
-  /** It enters the live states: a slot on its node and an hour of credits are taken, and a new run begins. */
+  /** It enters the live states: a slot on its node with its GPUs, CPU and memory, and an hour of credits are taken, and a new run begins. */
   hold?: true;
   /** It leaves running: its running time is charged up to the move's settle time. */
   charge?: true;
   /** It leaves the live states: its slot and what is left of its hold are given back. */
   release?: true;
+  /** A new run begins on the slot and hold it keeps: the restart policy starting an exited container again. */
+  rerun?: true;
 };
 
 const NOTHING: Settles = {};
@@ -18,6 +20,7 @@ const HOLD: Settles = { hold: true };
 const CHARGE: Settles = { charge: true };
 const RELEASE: Settles = { release: true };
 const CHARGE_AND_RELEASE: Settles = { charge: true, release: true };
+const RESTART: Settles = { charge: true, rerun: true };
 
 /**
  * Every move a deployment can make, and what each settles; a move missing here
@@ -29,7 +32,7 @@ export const MOVES: { readonly [From in DeploymentStatus]: { readonly [To in Dep
   pending: { pulling: NOTHING, starting: NOTHING, running: NOTHING, stopping: NOTHING, stopped: RELEASE, exited: RELEASE, failed: RELEASE },
   pulling: { starting: NOTHING, running: NOTHING, stopping: NOTHING, stopped: RELEASE, exited: RELEASE, failed: RELEASE },
   starting: { running: NOTHING, stopping: NOTHING, stopped: RELEASE, exited: RELEASE, failed: RELEASE },
-  running: { stopping: CHARGE, stopped: CHARGE_AND_RELEASE, exited: CHARGE_AND_RELEASE, failed: CHARGE_AND_RELEASE },
+  running: { starting: RESTART, stopping: CHARGE, stopped: CHARGE_AND_RELEASE, exited: CHARGE_AND_RELEASE, failed: CHARGE_AND_RELEASE },
   stopping: { stopped: RELEASE, exited: RELEASE, failed: RELEASE },
   stopped: { starting: HOLD, stopped: NOTHING },
   exited: { starting: HOLD, exited: NOTHING },
@@ -74,9 +77,10 @@ export function createDeploymentMoves({ repos, charges, link }: DeploymentMovesO
     const fields: MoveFields = { ...patch };
     if (settles.hold) {
       const holdMicro = hourOfCreditsMicro(d.hourlyRateCents);
-      await repos.deployments.occupy(db, d.nodeId, d.userId, holdMicro);
+      await repos.deployments.occupy(db, d, holdMicro);
       Object.assign(fields, { reservedMicro: holdMicro, runSeq: d.runSeq + 1 });
     }
+    if (settles.rerun) fields.runSeq = d.runSeq + 1;
     if (settles.release) Object.assign(fields, { reservedMicro: 0, stoppedAt: patch.stoppedAt ?? nowMs });
     const row = await repos.deployments.moveRow(db, d, to, fields, nowMs);
     if (!row) throw new Changed();

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { DeploymentRow, NodeRow, OccupyRefusal, Repos, TemplateRow } from "@cm/db";
-import { type CreateDeploymentRequest, canDo, type DeploymentStatus, isLive, type TenantAction } from "@cm/protocol";
+import { type CreateDeploymentRequest, canDo, DEFAULT_MAX_RESTARTS, type DeploymentStatus, isLive, type TenantAction } from "@cm/protocol";
 import { ApiError } from "../errors";
 import { type DeploymentMoves, hourOfCreditsMicro, type MoveResult } from "./deployment-moves";
 import type { EventBus } from "./events";
@@ -31,6 +31,12 @@ export function checkRequirements(node: NodeRow, t: TemplateRow | undefined): Ap
     return new ApiError("NODE_INSUFFICIENT_CPU", `template ${t.slug} needs ${t.minCpuCores} CPU cores; the node has ${node.cpuCores}`);
   if (node.ramMb < t.minRamMb) return new ApiError("NODE_INSUFFICIENT_RAM", `template ${t.slug} needs ${t.minRamMb} MB of RAM; the node has ${node.ramMb}`);
   return undefined;
+}
+
+/** The restart policy as stored: on-failure gets its bound (by default DEFAULT_MAX_RESTARTS); no restarts none. */
+function restartOf(body: Pick<CreateDeploymentRequest, "restart" | "maxRestarts">) {
+  const policy = body.restart ?? "no";
+  return { restartPolicy: policy, maxRestarts: policy === "on-failure" ? (body.maxRestarts ?? DEFAULT_MAX_RESTARTS) : 0 };
 }
 
 /** 16 characters of lowercase base32 (80 bits): a DNS label nobody can guess. */
@@ -73,6 +79,11 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
       if (!hasTemplate && !hasImage)
         throw new ApiError("TEMPLATE_OR_IMAGE_REQUIRED", "give templateId (from GET /templates) or customImage (an image reference)");
 
+      if (body.maxRestarts !== undefined && body.restart !== "on-failure")
+        throw new ApiError("VALIDATION_ERROR", "invalid body: maxRestarts applies only with restart on-failure", [
+          { field: "maxRestarts", message: 'applies only with restart "on-failure"' },
+        ]);
+
       const template = hasTemplate ? await repos.templates.getByIdOrSlug(body.templateId!) : undefined;
       if (hasTemplate && !template) throw new ApiError("TEMPLATE_NOT_FOUND", `no template ${body.templateId}`);
       const node = await repos.nodes.get(body.nodeId);
@@ -92,6 +103,9 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
           image: template ? template.containerImage : body.customImage!,
           env: { ...(template?.defaultEnv ?? {}), ...(body.env ?? {}) },
           ports: body.ports ?? template?.ports.map((p) => p.internal) ?? [],
+          command: body.command ?? null,
+          entrypoint: body.entrypoint ?? null,
+          ...restartOf(body),
           hourlyRateCents: node.hourlyRateCents,
           endpointKey: endpointKey(),
           createdAt: now,
@@ -108,7 +122,8 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
     async start(id: string, userId: string) {
       const dep = await mine(id, userId);
       if (!canDo("start", dep.status)) throw invalid(dep, "start");
-      const patch = { desiredState: "running", statusReason: null, exitCode: null, stoppedAt: null } as const;
+      // A start by the tenant is a fresh start: on-failure may restart it maxRestarts times again.
+      const patch = { desiredState: "running", statusReason: null, exitCode: null, stoppedAt: null, restartCount: 0 } as const;
       return moved(await moves.move(dep, "starting", { patch, nowMs: clock.now() }), id, userId, "start");
     },
 

@@ -16,6 +16,11 @@ const dep = (o: Partial<DeploymentRow> = {}): DeploymentRow => ({
   exitCode: null,
   env: {},
   ports: [],
+  command: null,
+  entrypoint: null,
+  restartPolicy: "no",
+  maxRestarts: 0,
+  restartCount: 0,
   endpoints: [],
   hourlyRateCents: 50,
   totalCostMicro: 0,
@@ -82,6 +87,33 @@ describe("planReport", () => {
       patch: { desiredState: "stopped", statusReason: "the container was stopped on the node" },
     });
     expect(planReport(dep({ status: "stopped", desiredState: "stopped" }), { at, runSeq: 2, status: "exited", exitCode: 1 }, at).kind).toBe("ignore");
+  });
+
+  it("restarts a non-zero exit under on-failure as a new run until maxRestarts, then fails saying so", () => {
+    const onFailure = (restartCount: number) => dep({ status: "running", restartPolicy: "on-failure", maxRestarts: 3, restartCount });
+    expect(planReport(onFailure(0), { at, runSeq: 2, status: "exited", exitCode: 1 }, at + 500)).toEqual({
+      kind: "move",
+      to: "starting",
+      patch: { exitCode: 1, restartCount: 1, statusReason: "the container exited with code 1; restarting (1 of 3)" },
+      // Charged up to the exit, and nothing until the next run reports running.
+      settleUntilMs: at,
+    });
+    expect(planReport(onFailure(3), { at, runSeq: 2, status: "exited", exitCode: 1 }, at)).toMatchObject({
+      to: "failed",
+      patch: { desiredState: "stopped", exitCode: 1, statusReason: "the container exited with code 1; not restarted: all 3 restarts were used" },
+    });
+    // A clean exit is not a failure; "no" never restarts; a stop asked for is not undone.
+    expect(planReport(onFailure(0), { at, runSeq: 2, status: "exited", exitCode: 0 }, at)).toMatchObject({ to: "exited" });
+    expect(planReport(dep({ status: "running" }), { at, runSeq: 2, status: "exited", exitCode: 1 }, at)).toMatchObject({
+      to: "failed",
+      patch: { statusReason: "the container exited with code 1" },
+    });
+    const stopping = dep({ status: "stopping", desiredState: "stopped", restartPolicy: "on-failure", maxRestarts: 3 });
+    expect(planReport(stopping, { at, runSeq: 2, status: "exited", exitCode: 137 }, at)).toMatchObject({ to: "stopped" });
+    // Running again after a restart says so.
+    expect(
+      planReport(dep({ status: "starting", restartPolicy: "on-failure", maxRestarts: 3, restartCount: 2 }), { at, runSeq: 2, status: "running" }, at),
+    ).toMatchObject({ to: "running", patch: { statusReason: "running again after restart 2 of 3" } });
   });
 
   it("finalizes removal only for a deleted deployment", () => {

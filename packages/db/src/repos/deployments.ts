@@ -18,6 +18,7 @@ export type NewDeployment = Omit<
   | "deletedAt"
   | "statusReason"
   | "exitCode"
+  | "restartCount"
   | "endpoints"
   | "desiredState"
   | "status"
@@ -30,7 +31,7 @@ export type NewDeployment = Omit<
   Partial<Pick<DeploymentRow, "gpuCount" | "cpuMillicores" | "memoryMb" | "diskGb">>;
 /** What a move may write besides the status, as its caller decides. */
 export type TransitionPatch = Partial<
-  Pick<DeploymentRow, "statusReason" | "exitCode" | "startedAt" | "stoppedAt" | "endpoints" | "billedUntil" | "desiredState" | "deletedAt">
+  Pick<DeploymentRow, "statusReason" | "exitCode" | "startedAt" | "stoppedAt" | "endpoints" | "billedUntil" | "desiredState" | "deletedAt" | "restartCount">
 >;
 /** A move's fields with the bookkeeping the move settles (the hold, the run). */
 export type MoveFields = TransitionPatch & Partial<Pick<DeploymentRow, "reservedMicro" | "runSeq">>;

@@ -1,4 +1,13 @@
-import { DEPLOYMENT_STATUSES, DESIRED_STATES, EARNING_TYPES, EGRESS_POLICIES, NODE_STATUSES, PAYOUT_STATUSES, TRANSACTION_TYPES } from "@cm/protocol";
+import {
+  DEPLOYMENT_STATUSES,
+  DESIRED_STATES,
+  EARNING_TYPES,
+  EGRESS_POLICIES,
+  NODE_STATUSES,
+  PAYOUT_STATUSES,
+  RESTART_POLICIES,
+  TRANSACTION_TYPES,
+} from "@cm/protocol";
 import { bigint, boolean, index, integer, jsonb, pgTable, serial, text, uniqueIndex } from "drizzle-orm/pg-core";
 import { DEPOSIT_STATUSES, EARNING_ACCOUNTS, type Gpu, type NodeSpecs, type StoredEndpoint, type TemplatePort } from "../types";
 
@@ -119,6 +128,13 @@ export const deployments = pgTable(
     exitCode: integer("exit_code"),
     env: jsonb("env").notNull().$type<Record<string, string>>(),
     ports: jsonb("ports").notNull().$type<number[]>(),
+    // The tenant's argv for the container; null: the image's CMD / ENTRYPOINT.
+    command: jsonb("command").$type<string[]>(),
+    entrypoint: jsonb("entrypoint").$type<string[]>(),
+    restartPolicy: text("restart_policy", { enum: RESTART_POLICIES }).notNull().default("no"),
+    maxRestarts: integer("max_restarts").notNull().default(0),
+    // Restarts since the last start by the tenant (or creation): on-failure stops restarting at maxRestarts.
+    restartCount: integer("restart_count").notNull().default(0),
     endpoints: jsonb("endpoints").notNull().$type<StoredEndpoint[]>(),
     hourlyRateCents: integer("hourly_rate_cents").notNull(),
     // What it holds on its node while live (0 on rows older than per-GPU scheduling: they held nothing counted).

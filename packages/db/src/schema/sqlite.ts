@@ -1,4 +1,13 @@
-import { DEPLOYMENT_STATUSES, DESIRED_STATES, EARNING_TYPES, EGRESS_POLICIES, NODE_STATUSES, PAYOUT_STATUSES, TRANSACTION_TYPES } from "@cm/protocol";
+import {
+  DEPLOYMENT_STATUSES,
+  DESIRED_STATES,
+  EARNING_TYPES,
+  EGRESS_POLICIES,
+  NODE_STATUSES,
+  PAYOUT_STATUSES,
+  RESTART_POLICIES,
+  TRANSACTION_TYPES,
+} from "@cm/protocol";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 import { DEPOSIT_STATUSES, EARNING_ACCOUNTS, type Gpu, type NodeSpecs, type StoredEndpoint, type TemplatePort } from "../types";
 
@@ -119,6 +128,13 @@ export const deployments = sqliteTable(
     exitCode: integer("exit_code"),
     env: text("env", { mode: "json" }).notNull().$type<Record<string, string>>(),
     ports: text("ports", { mode: "json" }).notNull().$type<number[]>(),
+    // The tenant's argv for the container; null: the image's CMD / ENTRYPOINT.
+    command: text("command", { mode: "json" }).$type<string[]>(),
+    entrypoint: text("entrypoint", { mode: "json" }).$type<string[]>(),
+    restartPolicy: text("restart_policy", { enum: RESTART_POLICIES }).notNull().default("no"),
+    maxRestarts: integer("max_restarts").notNull().default(0),
+    // Restarts since the last start by the tenant (or creation): on-failure stops restarting at maxRestarts.
+    restartCount: integer("restart_count").notNull().default(0),
     endpoints: text("endpoints", { mode: "json" }).notNull().$type<StoredEndpoint[]>(),
     hourlyRateCents: integer("hourly_rate_cents").notNull(),
     // What it holds on its node while live (0 on rows older than per-GPU scheduling: they held nothing counted).

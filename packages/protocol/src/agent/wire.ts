@@ -84,6 +84,9 @@ export const DeploymentSpec = z.object({
   image: z.string(),
   env: z.record(z.string(), z.string()),
   ports: z.array(z.number().int()),
+  /** Replace the image's CMD and ENTRYPOINT; absent, the image's. Sent, like env, only while wanted running. */
+  command: z.array(z.string()).optional(),
+  entrypoint: z.array(z.string()).optional(),
   gpuCount: z.number().int().min(0),
   cpuCores: z.number().min(0).optional(),
   memoryMb: z.number().int().min(0).optional(),

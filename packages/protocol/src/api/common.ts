@@ -103,7 +103,7 @@ export const envBytes = (env: Record<string, string>) => Object.entries(env).red
 
 // Runs in browsers too (the SDK parses with these schemas): no Buffer.
 const utf8 = new TextEncoder();
-const utf8Bytes = (s: string) => utf8.encode(s).length;
+export const utf8Bytes = (s: string) => utf8.encode(s).length;
 
 /** Environment variables: bounded so a body cannot smuggle megabytes into a container. */
 export const EnvMap = z

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { EnvMap, nameText, Pagination, pageQuery, queryInteger, Timestamp, text } from "./common";
+import { EnvMap, nameText, Pagination, pageQuery, queryInteger, Timestamp, text, utf8Bytes } from "./common";
 
 /**
  * Every status a deployment can have. The spec names pending, starting, running,
@@ -8,6 +8,31 @@ import { EnvMap, nameText, Pagination, pageQuery, queryInteger, Timestamp, text 
 export const DEPLOYMENT_STATUSES = ["pending", "pulling", "starting", "running", "stopping", "stopped", "exited", "failed"] as const;
 export const DeploymentStatus = z.enum(DEPLOYMENT_STATUSES);
 export type DeploymentStatus = z.infer<typeof DeploymentStatus>;
+
+/**
+ * An argv a tenant gives (command, entrypoint): storable text, bounded like env
+ * so that every spec stays far below the agent's frame limit: command and
+ * entrypoint together weigh at most ENV_MAX_TOTAL_BYTES, the env's own budget.
+ * Linux caps one argument at 128 KiB; these are far below.
+ */
+export const ARGV_MAX_ITEMS = 256;
+export const ARGV_ITEM_MAX_LENGTH = 4096;
+export const ARGV_MAX_TOTAL_BYTES = 32 * 1024;
+/** What an argv weighs: each item in UTF-8 plus its terminating NUL, as execve counts. */
+export const argvBytes = (argv: readonly string[]) => argv.reduce((sum, a) => sum + utf8Bytes(a) + 1, 0);
+export const Argv = z
+  .array(text().max(ARGV_ITEM_MAX_LENGTH))
+  .min(1)
+  .max(ARGV_MAX_ITEMS)
+  .refine((argv) => argvBytes(argv) <= ARGV_MAX_TOTAL_BYTES, `at most ${ARGV_MAX_TOTAL_BYTES / 1024} KiB in all (UTF-8)`);
+
+/** What the node does when a deployment's container exits by itself with a non-zero code. */
+export const RESTART_POLICIES = ["no", "on-failure"] as const;
+export const RestartPolicy = z.enum(RESTART_POLICIES);
+export type RestartPolicy = z.infer<typeof RestartPolicy>;
+/** Restarts of one start at most (Docker's MaximumRetryCount): a command that always fails costs the tenant a bounded number of runs. */
+export const MAX_RESTARTS_LIMIT = 10;
+export const DEFAULT_MAX_RESTARTS = 3;
 
 export const Endpoint = z
   .object({
@@ -32,6 +57,15 @@ export const Deployment = z
     endpoints: z.array(Endpoint),
     env: z.record(z.string(), z.string()),
     ports: z.array(z.number().int()),
+    command: z.array(z.string()).nullable().meta({ description: "the container's command (argv), replacing the image's CMD; null: the image's" }),
+    entrypoint: z.array(z.string()).nullable().meta({ description: "the container's entrypoint (argv), replacing the image's ENTRYPOINT; null: the image's" }),
+    restart: RestartPolicy.meta({
+      description: "on-failure: a container that exits with a non-zero code is started again, up to maxRestarts times per start; no: never",
+    }),
+    maxRestarts: z.number().int().meta({ description: "restarts allowed per start under on-failure; 0 under no" }),
+    restartCount: z.number().int().meta({
+      description: "restarts since the deployment was last started (by its creation or the tenant); each one shows as a move from running to starting",
+    }),
     diskGb: z.number().int().nullable().meta({
       description:
         "GB the container may write to its disk: its template's minDiskGb, or for a custom image its node's default. Past it the node stops the deployment, saying so in statusReason. null while the node's agent has not told its default.",
@@ -60,6 +94,22 @@ export const CreateDeploymentRequest = z.strictObject({
   name: nameText(100).optional(),
   env: EnvMap.optional(),
   ports: z.array(Port).max(16).optional().meta({ description: "container ports to expose as endpoints; defaults to the template's or the image's" }),
+  command: Argv.optional().meta({
+    description: `the command to run (argv: program, then arguments), replacing the image's CMD (Docker's Cmd): at most ${ARGV_MAX_ITEMS} items of ${ARGV_ITEM_MAX_LENGTH} characters, ${ARGV_MAX_TOTAL_BYTES / 1024} KiB in all. An image with neither a CMD nor a command fails on its node with a reason saying so`,
+  }),
+  entrypoint: Argv.optional().meta({
+    description: `replaces the image's ENTRYPOINT (Docker's Entrypoint), bounded as command; [""] clears it`,
+  }),
+  restart: RestartPolicy.optional().meta({ description: "no (the default), or on-failure: restart a container that exits with a non-zero code" }),
+  maxRestarts: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_RESTARTS_LIMIT)
+    .optional()
+    .meta({
+      description: `restarts per start under restart on-failure (default ${DEFAULT_MAX_RESTARTS}, at most ${MAX_RESTARTS_LIMIT}); only with on-failure`,
+    }),
 });
 export type CreateDeploymentRequest = z.infer<typeof CreateDeploymentRequest>;
 
