@@ -2,29 +2,17 @@
 // transfers: each step of sending (the send, its answer, the confirmation, the
 // blockhash) is broken in turn, and after each the chain shows one transfer per
 // payout and the books add up.
-import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { describeEachDatabase } from "@cm/testkit";
 import { getAssociatedTokenAddressSync } from "@solana/spl-token";
 import { Keypair, PublicKey } from "@solana/web3.js";
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import { createWeb3PayoutChain } from "../../src/services/chain/web3-payout-chain";
-import { type AgentHarness, eventually, startAgentHarness } from "../agents/support/agent-harness";
+import { type AgentHarness, startAgentHarness } from "../agents/support/agent-harness";
 import { type FakeSolanaRpc, startFakeSolanaRpc } from "../support/fake-solana-rpc";
+import { operatorWithEarnings as earn, payoutKeyFile } from "../support/payouts";
 
 const S = 1000;
 const HOUR = 3600 * S;
-/** 6,000 cents an hour: 100 credits a metered minute, 90 of them the operator's. */
-const RATE = 6_000;
-
-/** A keypair file as the Solana CLI writes it, readable by its owner only. */
-export function payoutKeyFile(key: Keypair, mode = 0o600): string {
-  const file = path.join(mkdtempSync(path.join(os.tmpdir(), "cm-payout-")), "hot.json");
-  writeFileSync(file, JSON.stringify(Array.from(key.secretKey)));
-  chmodSync(file, mode);
-  return file;
-}
 
 describeEachDatabase("payouts on $name", (db) => {
   let h: AgentHarness;
@@ -58,20 +46,8 @@ describeEachDatabase("payouts on $name", (db) => {
 
   /** An operator whose node earned `minutes` x 90 credits, all available (no hold here). */
   async function operatorWithEarnings(minutes: number) {
-    const op = await h.signIn();
+    const op = await earn(h, minutes);
     operators.add(op.user.id);
-    const t = await h.signIn();
-    await h.grantCredits(t.user.id, 100_000);
-    const node = await h.connectedNode(op.token, { hourlyRateCents: RATE });
-    const d = await h.deploy(t.token, node.id, node.agent);
-    await h.run(node.agent, d.spec, t.token);
-    for (let i = 0; i < minutes; i++) {
-      h.clock.advance(60 * S);
-      node.agent.heartbeat();
-      await eventually(() => expect(h.deps.agents.lastSeenMs(node.id)).toBe(h.clock.now()));
-      await h.deps.metering.tick();
-    }
-    await h.call("POST", `/deployments/${d.id}/stop`, { token: t.token });
     return op;
   }
   const earnings = async (token: string) => (await h.call("GET", "/operator/earnings", { token })).json.earnings;

@@ -1,0 +1,35 @@
+import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { Keypair } from "@solana/web3.js";
+import { expect } from "vitest";
+import { type AgentHarness, eventually } from "../agents/support/agent-harness";
+
+/** 6,000 cents an hour: 100 credits a metered minute, 90 of them the operator's at the default fee. */
+export const PAYOUT_TEST_RATE = 6_000;
+
+/** A keypair file as the Solana CLI writes it (a JSON array of 64 numbers), readable by its owner only unless told. */
+export function payoutKeyFile(key: Keypair, mode = 0o600): string {
+  const file = path.join(mkdtempSync(path.join(os.tmpdir(), "cm-payout-")), "hot.json");
+  writeFileSync(file, JSON.stringify(Array.from(key.secretKey)));
+  chmodSync(file, mode);
+  return file;
+}
+
+/** A signed-in operator whose node earned `minutes` metered minutes at PAYOUT_TEST_RATE, through the real meter. */
+export async function operatorWithEarnings(h: AgentHarness, minutes: number) {
+  const op = await h.signIn();
+  const t = await h.signIn();
+  await h.grantCredits(t.user.id, 100_000);
+  const node = await h.connectedNode(op.token, { hourlyRateCents: PAYOUT_TEST_RATE });
+  const d = await h.deploy(t.token, node.id, node.agent);
+  await h.run(node.agent, d.spec, t.token);
+  for (let i = 0; i < minutes; i++) {
+    h.clock.advance(60_000);
+    node.agent.heartbeat();
+    await eventually(() => expect(h.deps.agents.lastSeenMs(node.id)).toBe(h.clock.now()));
+    await h.deps.metering.tick();
+  }
+  await h.call("POST", `/deployments/${d.id}/stop`, { token: t.token });
+  return op;
+}
