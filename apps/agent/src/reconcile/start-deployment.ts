@@ -17,6 +17,12 @@ import type { StatusReporter } from "./status-reporter";
 const SANDBOX_GONE =
   /namespace path: lstat \/proc\/\d+\/ns\/net|cannot join network (namespace )?of (a non running )?container|joining network namespace of container/i;
 
+/** Docker's words when neither the image nor the create gives a command to run. */
+const NO_COMMAND = /no command specified/i;
+/** The node is the one place that sees the image, so it is here that a missing command is found, and told with its fix. */
+export const noCommandReason = (image: string) =>
+  `the image ${image} has no CMD (nor ENTRYPOINT) and the deployment gives no command: give one, e.g. cm deploy --image ${image} -- CMD ARGS..., or "command" in POST /deployments`;
+
 export class DeploymentFailure extends Error {
   override readonly name = "DeploymentFailure";
 }
@@ -75,6 +81,8 @@ export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): 
           userId: spec.userId,
           image,
           env: spec.env,
+          ...(spec.command ? { cmd: spec.command } : {}),
+          ...(spec.entrypoint ? { entrypoint: spec.entrypoint } : {}),
           exposedPorts: spec.ports,
           cpuCores: resources.cpuCores,
           memoryMb: resources.memoryMb,
@@ -85,7 +93,9 @@ export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): 
           name: containerName(spec.deploymentId, spec.runSeq),
         });
       } catch (error) {
-        throw new DeploymentFailure(`could not create the container: ${dockerMessage(error)}`);
+        const message = dockerMessage(error);
+        if (NO_COMMAND.test(message)) throw new DeploymentFailure(noCommandReason(spec.image));
+        throw new DeploymentFailure(`could not create the container: ${message}`);
       }
     };
     for (let attempt = 1; ; attempt++) {

@@ -104,6 +104,7 @@ export function buildContainerCreateOptions(spec: ContainerSpec, sandbox: string
     Image: spec.image,
     Env: Object.entries(spec.env).map(([key, value]) => `${key}=${value}`),
     ...(spec.cmd ? { Cmd: [...spec.cmd] } : {}),
+    ...(spec.entrypoint ? { Entrypoint: [...spec.entrypoint] } : {}),
     Labels: {
       ...managedLabels(spec, spec.labels),
       [LABEL_SANDBOX_NAME]: sandbox,

@@ -9,6 +9,8 @@ export interface ContainerSpec {
   env: Record<string, string>;
   /** overrides the image's CMD; the image's ENTRYPOINT still applies */
   cmd?: string[];
+  /** overrides the image's ENTRYPOINT; [""] clears it */
+  entrypoint?: string[];
   /** container ports (TCP) to publish on ephemeral host ports; see ContainerState.ports */
   exposedPorts: number[];
   /** fractional cores allowed, e.g. 0.5 */

@@ -80,9 +80,17 @@ describe("buildContainerCreateOptions", () => {
     ]);
   });
 
+  it("replaces the image's ENTRYPOINT when the spec gives one", () => {
+    expect(buildContainerCreateOptions({ ...spec, entrypoint: ["/bin/sh", "-c"] }, "cm-sbx-1")).toMatchObject({
+      Entrypoint: ["/bin/sh", "-c"],
+      Cmd: ["python", "serve.py"],
+    });
+  });
+
   it("keeps the image's CMD when none is given, and sets no limit for 0", () => {
     const options = buildContainerCreateOptions({ ...spec, cmd: undefined, cpuCores: 0, memoryMb: 0, exposedPorts: [] }, "cm-sbx-1");
     expect(options).not.toHaveProperty("Cmd");
+    expect(options).not.toHaveProperty("Entrypoint");
     expect(options.HostConfig).not.toHaveProperty("NanoCpus");
     expect(options.HostConfig).not.toHaveProperty("Memory");
     expect(options.Labels?.["cm.ports"]).toBe("");

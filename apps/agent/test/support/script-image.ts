@@ -1,5 +1,5 @@
-// Deployment specs carry no command (templates run their image's own), so tests
-// use an image whose CMD runs the shell script in the SCRIPT environment variable.
+// An image whose CMD runs the shell script in the SCRIPT environment variable:
+// tests of everything but the command itself run their image's own CMD, as templates do.
 import { execFileSync } from "node:child_process";
 import { ensureBusyboxImage, imageExists } from "./busybox-image";
 
