@@ -19,7 +19,7 @@ export interface CommandSpec {
   summary: string;
   /** After `cm <name>`: "ID [--tail N]". */
   usage: string;
-  /** The positionals' names, "?" marking optional ones and "..." a last one that takes the rest: ["ID"]. */
+  /** The positionals' names, "?" marking optional ones and "..." a last one that takes the rest ("...?" the rest, if any): ["ID"]. */
   args?: string[];
   options?: Options;
   examples: string[];
@@ -88,7 +88,7 @@ export function parseCommand(spec: CommandSpec, argv: string[]): Parsed {
           .join(" ")}`,
         spec,
       );
-    if (parsed.positionals.length > names.length && !names.at(-1)?.endsWith("..."))
+    if (parsed.positionals.length > names.length && !/\.\.\.\??$/.test(names.at(-1) ?? ""))
       throw new UsageError(`unexpected argument: ${parsed.positionals[names.length]}`, spec);
   }
   return { args: parsed.positionals, flags: parsed.values as Parsed["flags"] };

@@ -115,7 +115,9 @@ export const COMMANDS: CommandSpec[] = [
   {
     name: "deploy",
     summary: "Create a deployment from a template or an image; --wait follows it until it runs.",
-    usage: "(--template ID_OR_SLUG | --image IMAGE) --node ID [--name N] [--env K=V]... [--port P]... [--wait]",
+    usage:
+      "(--template ID_OR_SLUG | --image IMAGE) --node ID [--name N] [--env K=V]... [--port P]... [--entrypoint PROG] [--restart POLICY] [--wait] [-- CMD ARGS...]",
+    args: ["CMD...?"],
     options: {
       template: { type: "string", value: "ID_OR_SLUG", description: "a template (see cm templates)" },
       image: { type: "string", value: "IMAGE", description: "a container image, such as nginx:1.27" },
@@ -123,12 +125,19 @@ export const COMMANDS: CommandSpec[] = [
       name: { type: "string", value: "N", description: "a name for it" },
       env: { type: "string", multiple: true, value: "K=V", description: "an environment variable" },
       port: { type: "string", multiple: true, value: "P", description: "a container port to expose as an endpoint" },
+      entrypoint: { type: "string", value: "PROG", description: 'replaces the image\'s ENTRYPOINT ("" clears it); the CMD after -- are its arguments' },
+      restart: {
+        type: "string",
+        value: "POLICY",
+        description: "no (default), or on-failure[:N]: start it again when it exits non-zero, up to N times (default 3, at most 10)",
+      },
       wait: { type: "boolean", description: "show status changes until running (exit 1 if it fails)" },
       timeout: { type: "string", value: "S", description: "with --wait: give up after S seconds (default 600)" },
     },
     examples: [
       "cm deploy --template jupyter-pytorch --node node_2f9c1a --env JUPYTER_TOKEN=s3cret --wait",
       "cm deploy --image nginx:1.27 --port 80 --node node_2f9c1a --env MODE=prod --wait",
+      "cm deploy --image python:3.12-slim --node node_2f9c1a --restart on-failure:5 -- python -m http.server 8000",
     ],
     load: async () => (await import("./commands/deployments")).deploy,
   },

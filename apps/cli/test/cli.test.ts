@@ -40,6 +40,8 @@ describe("usage", () => {
     [["show"], /error: missing ID\n\n.*Usage: cm show ID/s],
     [["logs", "dep_1", "--since", "yesterday"], /error: --since takes an ISO 8601 time/],
     [["deploy", "--node", "node_1"], /error: give one of --template and --image/],
+    [["deploy", "--image", "x", "--node", "node_1", "--restart", "always"], /error: --restart is no, on-failure or on-failure:N/],
+    [["deploy", "--image", "x", "--node", "node_1", "--restart", "on-failure:11"], /error: --restart on-failure:N takes N from 1 to 10, not 11/],
     [["operator"], /error: unknown command operator \(did you mean cm operator add, cm operator nodes, cm operator earnings, cm operator retire\?\)/],
   ])("exits 2 with the usage for %j", async (args, message) => {
     const r = await t.cm(args, api);
@@ -219,6 +221,42 @@ describe("credits and deployments", () => {
     const rm = await t.cm(["rm", id], api);
     expect(rm).toMatchObject({ code: 0, stderr: `deployment ${id} deleted.\n` });
     expect((await t.cm(["show", id], api)).stderr).toMatch(/^error DEPLOYMENT_NOT_FOUND/);
+  });
+
+  it("deploys an image with the command after --, an entrypoint and a restart policy, and shows them", async () => {
+    const created = await t.cm(
+      [
+        "deploy",
+        "--image",
+        "busybox:1.36",
+        "--node",
+        nodeId,
+        "--entrypoint",
+        "/bin/sh",
+        "--restart",
+        "on-failure:5",
+        "--",
+        "-c",
+        "echo $0 and --flags; exit 3",
+      ],
+      api,
+    );
+    expect(created.code, created.stderr).toBe(0);
+    const id = created.stdout.trim();
+    const api_ = (await h.call("GET", `/deployments/${id}`, { token: await sessionToken() })).json.deployment;
+    expect(api_).toMatchObject({
+      command: ["-c", "echo $0 and --flags; exit 3"],
+      entrypoint: ["/bin/sh"],
+      restart: "on-failure",
+      maxRestarts: 5,
+      restartCount: 0,
+    });
+    const show = await t.cm(["show", id], api);
+    expect(show.stdout).toMatch(/^command: +\["-c","echo \$0 and --flags; exit 3"\]$/m);
+    expect(show.stdout).toMatch(/^restart: +on-failure, 0 of 5 restarts used$/m);
+    const plain = await t.cm(["deploy", "--image", "busybox:1.36", "--node", nodeId, "--json"], api);
+    expect(JSON.parse(plain.stdout).deployment).toMatchObject({ command: null, entrypoint: null, restart: "no", maxRestarts: 0 });
+    for (const dep of [id, JSON.parse(plain.stdout).deployment.id]) await t.cm(["rm", dep], api);
   });
 
   it("logs -f follows until Ctrl-C, then exits 130 with no stack trace", async () => {

@@ -1,3 +1,4 @@
+import { MAX_RESTARTS_LIMIT } from "@cm/protocol";
 import type { DeploymentStatus } from "@cm/sdk";
 import { intFlag, list, type Run, str, UsageError } from "../args";
 import type { Context } from "../context";
@@ -5,7 +6,19 @@ import { cents, credits, endpoints, statusLine } from "./format";
 
 const STATUSES: DeploymentStatus[] = ["pending", "pulling", "starting", "running", "stopping", "stopped", "exited", "failed"];
 
-export const deploy: Run = async (ctx, { flags }) => {
+/** Docker's spelling: no, on-failure or on-failure:N. */
+function restartFlag(value: string | undefined): { restart?: "no" | "on-failure"; maxRestarts?: number } {
+  if (value === undefined) return {};
+  const m = /^(no|on-failure)(?::(\d{1,2}))?$/.exec(value);
+  if (!m || (m[1] === "no" && m[2] !== undefined))
+    throw new UsageError(`--restart is no, on-failure or on-failure:N (N at most ${MAX_RESTARTS_LIMIT}), not ${JSON.stringify(value)}`);
+  const maxRestarts = m[2] === undefined ? undefined : Number(m[2]);
+  if (maxRestarts !== undefined && (maxRestarts < 1 || maxRestarts > MAX_RESTARTS_LIMIT))
+    throw new UsageError(`--restart on-failure:N takes N from 1 to ${MAX_RESTARTS_LIMIT}, not ${maxRestarts}`);
+  return { restart: m[1] as "no" | "on-failure", ...(maxRestarts !== undefined ? { maxRestarts } : {}) };
+}
+
+export const deploy: Run = async (ctx, { flags, args }) => {
   const template = str(flags, "template");
   const image = str(flags, "image");
   const nodeId = str(flags, "node");
@@ -22,6 +35,8 @@ export const deploy: Run = async (ctx, { flags }) => {
     return Number(p);
   });
   const timeoutS = intFlag(flags, "timeout") ?? 600;
+  const entrypoint = str(flags, "entrypoint");
+  const restart = restartFlag(str(flags, "restart"));
 
   const created = await ctx.client.deployments.create({
     nodeId,
@@ -29,6 +44,10 @@ export const deploy: Run = async (ctx, { flags }) => {
     ...(str(flags, "name") ? { name: str(flags, "name") } : {}),
     ...(Object.keys(env).length ? { env } : {}),
     ...(ports.length ? { ports } : {}),
+    // Everything after -- is the container's argv, as docker run takes it: no shell splits it.
+    ...(args.length ? { command: args } : {}),
+    ...(entrypoint !== undefined ? { entrypoint: [entrypoint] } : {}),
+    ...restart,
   });
   const d = created.deployment;
   if (!flags.wait) {
@@ -82,6 +101,9 @@ export const show: Run = async (ctx, { args }) => {
     ["cost", `${credits(d.totalCost)} credits`],
     ["endpoints", endpoints(d).join(", ")],
     ["ports", d.ports.join(", ")],
+    ["command", d.command ? JSON.stringify(d.command) : "(the image's)"],
+    ["entrypoint", d.entrypoint ? JSON.stringify(d.entrypoint) : "(the image's)"],
+    ["restart", d.restart === "on-failure" ? `on-failure, ${d.restartCount} of ${d.maxRestarts} restarts used` : "no"],
     ["env", Object.keys(d.env).join(" ")],
     ["created", d.createdAt],
     ["started", d.startedAt],
