@@ -192,6 +192,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     ids,
     {
       enabled: payer !== undefined,
+      mode: config.PAYOUTS,
       minCredits: config.PAYOUT_MIN_CREDITS,
       holdHours: config.EARNINGS_HOLD_HOURS,
       stableMint: config.STABLE_MINT,

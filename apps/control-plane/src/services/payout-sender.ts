@@ -44,6 +44,12 @@ export type PayoutSenderOptions = {
   onChange?: (payout: PayoutRow) => void;
 };
 
+/** What a PAYOUTS=auto request past the day's room says while it waits. */
+export const WAITING_FOR_LIMIT =
+  "waiting for room under this installation's daily payout limit (PAYOUT_DAILY_LIMIT_CREDITS, over any 24 hours); sent as soon as there is";
+/** What a PAYOUTS=manual request says until an administrator approves it. */
+export const WAITING_FOR_APPROVAL = "waiting for an administrator to approve it (PAYOUTS=manual)";
+
 /** Payouts one turn works on. */
 const PER_TURN = 20;
 
@@ -120,7 +126,7 @@ export function createPayoutSender(o: PayoutSenderOptions) {
 
   async function runTick() {
     const nowMs = clock.now();
-    if (o.mode === "auto") for (const row of await repos.payouts.approveWithinDailyLimit(nowMs, o.dailyLimitMicro)) changed(row);
+    if (o.mode === "auto") for (const row of await repos.payouts.approveWithinDailyLimit(nowMs, o.dailyLimitMicro, WAITING_FOR_LIMIT)) changed(row);
     for (const p of await repos.payouts.claim(o.owner, nowMs, o.leaseMs, PER_TURN)) {
       try {
         await advance(p);

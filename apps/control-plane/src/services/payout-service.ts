@@ -3,6 +3,7 @@ import type { Payout } from "@cm/protocol";
 import { ApiError } from "../errors";
 import { baseUnitsToTokens, centsToBaseUnits } from "./deposit-service";
 import type { Clock, IdGenerator } from "./ids";
+import { WAITING_FOR_APPROVAL } from "./payout-sender";
 
 const HOUR_MS = 3_600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -10,6 +11,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export type PayoutSettings = {
   /** false without PAYOUT_KEYPAIR: requests are refused, nothing is queued that could never be sent. */
   enabled: boolean;
+  mode: "manual" | "auto";
   minCredits: number;
   holdHours: number;
   stableMint: string;
@@ -58,6 +60,7 @@ export function createPayoutService(repos: Repos, clock: Clock, ids: IdGenerator
           stableDecimals: s.stableDecimals,
           walletAddress: user.walletAddress,
           requestedAt: nowMs,
+          ...(s.mode === "manual" ? { error: WAITING_FOR_APPROVAL } : {}),
         },
         s.holdHours * HOUR_MS,
       );

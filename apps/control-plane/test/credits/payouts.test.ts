@@ -87,7 +87,13 @@ describeEachDatabase("payouts on $name", (db) => {
     const r = await request(op.token, 60);
     expect(r.status).toBe(201);
     const id = r.json.payout.id as string;
-    expect(r.json.payout).toMatchObject({ status: "requested", amountCredits: 60, amountStable: 0.6, walletAddress: op.wallet.address });
+    expect(r.json.payout).toMatchObject({
+      status: "requested",
+      amountCredits: 60,
+      amountStable: 0.6,
+      walletAddress: op.wallet.address,
+      error: expect.stringContaining("waiting for an administrator"),
+    });
     expect(await earnings(op.token)).toMatchObject({ available: 30, payingOut: 60, paidOut: 0 });
     // The same credits cannot be asked for twice.
     expect((await request(op.token, 31)).json.error.code).toBe("INSUFFICIENT_EARNINGS");
@@ -233,11 +239,11 @@ describeEachDatabase("payouts on $name", (db) => {
     const ra = await request(a.token, 50);
     h.clock.advance(S);
     const rb = await request(b.token, 50);
-    const approved = await h.deps.repos.payouts.approveWithinDailyLimit(h.clock.now(), 80_000_000);
+    const approved = await h.deps.repos.payouts.approveWithinDailyLimit(h.clock.now(), 80_000_000, "waiting");
     expect(approved.map((p) => p.id)).toEqual([ra.json.payout.id]);
-    expect(await h.deps.repos.payouts.approveWithinDailyLimit(h.clock.now(), 80_000_000)).toEqual([]);
+    expect(await h.deps.repos.payouts.approveWithinDailyLimit(h.clock.now(), 80_000_000, "waiting")).toEqual([]);
     h.clock.advance(24 * HOUR + 1);
-    expect((await h.deps.repos.payouts.approveWithinDailyLimit(h.clock.now(), 80_000_000)).map((p) => p.id)).toEqual([rb.json.payout.id]);
+    expect((await h.deps.repos.payouts.approveWithinDailyLimit(h.clock.now(), 80_000_000, "waiting")).map((p) => p.id)).toEqual([rb.json.payout.id]);
     expect((await untilPaid(a.token, ra.json.payout.id)).status).toBe("paid");
     expect((await untilPaid(b.token, rb.json.payout.id)).status).toBe("paid");
     await checkMoney();

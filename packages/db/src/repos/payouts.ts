@@ -15,7 +15,7 @@ const APPROVAL_LOCK = 727_275;
 export type NewPayout = Pick<
   PayoutRow,
   "id" | "operatorId" | "amountMicro" | "amountStableBase" | "stableMint" | "stableDecimals" | "walletAddress" | "requestedAt"
->;
+> & { error?: string };
 export type RequestOutcome = { ok: true; payout: PayoutRow } | { ok: false; availableMicro: number };
 /** A signed transfer, recorded before it is sent. */
 export type Attempt = { signature: string; signedTx: string; lastValidBlockHeight: number };
@@ -63,7 +63,7 @@ export function createPayoutsRepo(h: DbHandle) {
         if (row.amountMicro > availableMicro) return { ok: false, availableMicro };
         const [payout] = await db
           .insert(p)
-          .values({ ...row, status: "requested", attempt: 0, earlierSignatures: "", updatedAt: row.requestedAt })
+          .values({ ...row, error: row.error ?? null, status: "requested", attempt: 0, earlierSignatures: "", updatedAt: row.requestedAt })
           .returning();
         return { ok: true, payout: payout! };
       });
@@ -101,7 +101,7 @@ export function createPayoutsRepo(h: DbHandle) {
       return h.transaction((db) =>
         db
           .update(p)
-          .set({ approvedAt: nowMs, updatedAt: nowMs })
+          .set({ approvedAt: nowMs, error: null, updatedAt: nowMs })
           .where(and(id ? eq(p.id, id) : undefined, eq(p.status, "requested"), isNull(p.approvedAt)))
           .returning(),
       );
@@ -112,7 +112,7 @@ export function createPayoutsRepo(h: DbHandle) {
      * approved in the last 24 hours stays within `limitMicro`. One approver at a
      * time across replicas, so two cannot each fill the same room.
      */
-    async approveWithinDailyLimit(nowMs: number, limitMicro: number): Promise<PayoutRow[]> {
+    async approveWithinDailyLimit(nowMs: number, limitMicro: number, waitingNote: string): Promise<PayoutRow[]> {
       return h.transaction(async (db) => {
         if (h.dialect === "pg") await execRaw(h, db, sql`select pg_advisory_xact_lock(${APPROVAL_LOCK})`);
         const [used] = await db
@@ -131,13 +131,21 @@ export function createPayoutsRepo(h: DbHandle) {
           if (w.amountMicro > room) break;
           const [row] = await db
             .update(p)
-            .set({ approvedAt: nowMs, updatedAt: nowMs })
+            .set({ approvedAt: nowMs, error: null, updatedAt: nowMs })
             .where(and(eq(p.id, w.id), eq(p.status, "requested"), isNull(p.approvedAt)))
             .returning();
           if (row) {
             approved.push(row);
             room -= row.amountMicro;
           }
+        }
+        // The rest wait for room: said on each, so its operator sees why it is not sent.
+        const left = waiting.filter((w) => !approved.some((a) => a.id === w.id)).map((w) => w.id);
+        if (left.length > 0) {
+          await db
+            .update(p)
+            .set({ error: waitingNote, updatedAt: nowMs })
+            .where(and(inArray(p.id, left), eq(p.status, "requested"), isNull(p.approvedAt)));
         }
         return approved;
       });
