@@ -14,9 +14,11 @@ import type { Logger } from "./logger";
  * Its cost follows the payments, not the open deposits. Each tick lists the
  * treasury's token account once (every payment to the treasury names it) and reads
  * only the transactions it has not seen; a deposit is searched by its reference
- * only when one of those was signed by the deposit's wallet (the only payer a
- * deposit accepts), plus a few per tick in turn, which catches what the listing
- * missed (more new transactions than one page, an RPC error). A deposit is watched
+ * only when one of those names that reference, plus a few per tick in turn, which
+ * catches what the listing missed (more new transactions than one page, an RPC
+ * error). Matching on the reference rather than on the paying wallet keeps one
+ * wallet with many open deposits from costing a search of each at every payment
+ * it makes (1,000 open deposits of one wallet: 1,000 listings in a tick). A deposit is watched
  * until its expiresAt plus the grace; credits go through repos.deposits.confirm,
  * the confirm route's own call, so the two never credit twice.
  */
@@ -25,6 +27,12 @@ import type { Logger } from "./logger";
 export const TREASURY_PAGE = 100;
 /** Deposits searched by reference per tick whatever the listing said, in turn. */
 export const SWEEP_PER_TICK = 5;
+/**
+ * Deposits searched per tick because a new treasury transaction named their reference;
+ * more wait for the next tick. One transaction can name as many references as it has
+ * accounts (hundreds, with lookup tables), and each search is an RPC call or more.
+ */
+export const NAMED_PER_TICK = 50;
 /** Open deposits one tick considers, oldest first. */
 const MAX_OPEN = 5_000;
 /** Signatures remembered as read; past this the oldest are forgotten (they have left the page by then). */
@@ -58,6 +66,8 @@ export type DepositWatcherOptions = {
 export function createDepositWatcher(o: DepositWatcherOptions) {
   const { repos, chain, clock, ids, log } = o;
   const seen = new Set<string>();
+  // References of open deposits that a treasury transaction named, not searched yet.
+  const named = new Set<string>();
   let sweepFrom = 0;
   let treasuryAccount: string | null | undefined;
 
@@ -77,13 +87,12 @@ export function createDepositWatcher(o: DepositWatcherOptions) {
     if (seen.size > SEEN_LIMIT) seen.delete(seen.values().next().value!);
   }
 
-  /** Deposits paid by a wallet that signed a treasury transaction not read before. */
-  async function payersOfNewTransactions(account: string, open: DepositRow[]): Promise<Set<string>> {
-    const payers = new Set<string>();
+  /** Reads the treasury's transactions not read before and notes the open deposits' references they name. */
+  async function readNewTransactions(account: string, open: DepositRow[], references: ReadonlyMap<string, unknown>) {
     const listed = await chain.signaturesFor(account, TREASURY_PAGE);
     if (listed.kind === "unavailable") {
       log.warn("deposit watcher: the RPC did not list the treasury's transactions", { reason: listed.reason });
-      return payers;
+      return;
     }
     // Older than every open deposit: it cannot pay one (verifyDeposit would say so too).
     const oldestMs = Math.min(...open.map((d) => d.createdAt));
@@ -97,9 +106,8 @@ export function createDepositWatcher(o: DepositWatcherOptions) {
       // Not served yet or the RPC failed: read it again next tick.
       if (lookup.kind !== "found") continue;
       remember(entry.signature);
-      for (const t of lookup.tx.transfers) payers.add(t.authority);
+      for (const key of lookup.tx.accountKeys) if (references.has(key)) named.add(key);
     }
-    return payers;
   }
 
   async function settle(d: DepositRow & { reference: string }) {
@@ -122,8 +130,16 @@ export function createDepositWatcher(o: DepositWatcherOptions) {
     const nowMs = clock.now();
     const open = await repos.deposits.openWithReference(nowMs - o.graceS * 1000, MAX_OPEN);
     if (open.length === 0) return;
-    const payers = await payersOfNewTransactions(account, open);
-    const due = new Map(open.filter((d) => payers.has(d.walletAddress)).map((d) => [d.id, d]));
+    const byReference = new Map(open.map((d) => [d.reference, d]));
+    await readNewTransactions(account, open, byReference);
+    const due = new Map<string, DepositRow & { reference: string }>();
+    for (const reference of named) {
+      if (due.size >= NAMED_PER_TICK) break;
+      named.delete(reference);
+      const d = byReference.get(reference);
+      // No longer open (credited by confirm, or past expiry plus the grace): nothing to search.
+      if (d) due.set(d.id, d);
+    }
     const sweep = Math.min(SWEEP_PER_TICK, open.length);
     for (let i = 0; i < sweep; i++) {
       const d = open[(sweepFrom + i) % open.length]!;

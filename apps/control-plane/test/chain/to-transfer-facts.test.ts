@@ -127,6 +127,7 @@ describe("toTransferFacts", () => {
         { account: PAYER_ATA, accountIndex: 1, owner: PAYER, mint: USDC, deltaBaseUnits: -25_000_000n, decimals: 6 },
         { account: TREASURY_ATA, accountIndex: 2, owner: TREASURY, mint: USDC, deltaBaseUnits: 25_000_000n, decimals: 6 },
       ],
+      accountKeys: [PAYER, PAYER_ATA, TREASURY_ATA, COMPUTE_BUDGET, USDC, TOKEN],
     });
   });
 

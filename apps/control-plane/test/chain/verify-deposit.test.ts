@@ -42,6 +42,7 @@ function facts(transfers: TokenTransfer[], overrides: Partial<TransferFacts> = {
       deltaBaseUnits: t.amountBaseUnits,
       decimals: t.decimals,
     })),
+    accountKeys: [],
     ...overrides,
   };
 }

@@ -265,6 +265,21 @@ describeEachDatabase("deposits by Solana Pay reference on $name", (db) => {
     expect(rpc.calls.length - before).toBeLessThanOrEqual(1 + SWEEP_PER_TICK);
   });
 
+  it("a payment costs a search of the deposit whose reference it names, not of each open deposit of the wallet that paid", async () => {
+    const t = await tenant();
+    const deposits: InitiatedDeposit[] = [];
+    for (let i = 0; i < 30; i++) deposits.push(await initiate(t, "pkg_starter"));
+    await h.deps.depositWatcher.tick();
+    const paid = deposits[17]!;
+    const signature = await payTransferRequest(connection, paid.transferRequestUrl, t.kp);
+    const before = rpc.calls.length;
+    await h.deps.depositWatcher.tick();
+    expect(await state(paid.depositId, t.token)).toMatchObject({ status: "confirmed", txSignature: signature });
+    const listings = rpc.calls.slice(before).filter((c) => c.method === "getSignaturesForAddress");
+    // The treasury's, the paid deposit's reference, and SWEEP_PER_TICK in turn: not one per deposit of this wallet.
+    expect(listings.length).toBeLessThanOrEqual(2 + SWEEP_PER_TICK);
+  });
+
   it("GET /credits/deposits/{id} answers 404 in the error shape for another's deposit and an unknown id, 401 without a token", async () => {
     const owner = await tenant();
     const other = await tenant();

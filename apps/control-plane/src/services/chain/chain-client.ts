@@ -73,4 +73,6 @@ export interface TransferFacts {
   failed: boolean;
   transfers: TokenTransfer[];
   tokenBalanceDeltas: TokenBalanceDelta[];
+  /** Every account the transaction names, base58, lookup-table ones included: a Solana Pay reference is one of them. */
+  accountKeys: string[];
 }

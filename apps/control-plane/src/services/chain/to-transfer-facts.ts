@@ -47,6 +47,7 @@ export function toTransferFacts(parsed: ParsedTransactionWithMeta): TransferFact
     failed: meta === null || meta.err != null,
     transfers,
     tokenBalanceDeltas: toBalanceDeltas(pre, post, accountKeys),
+    accountKeys,
   };
 }
 
