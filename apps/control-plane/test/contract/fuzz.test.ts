@@ -1,8 +1,10 @@
 import { describeEachDatabase } from "@cm/testkit";
+import { Keypair } from "@solana/web3.js";
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type FakeSolanaRpc, startFakeSolanaRpc } from "../support/fake-solana-rpc";
 import { type Harness, newWallet, startHarness } from "../support/harness";
+import { payoutKeyFile } from "../support/payouts";
 import type { Fixtures } from "./support/arbitraries";
 import { type DocumentedOperation, fetchDocument, type OpenApiDocument, operationsOf, schemaValidator, type Validator } from "./support/document";
 import { exercise, type Figures, type Violation } from "./support/judge";
@@ -42,7 +44,13 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
     started = Date.now();
     rpc = await startFakeSolanaRpc();
     h = await startHarness(db, {
-      config: { TREASURY_WALLET: newWallet().address, SOLANA_RPC_URL: rpc.url, NODE_REGISTRATIONS_PER_HOUR: 100_000 },
+      // A hot wallet, so payout requests are judged (minimum, available) rather than refused as unconfigured.
+      config: {
+        TREASURY_WALLET: newWallet().address,
+        SOLANA_RPC_URL: rpc.url,
+        NODE_REGISTRATIONS_PER_HOUR: 100_000,
+        PAYOUT_KEYPAIR: payoutKeyFile(Keypair.generate()),
+      },
     });
     ({ doc } = await fetchDocument(h.url));
     validate = schemaValidator(doc);
@@ -113,6 +121,9 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
     "DELETE /operator/nodes/{id}",
     "GET /operator/earnings",
     "GET /operator/earnings/transactions",
+    "POST /operator/payouts",
+    "GET /operator/payouts",
+    "GET /operator/payouts/{id}",
     "GET /agent/whoami",
     "GET /templates",
     "GET /templates/{idOrSlug}",
