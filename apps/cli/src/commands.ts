@@ -230,7 +230,7 @@ export const COMMANDS: CommandSpec[] = [
   },
   {
     name: "operator earnings",
-    summary: "What your nodes earned: pending, available and paid out, per node and per day.",
+    summary: "What your nodes earned: pending, available, paying out and paid out, per node and per day.",
     usage: "[--days N] [--transactions [--page N] [--limit N]]",
     options: {
       days: { type: "string", value: "N", description: "how many UTC days the per-day table covers (default 30, at most 366)" },
@@ -240,6 +240,29 @@ export const COMMANDS: CommandSpec[] = [
     },
     examples: ["cm operator earnings", "cm operator earnings --days 7 --json", "cm operator earnings --transactions --limit 50"],
     load: async () => (await import("./commands/operator")).earnings,
+  },
+  {
+    name: "operator payout",
+    summary: "Withdraw available earnings in USDC to the wallet you sign in with (1 credit = 0.01 USDC); --wait follows it until it is paid.",
+    usage: "CREDITS [--wait [--timeout S]]",
+    args: ["CREDITS"],
+    options: {
+      wait: {
+        type: "boolean",
+        description: "show status changes until paid (prints the transaction's signature) or failed (exit 1; the credits are available again)",
+      },
+      timeout: { type: "string", value: "S", description: "with --wait: give up waiting after S seconds (default 900); the payout goes on" },
+    },
+    examples: ["cm operator payout 2000", "cm operator payout 5000 --wait"],
+    load: async () => (await import("./commands/operator")).payout,
+  },
+  {
+    name: "operator payouts",
+    summary: "Your payouts, newest first: status, amount in credits and USDC, the transfer's signature (shortened; --json has it whole).",
+    usage: "[--page N] [--limit N]",
+    options: { ...page },
+    examples: ["cm operator payouts", "cm operator payouts --json"],
+    load: async () => (await import("./commands/operator")).payouts,
   },
   {
     name: "operator retire",

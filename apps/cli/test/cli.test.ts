@@ -42,7 +42,7 @@ describe("usage", () => {
     [["deploy", "--node", "node_1"], /error: give one of --template and --image/],
     [["deploy", "--image", "x", "--node", "node_1", "--restart", "always"], /error: --restart is no, on-failure or on-failure:N/],
     [["deploy", "--image", "x", "--node", "node_1", "--restart", "on-failure:11"], /error: --restart on-failure:N takes N from 1 to 10, not 11/],
-    [["operator"], /error: unknown command operator \(did you mean cm operator add, cm operator nodes, cm operator earnings, cm operator retire\?\)/],
+    [["operator"], /error: unknown command operator \(did you mean cm operator add, cm operator nodes, cm operator earnings, cm operator payout, cm operator payouts, cm operator retire\?\)/],
   ])("exits 2 with the usage for %j", async (args, message) => {
     const r = await t.cm(args, api);
     expect(r.code).toBe(2);

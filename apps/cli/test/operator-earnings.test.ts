@@ -39,16 +39,17 @@ afterAll(async () => {
   await h?.close();
 });
 
-it("shows pending, available and paid out, and the per-node and per-day tables (10 credits of usage: 9 earned, 1 fee)", async () => {
+it("shows pending, available, paying out and paid out, and the per-node and per-day tables (10 credits of usage: 9 earned, 1 fee)", async () => {
   const r = await op.cm(["operator", "earnings"]);
   expect(r.code, r.stderr).toBe(0);
   expect(r.stdout).toMatch(/^pending:\s+9 credits/m);
   expect(r.stdout).toMatch(/^available:\s+0 credits/m);
+  expect(r.stdout).toMatch(/^paying out:\s+0 credits/m);
   expect(r.stdout).toMatch(/^paid out:\s+0 credits/m);
   expect(r.stdout).toContain(`${nodeId}\t10\t1\t0\t9`);
   expect(r.stdout).toContain(`${new Date(h.clock.now()).toISOString().slice(0, 10)}\t10\t1\t0\t9`);
   const json = JSON.parse((await op.cm(["operator", "earnings", "--json", "--days", "7"])).stdout);
-  expect(json.earnings).toMatchObject({ pending: 9, available: 0, paidOut: 0, feePercent: 10, holdHours: 24 });
+  expect(json.earnings).toMatchObject({ pending: 9, available: 0, payingOut: 0, paidOut: 0, feePercent: 10, holdHours: 24 });
 });
 
 it("lists the earnings rows a page at a time with --transactions", async () => {

@@ -36,7 +36,10 @@ export async function waitForPayout(t: Transport, payoutId: string, options: Pay
     if (SETTLED.includes(payout.status)) return payout;
     if (Date.now() >= deadline) {
       const why = payout.error ? ` (${payout.error})` : "";
-      throw new PayoutWaitError(`payout ${payoutId} was neither paid nor failed in ${timeoutMs} ms: it is ${payout.status}${why}`, payout);
+      throw new PayoutWaitError(
+        `payout ${payoutId} was neither paid nor failed in ${timeoutMs} ms: it is ${payout.status}${why}, and goes on without the wait`,
+        payout,
+      );
     }
     await sleep(Math.min(options.intervalMs ?? 2_000, Math.max(0, deadline - Date.now())), options.signal);
   }

@@ -1,3 +1,4 @@
+import type { Payout } from "@cm/sdk";
 import { intFlag, type Run, str, UsageError } from "../args";
 import { cents, credits, gpus } from "./format";
 
@@ -65,6 +66,7 @@ export const earnings: Run = async (ctx, { flags }) => {
   ctx.out.fields([
     ["pending", `${credits(e.pending)} credits (the last ${e.holdHours} h; refunds come out of these first)`],
     ["available", `${credits(e.available)} credits ($${(e.available / 100).toFixed(2)})`],
+    ["paying out", `${credits(e.payingOut)} credits (payouts requested or being sent)`],
     ["paid out", `${credits(e.paidOut)} credits`],
     ["fee", `${e.feePercent}% of each charge`],
   ]);
@@ -84,6 +86,62 @@ export const earnings: Run = async (ctx, { flags }) => {
     e.byDay.map((d) => [d.date, ...row(d)]),
   );
 };
+
+/** Withdraws available earnings in USDC to the signed-in wallet; with --wait, follows the payout until it is paid or failed. */
+export const payout: Run = async (ctx, { args, flags }) => {
+  const raw = args[0]!;
+  if (!/^\d+$/.test(raw)) throw new UsageError(`CREDITS is a whole number of credits (1 credit = 0.01 USDC), not ${JSON.stringify(raw)}`);
+  const timeoutS = intFlag(flags, "timeout");
+  const requested = await ctx.client.operator.payout(Number(raw));
+  if (flags.wait !== true) {
+    if (ctx.json) return ctx.out.json({ payout: requested });
+    ctx.out.fields(payoutFields(requested));
+    ctx.out.note("Requested: it is sent once approved (by an administrator, where payouts are manual). See where it is with: cm operator payouts");
+    return;
+  }
+  ctx.out.note(`Requested ${requested.id}: ${credits(requested.amountCredits)} credits (${requested.amountStable} USDC) to ${requested.walletAddress}.`);
+  const show = (p: Payout) => ctx.out.note(`  ${new Date().toISOString().slice(11, 19)}  ${p.status}${p.error ? ` (${p.error})` : ""}`);
+  const done = await ctx.client.operator.waitForPayout(requested.id, {
+    signal: ctx.signal,
+    onChange: show,
+    ...(timeoutS === undefined ? {} : { timeoutMs: timeoutS * 1000 }),
+  });
+  if (ctx.json) ctx.out.json({ payout: done });
+  else ctx.out.fields(payoutFields(done));
+  if (done.status === "paid") return;
+  ctx.out.note(`Payout failed: ${done.error ?? "no reason given"}. Nothing was paid; its ${credits(done.amountCredits)} credits are available again.`);
+  return 1;
+};
+
+const payoutFields = (p: Payout): Array<[string, string | undefined]> => [
+  ["id", p.id],
+  ["status", p.status],
+  ["amount", `${credits(p.amountCredits)} credits (${p.amountStable} USDC)`],
+  ["wallet", p.walletAddress],
+  ["signature", p.txSignature],
+  ["requested", p.requestedAt],
+  ["paid", p.paidAt],
+  ["error", p.error],
+];
+
+/** Your payouts, newest first, a page at a time. */
+export const payouts: Run = async (ctx, { flags }) => {
+  const answer = await ctx.client.operator.payouts({ page: intFlag(flags, "page"), limit: intFlag(flags, "limit") });
+  if (ctx.json) return ctx.out.json(answer);
+  ctx.out.table(
+    ["ID", "STATUS", "CREDITS", "USDC", "REQUESTED", "SIGNATURE"],
+    answer.payouts.map((p) => [p.id, p.status, credits(p.amountCredits), String(p.amountStable), p.requestedAt, shortSignature(p.txSignature)]),
+  );
+  const p = answer.pagination;
+  ctx.out.note(
+    answer.payouts.length === 0
+      ? "No payouts yet: cm operator payout --help"
+      : `page ${p.page} of ${p.totalPages} (${p.total} payouts); --json has the whole signatures`,
+  );
+};
+
+/** A signature (88 characters) cut to what tells two apart in a table. */
+const shortSignature = (s: string | undefined) => (s ? `${s.slice(0, 8)}...${s.slice(-8)}` : "-");
 
 /**
  * Retiring cannot be undone and ends tenants' deployments: say what runs there
