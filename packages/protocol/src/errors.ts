@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   HEADERS_TOO_LARGE: { status: 431, description: "The URL and headers together are larger than the limit (16 KiB)." },
   TEMPLATE_OR_IMAGE_REQUIRED: { status: 400, description: "Give exactly one of templateId and customImage; neither was given." },
   TEMPLATE_AND_IMAGE_CONFLICT: { status: 400, description: "Give exactly one of templateId and customImage; both were given." },
+  RESTART_POLICY_CONFLICT: { status: 400, description: 'maxRestarts was given with restart "no": leave it out, or give restart "on-failure".' },
   // Resources.
   NOT_FOUND: { status: 404, description: "No route answers this method and path." },
   NODE_NOT_FOUND: { status: 404, description: "No node has this id." },

@@ -54,6 +54,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
           errors: [
             "TEMPLATE_OR_IMAGE_REQUIRED",
             "TEMPLATE_AND_IMAGE_CONFLICT",
+            "RESTART_POLICY_CONFLICT",
             "TEMPLATE_NOT_FOUND",
             "NODE_NOT_FOUND",
             "NODE_OFFLINE",

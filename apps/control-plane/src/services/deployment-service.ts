@@ -33,9 +33,13 @@ export function checkRequirements(node: NodeRow, t: TemplateRow | undefined): Ap
   return undefined;
 }
 
-/** The restart policy as stored: on-failure gets its bound (by default DEFAULT_MAX_RESTARTS); no restarts none. */
+/**
+ * The restart policy as stored: on-failure gets its bound (by default
+ * DEFAULT_MAX_RESTARTS), and a bound alone means on-failure, as Docker's
+ * on-failure:N; no restarts none.
+ */
 function restartOf(body: Pick<CreateDeploymentRequest, "restart" | "maxRestarts">) {
-  const policy = body.restart ?? "no";
+  const policy = body.restart ?? (body.maxRestarts !== undefined ? "on-failure" : "no");
   return { restartPolicy: policy, maxRestarts: policy === "on-failure" ? (body.maxRestarts ?? DEFAULT_MAX_RESTARTS) : 0 };
 }
 
@@ -79,10 +83,8 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
       if (!hasTemplate && !hasImage)
         throw new ApiError("TEMPLATE_OR_IMAGE_REQUIRED", "give templateId (from GET /templates) or customImage (an image reference)");
 
-      if (body.maxRestarts !== undefined && body.restart !== "on-failure")
-        throw new ApiError("VALIDATION_ERROR", "invalid body: maxRestarts applies only with restart on-failure", [
-          { field: "maxRestarts", message: 'applies only with restart "on-failure"' },
-        ]);
+      if (body.maxRestarts !== undefined && body.restart === "no")
+        throw new ApiError("RESTART_POLICY_CONFLICT", 'maxRestarts was given with restart "no": leave it out, or give restart "on-failure"');
 
       const template = hasTemplate ? await repos.templates.getByIdOrSlug(body.templateId!) : undefined;
       if (hasTemplate && !template) throw new ApiError("TEMPLATE_NOT_FOUND", `no template ${body.templateId}`);

@@ -108,7 +108,7 @@ export const CreateDeploymentRequest = z.strictObject({
     .max(MAX_RESTARTS_LIMIT)
     .optional()
     .meta({
-      description: `restarts per start under restart on-failure (default ${DEFAULT_MAX_RESTARTS}, at most ${MAX_RESTARTS_LIMIT}); only with on-failure`,
+      description: `restarts per start under restart on-failure (default ${DEFAULT_MAX_RESTARTS}, at most ${MAX_RESTARTS_LIMIT}); given alone it means restart on-failure, with restart "no" it is refused (RESTART_POLICY_CONFLICT)`,
     }),
 });
 export type CreateDeploymentRequest = z.infer<typeof CreateDeploymentRequest>;
