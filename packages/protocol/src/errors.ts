@@ -38,8 +38,21 @@ export const ERROR_CODES = {
   NODE_AT_CAPACITY: { status: 409, description: "The node already runs its maxDeployments." },
   NODE_NO_GPU: { status: 422, description: "The template needs a GPU and the node has none." },
   NODE_INSUFFICIENT_GPU_VRAM: { status: 422, description: "The node's largest GPU has less VRAM than the template needs." },
-  NODE_INSUFFICIENT_CPU: { status: 422, description: "The node has fewer CPU cores than the template needs." },
-  NODE_INSUFFICIENT_RAM: { status: 422, description: "The node has less RAM than the template needs." },
+  NODE_INSUFFICIENT_CPU: { status: 422, description: "The node has fewer CPU cores than the template needs, or than cpuCores asks." },
+  NODE_INSUFFICIENT_RAM: { status: 422, description: "The node has less RAM than the template needs, or than memoryMb asks." },
+  NODE_INSUFFICIENT_GPUS: { status: 422, description: "gpuCount is more than the node's GPUs." },
+  NODE_INSUFFICIENT_FREE_GPUS: {
+    status: 409,
+    description: "The node's GPUs not held by its live deployments are fewer than gpuCount; details.freeGpus says how many are free.",
+  },
+  NODE_INSUFFICIENT_FREE_CPU: {
+    status: 409,
+    description: "The node's CPU cores not held by its live deployments are fewer than the deployment's cpuCores; details.freeCpuCores says how many are free.",
+  },
+  NODE_INSUFFICIENT_FREE_RAM: {
+    status: 409,
+    description: "The node's memory not held by its live deployments is less than the deployment's memoryMb; details.freeMemoryMb says how much is free.",
+  },
   INSUFFICIENT_CREDITS: { status: 402, description: "Available credits do not cover one hour on this node." },
   // Credits.
   DEPOSIT_EXPIRED: { status: 410, description: "The deposit is past its expiresAt; start a new one." },

@@ -14,7 +14,7 @@ import WebSocket, { type RawData } from "ws";
 import { hashSecret } from "../services/ids";
 import type { Logger } from "../services/logger";
 import type { AgentContext } from "./agent-context";
-import { commandAction, diskGbFor, gpuCountFor, specKey, syncParts, toSpec } from "./desired-state";
+import { commandAction, diskGbFor, specKey, syncParts, toSpec } from "./desired-state";
 import { handleFrame } from "./frame-handlers";
 
 type HelloFrame = Extract<AgentFrame, { type: "hello" }>;
@@ -48,7 +48,6 @@ export class AgentSession {
   nodeId = "";
   /** The hub's logger until hello names the node, then one that puts its nodeId on every line. */
   log: Logger;
-  gpuCount = 0;
   /** When the last frame arrived (any frame proves the agent alive), by the control plane's clock: where charges end if the node is lost. */
   lastSeenMs = 0;
   /**
@@ -186,7 +185,7 @@ export class AgentSession {
       this.known.set(dep.id, specKey(dep));
       const cursor = (await this.ctx.repos.logIngest.cursors([dep.id])).get(dep.id);
       const templates = await this.ctx.hub.templateNeeds();
-      const spec = toSpec(dep, cursor, gpuCountFor(dep, this.gpuCount, templates), diskGbFor(dep, templates));
+      const spec = toSpec(dep, cursor, diskGbFor(dep, templates));
       if (!this.send({ type: "command", commandId: this.ctx.ids("cmd"), action: commandAction(dep, prev !== undefined), deployment: spec }))
         await this.unsendable(spec);
     });
@@ -282,7 +281,6 @@ export class AgentSession {
     clearTimeout(this.helloTimer);
     this.nodeId = node.id;
     this.log = this.ctx.log.child({ nodeId: node.id });
-    this.gpuCount = node.gpuCount;
     this.agentMaxFrameBytes = f.maxFrameBytes ?? AGENT_MAX_INBOUND_FRAME_BYTES;
     await hub.serialize(node.id, async () => {
       if (this.state === "closed") return;
@@ -313,7 +311,7 @@ export class AgentSession {
     const cursors = await repos.logIngest.cursors(deps.map((d) => d.id));
     const templates = await hub.templateNeeds();
     for (const d of deps) this.known.set(d.id, specKey(d));
-    const specs = deps.map((d) => toSpec(d, cursors.get(d.id), gpuCountFor(d, this.gpuCount, templates), diskGbFor(d, templates)));
+    const specs = deps.map((d) => toSpec(d, cursors.get(d.id), diskGbFor(d, templates)));
     const { parts, tooBig } = syncParts(specs, Math.min(SYNC_PART_MAX_BYTES, this.agentMaxFrameBytes), this.agentMaxFrameBytes);
     for (const [i, part] of parts.entries()) {
       if (!this.send({ type: "sync", deployments: part, ...(i < parts.length - 1 ? { more: true } : {}) })) return;

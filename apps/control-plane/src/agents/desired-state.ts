@@ -1,5 +1,5 @@
 import type { DeploymentRow, StoredLogCursor } from "@cm/db";
-import type { CommandAction, DeploymentSpec } from "@cm/protocol";
+import { type CommandAction, type DeploymentSpec, MILLICORES_PER_CORE } from "@cm/protocol";
 
 /** What the agent needs to know about a deployment's wanted state; equal keys need no new command. */
 export const specKey = (d: Pick<DeploymentRow, "desiredState" | "runSeq">) => `${d.desiredState}:${d.runSeq}`;
@@ -11,30 +11,22 @@ export interface TemplateNeeds {
   minDiskGb: number;
 }
 
-/**
- * GPUs a deployment gets on its node: a template says whether it needs them; a
- * custom image on a GPU node is rented for its GPUs, so it gets them all.
- */
-export function gpuCountFor(d: Pick<DeploymentRow, "templateId">, nodeGpuCount: number, templates: ReadonlyMap<string, TemplateNeeds>): number {
-  if (d.templateId === null) return nodeGpuCount;
-  return templates.get(d.templateId)?.requiresGpu ? nodeGpuCount : 0;
-}
-
-/** The disk a deployment may write: its template's minDiskGb; none for a custom image, which gets the node's default. */
-export function diskGbFor(d: Pick<DeploymentRow, "templateId">, templates: ReadonlyMap<string, TemplateNeeds>): number | undefined {
+/** The disk a deployment may write: what it asked for, else its template's minDiskGb; none for a custom image, which gets the node's default. */
+export function diskGbFor(d: Pick<DeploymentRow, "templateId" | "diskGb">, templates: ReadonlyMap<string, TemplateNeeds>): number | undefined {
+  if (d.diskGb !== null) return d.diskGb;
   return d.templateId === null ? undefined : templates.get(d.templateId)?.minDiskGb;
 }
 
 /** The disk allowance a tenant is shown: the template's, else the node's default as its agent told it; null before it has. */
 export function diskAllowanceGb(
-  d: Pick<DeploymentRow, "templateId">,
+  d: Pick<DeploymentRow, "templateId" | "diskGb">,
   templates: ReadonlyMap<string, TemplateNeeds>,
   nodeDiskDefaultGb: number | null | undefined,
 ): number | null {
   return diskGbFor(d, templates) ?? nodeDiskDefaultGb ?? null;
 }
 
-export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, gpuCount: number, diskGb?: number): DeploymentSpec {
+export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, diskGb?: number): DeploymentSpec {
   return {
     deploymentId: d.id,
     userId: d.userId,
@@ -47,7 +39,11 @@ export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, gp
     ports: d.ports,
     ...(d.desiredState === "running" && d.command ? { command: d.command } : {}),
     ...(d.desiredState === "running" && d.entrypoint ? { entrypoint: d.entrypoint } : {}),
-    gpuCount,
+    // What it holds of the node, the agent enforces: its GPUs whole, and Docker's CPU and memory limits.
+    // 0: a deployment older than counted resources, which gets the agent's fair share.
+    gpuCount: d.gpuCount,
+    ...(d.cpuMillicores > 0 ? { cpuCores: d.cpuMillicores / MILLICORES_PER_CORE } : {}),
+    ...(d.memoryMb > 0 ? { memoryMb: d.memoryMb } : {}),
     ...(diskGb !== undefined ? { diskGb } : {}),
     // The cursor lets a restarted agent resume shipping logs with neither loss nor duplicates.
     logCursor: cursor ?? { seq: 0, dockerTs: null },

@@ -1,5 +1,4 @@
-import { CreateNodeRequest, CreateNodeResponse, OperatorNodeListQuery, OperatorNodeListResponse } from "@cm/protocol";
-import { z } from "zod";
+import { CreateNodeRequest, CreateNodeResponse, OperatorNodeListQuery, OperatorNodeListResponse, SuccessResponse } from "@cm/protocol";
 import type { Deps } from "../deps";
 import { presentNodeDetail } from "../http/presenters";
 import { createRouter, IdParams, json, jsonBody, type RouteFactory } from "../http/route";
@@ -68,7 +67,7 @@ export function operatorRoutes(deps: Deps, route: RouteFactory) {
           description:
             "The node disappears from the catalogue (its operator still sees it with `GET /operator/nodes?all=true`) and its agent token stops working. Its deployments are stopped, their tenants told and their billing ended; a connected agent is told to drain: it stops and removes every container and network sandbox it made for the node, shipping their last log lines, then exits. An agent away at the time drains when it next connects.",
           request: { params: IdParams },
-          responses: { 200: json(z.object({ success: z.boolean(), message: z.string() }), "The node is retired") },
+          responses: { 200: json(SuccessResponse, "The node is retired") },
         },
         { auth: true, errors: ["NODE_NOT_FOUND"] },
       ),

@@ -1,10 +1,20 @@
-import { type DeploymentStatus, LIVE_STATUSES } from "@cm/protocol";
-import { and, count, desc, eq, inArray, isNull, lt, sql } from "drizzle-orm";
+import { type DeploymentStatus, LIVE_STATUSES, MILLICORES_PER_CORE } from "@cm/protocol";
+import { type AnyColumn, and, count, desc, eq, inArray, isNull, lt, type SQL, sql } from "drizzle-orm";
 import type { Db, DbHandle } from "../client";
 import type { DeploymentRow } from "../types";
 import { ledgerOps } from "./ledger";
 
-export type OccupyRefusal = "NODE_OFFLINE" | "NODE_AT_CAPACITY" | "INSUFFICIENT_CREDITS";
+export type OccupyRefusal =
+  | "NODE_OFFLINE"
+  | "NODE_AT_CAPACITY"
+  | "NODE_INSUFFICIENT_FREE_GPUS"
+  | "NODE_INSUFFICIENT_FREE_CPU"
+  | "NODE_INSUFFICIENT_FREE_RAM"
+  | "INSUFFICIENT_CREDITS";
+/** What a live deployment holds of its node besides its slot. */
+export type NodeHolding = Pick<DeploymentRow, "nodeId" | "userId" | "gpuCount" | "cpuMillicores" | "memoryMb">;
+/** What the node had free when it refused, for the refusal's details: freeGpus, freeCpuCores, freeMemoryMb. */
+export type NodeFree = { freeGpus: number; freeCpuCores: number; freeMemoryMb: number };
 export type NewDeployment = Omit<
   DeploymentRow,
   | "totalCostMicro"
@@ -23,12 +33,7 @@ export type NewDeployment = Omit<
   | "desiredState"
   | "status"
   | "updatedAt"
-  | "gpuCount"
-  | "cpuMillicores"
-  | "memoryMb"
-  | "diskGb"
-> &
-  Partial<Pick<DeploymentRow, "gpuCount" | "cpuMillicores" | "memoryMb" | "diskGb">>;
+>;
 /** What a move may write besides the status, as its caller decides. */
 export type TransitionPatch = Partial<
   Pick<DeploymentRow, "statusReason" | "exitCode" | "startedAt" | "stoppedAt" | "endpoints" | "billedUntil" | "desiredState" | "deletedAt" | "restartCount">
@@ -38,7 +43,10 @@ export type MoveFields = TransitionPatch & Partial<Pick<DeploymentRow, "reserved
 
 /** Thrown inside a transaction to roll it back; turned into a result outside it. */
 export class OccupyRefused extends Error {
-  constructor(readonly reason: OccupyRefusal) {
+  constructor(
+    readonly reason: OccupyRefusal,
+    readonly free?: NodeFree,
+  ) {
     super(reason);
   }
 }
@@ -48,19 +56,49 @@ export function createDeploymentsRepo(h: DbHandle) {
   const ledger = ledgerOps(h);
   const notDeleted = isNull(deployments.deletedAt);
 
-  /** Takes a slot on the node and holds an hour of credits, or refuses (and the caller's transaction rolls back). */
-  async function occupy(db: Db, nodeId: string, userId: string, reserveMicro: number) {
+  /**
+   * Takes a slot on the node with the deployment's GPUs, CPU and memory, and
+   * holds an hour of credits, or refuses (and the caller's transaction rolls
+   * back). One conditional UPDATE checks and takes: it locks the node's row on
+   * PostgreSQL (a second waits, then checks the row as the first left it), and
+   * SQLite runs one writer at a time, so parallel creates never take the same
+   * GPU or the same core twice.
+   */
+  async function occupy(db: Db, d: NodeHolding, reserveMicro: number) {
+    // A deployment holding none of a resource fits whatever the node has left of it (an inventory that shrank included).
+    const fits: SQL[] = [lt(nodes.activeDeployments, nodes.maxDeployments)];
+    if (d.gpuCount > 0) fits.push(sql`${nodes.usedGpus} + ${d.gpuCount} <= ${nodes.gpuCount}`);
+    if (d.cpuMillicores > 0) fits.push(sql`${nodes.usedCpuMillicores} + ${d.cpuMillicores} <= ${nodes.cpuCores} * ${MILLICORES_PER_CORE}`);
+    if (d.memoryMb > 0) fits.push(sql`${nodes.usedMemoryMb} + ${d.memoryMb} <= ${nodes.ramMb}`);
     const slot = await db
       .update(nodes)
-      .set({ activeDeployments: sql`${nodes.activeDeployments} + 1` })
-      .where(and(eq(nodes.id, nodeId), eq(nodes.status, "online"), isNull(nodes.retiredAt), lt(nodes.activeDeployments, nodes.maxDeployments)))
+      .set({
+        activeDeployments: sql`${nodes.activeDeployments} + 1`,
+        usedGpus: sql`${nodes.usedGpus} + ${d.gpuCount}`,
+        usedCpuMillicores: sql`${nodes.usedCpuMillicores} + ${d.cpuMillicores}`,
+        usedMemoryMb: sql`${nodes.usedMemoryMb} + ${d.memoryMb}`,
+      })
+      .where(and(eq(nodes.id, d.nodeId), eq(nodes.status, "online"), isNull(nodes.retiredAt), ...fits))
       .returning({ id: nodes.id });
     if (slot.length === 0) {
-      const [n] = await db.select({ status: nodes.status, retiredAt: nodes.retiredAt }).from(nodes).where(eq(nodes.id, nodeId));
-      throw new OccupyRefused(!n || n.status !== "online" || n.retiredAt !== null ? "NODE_OFFLINE" : "NODE_AT_CAPACITY");
+      const [n] = await db.select().from(nodes).where(eq(nodes.id, d.nodeId));
+      if (n?.status !== "online" || n.retiredAt !== null) throw new OccupyRefused("NODE_OFFLINE");
+      const free = {
+        freeGpus: Math.max(0, n.gpuCount - n.usedGpus),
+        freeCpuCores: Math.max(0, n.cpuCores * MILLICORES_PER_CORE - n.usedCpuMillicores) / MILLICORES_PER_CORE,
+        freeMemoryMb: Math.max(0, n.ramMb - n.usedMemoryMb),
+      };
+      if (n.activeDeployments >= n.maxDeployments) throw new OccupyRefused("NODE_AT_CAPACITY", free);
+      if (d.gpuCount > 0 && n.usedGpus + d.gpuCount > n.gpuCount) throw new OccupyRefused("NODE_INSUFFICIENT_FREE_GPUS", free);
+      if (d.cpuMillicores > 0 && n.usedCpuMillicores + d.cpuMillicores > n.cpuCores * MILLICORES_PER_CORE)
+        throw new OccupyRefused("NODE_INSUFFICIENT_FREE_CPU", free);
+      throw new OccupyRefused("NODE_INSUFFICIENT_FREE_RAM", free);
     }
-    if (!(await ledger.reserve(db, userId, reserveMicro))) throw new OccupyRefused("INSUFFICIENT_CREDITS");
+    if (!(await ledger.reserve(db, d.userId, reserveMicro))) throw new OccupyRefused("INSUFFICIENT_CREDITS");
   }
+
+  /** `used` less `n`, never below 0: a counter off by a lost update must not go negative and block nothing. */
+  const less = (used: AnyColumn, n: number) => sql`case when ${used} > ${n} then ${used} - ${n} else 0 end`;
 
   return {
     /*
@@ -79,19 +117,24 @@ export function createDeploymentsRepo(h: DbHandle) {
       return row ?? null;
     },
 
-    /** Gives back the deployment's slot on its node and what is still held for it. */
+    /** Gives back the deployment's slot on its node, its GPUs, CPU and memory, and what is still held for it. */
     async vacate(db: Db, dep: DeploymentRow) {
       await db
         .update(nodes)
-        .set({ activeDeployments: sql`case when ${nodes.activeDeployments} > 0 then ${nodes.activeDeployments} - 1 else 0 end` })
+        .set({
+          activeDeployments: less(nodes.activeDeployments, 1),
+          usedGpus: less(nodes.usedGpus, dep.gpuCount),
+          usedCpuMillicores: less(nodes.usedCpuMillicores, dep.cpuMillicores),
+          usedMemoryMb: less(nodes.usedMemoryMb, dep.memoryMb),
+        })
         .where(eq(nodes.id, dep.nodeId));
       await ledger.release(db, dep.userId, dep.reservedMicro);
     },
 
-    async create(d: NewDeployment, reserveMicro: number, nowMs: number): Promise<DeploymentRow | { refused: OccupyRefusal }> {
+    async create(d: NewDeployment, reserveMicro: number, nowMs: number): Promise<DeploymentRow | { refused: OccupyRefusal; free?: NodeFree | undefined }> {
       try {
         return await h.transaction(async (db) => {
-          await occupy(db, d.nodeId, d.userId, reserveMicro);
+          await occupy(db, d, reserveMicro);
           const [row] = await db
             .insert(deployments)
             .values({ ...d, status: "pending", desiredState: "running", endpoints: [], reservedMicro: reserveMicro, updatedAt: nowMs })
@@ -99,7 +142,7 @@ export function createDeploymentsRepo(h: DbHandle) {
           return row!;
         });
       } catch (err) {
-        if (err instanceof OccupyRefused) return { refused: err.reason };
+        if (err instanceof OccupyRefused) return { refused: err.reason, free: err.free };
         throw err;
       }
     },

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { Timestamp, text } from "./common";
+import { SuccessResponse, Timestamp, text } from "./common";
 
 export const User = z.object({ id: z.string(), walletAddress: z.string(), isOperator: z.boolean(), createdAt: Timestamp }).meta({ id: "User" });
 export type User = z.infer<typeof User>;
@@ -28,4 +28,4 @@ export const VerifyResponse = TokenPair.extend({ user: User });
 export const RefreshRequest = z.strictObject({ refreshToken: text().max(200) });
 export const MeResponse = z.object({ user: User });
 export const LogoutRequest = z.strictObject({ refreshToken: text().max(200) });
-export const LogoutResponse = z.object({ success: z.boolean(), message: z.string() });
+export const LogoutResponse = SuccessResponse;

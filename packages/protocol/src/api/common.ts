@@ -14,6 +14,10 @@ export const ErrorBody = z
   .meta({ id: "Error" });
 export type ErrorBody = z.infer<typeof ErrorBody>;
 
+/** The answer of an action that returns nothing else (a sign-out, a delete, a retirement): one shape for all of them. */
+export const SuccessResponse = z.object({ success: z.boolean(), message: z.string() }).meta({ id: "SuccessResponse" });
+export type SuccessResponse = z.infer<typeof SuccessResponse>;
+
 export const Pagination = z
   .object({ page: z.number().int(), limit: z.number().int(), total: z.number().int(), totalPages: z.number().int() })
   .meta({ id: "Pagination" });

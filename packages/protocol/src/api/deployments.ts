@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { EnvMap, nameText, Pagination, pageQuery, queryInteger, Timestamp, text, utf8Bytes } from "./common";
+import { MAX_GPUS_PER_NODE } from "./nodes";
 
 /**
  * Every status a deployment can have. The spec names pending, starting, running,
@@ -33,6 +34,15 @@ export type RestartPolicy = z.infer<typeof RestartPolicy>;
 /** Restarts of one start at most (Docker's MaximumRetryCount): a command that always fails costs the tenant a bounded number of runs. */
 export const MAX_RESTARTS_LIMIT = 10;
 export const DEFAULT_MAX_RESTARTS = 3;
+
+/** cpuCores are held and stored in thousandths of a core: integer arithmetic on both databases. */
+export const MILLICORES_PER_CORE = 1000;
+export const MIN_CPU_CORES = 0.01;
+/** Docker refuses a memory limit under 6 MB; a container below this hardly starts. */
+export const MIN_MEMORY_MB = 64;
+/** What a deployment with no GPU holds by default: a small VM's worth, or less on a node with many slots. */
+export const CPU_ONLY_DEFAULT_CPU_CORES = 2;
+export const CPU_ONLY_DEFAULT_MEMORY_MB = 4096;
 
 export const Endpoint = z
   .object({
@@ -70,7 +80,18 @@ export const Deployment = z
       description:
         "GB the container may write to its disk: its template's minDiskGb, or for a custom image its node's default. Past it the node stops the deployment, saying so in statusReason. null while the node's agent has not told its default.",
     }),
-    hourlyRateCents: z.number().meta({ description: "credits per hour charged while running (1 credit = 1 US cent)" }),
+    gpuCount: z.number().int().meta({ description: "whole GPUs of its node it holds, no other deployment's: 0 for CPU-only" }),
+    cpuCores: z.number().meta({
+      description:
+        "CPU cores it may use (Docker's NanoCpus) and holds of its node's; 0 on deployments made before resources were counted (the node's fair share)",
+    }),
+    memoryMb: z.number().int().meta({
+      description: "MB of memory it may use (Docker's Memory, no swap on top) and holds of its node's; 0 on deployments made before resources were counted",
+    }),
+    hourlyRateCents: z.number().meta({
+      description:
+        "credits per hour charged while running (1 credit = 1 US cent), fixed when it was created: its node's hourlyRateCents (the price of one GPU-hour) times gpuCount, or once for a CPU-only deployment",
+    }),
     totalCost: z.number().meta({ description: "credits charged so far (1 credit = 1 US cent)" }),
     createdAt: Timestamp,
     startedAt: Timestamp.optional(),
@@ -94,6 +115,34 @@ export const CreateDeploymentRequest = z.strictObject({
   name: nameText(100).optional(),
   env: EnvMap.optional(),
   ports: z.array(Port).max(16).optional().meta({ description: "container ports to expose as endpoints; defaults to the template's or the image's" }),
+  gpuCount: z.number().int().min(0).max(MAX_GPUS_PER_NODE).optional().meta({
+    description:
+      "whole GPUs to hold on the node, 0 to its GPU count; default: 1 for a template that needs a GPU, else 0 (a custom image gets none unless it asks). The rate is the node's hourlyRateCents per GPU (once when 0). More than the node's free GPUs: NODE_INSUFFICIENT_FREE_GPUS",
+  }),
+  cpuCores: z
+    .number()
+    .min(MIN_CPU_CORES)
+    .max(65_536)
+    .optional()
+    .meta({
+      description: `CPU cores (to ${1 / MILLICORES_PER_CORE} core) the container may use, held of the node's; default: the node's cores times gpuCount over its GPUs, or for gpuCount 0 ${CPU_ONLY_DEFAULT_CPU_CORES} cores or the node's cores over its maxDeployments when less; never less than a template's minCpuCores`,
+    }),
+  memoryMb: z
+    .number()
+    .int()
+    .min(MIN_MEMORY_MB)
+    .max(64 * 1024 * 1024)
+    .optional()
+    .meta({
+      description: `MB of memory the container may use, held of the node's ramMb; default: as cpuCores, ${CPU_ONLY_DEFAULT_MEMORY_MB} MB for gpuCount 0 (or the node's RAM over its maxDeployments when less); never less than a template's minRamMb`,
+    }),
+  diskGb: z
+    .number()
+    .int()
+    .min(1)
+    .max(10_000_000)
+    .optional()
+    .meta({ description: "GB the container may write; default: its template's minDiskGb, or the node's default for a custom image" }),
   command: Argv.optional().meta({
     description: `the command to run (argv: program, then arguments), replacing the image's CMD (Docker's Cmd): at most ${ARGV_MAX_ITEMS} items of ${ARGV_ITEM_MAX_LENGTH} characters, ${ARGV_MAX_TOTAL_BYTES / 1024} KiB in all. An image with neither a CMD nor a command fails on its node with a reason saying so`,
   }),
