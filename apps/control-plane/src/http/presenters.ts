@@ -8,7 +8,7 @@ import {
   type UserRow,
   uptimePercent,
 } from "@cm/db";
-import type { Balance, Deployment, NodeDetail, NodeSummary, TemplateDetail, User } from "@cm/protocol";
+import { type Balance, type Deployment, MILLICORES_PER_CORE, type NodeDetail, type NodeSummary, type TemplateDetail, type User } from "@cm/protocol";
 
 /** Rows to API shapes: the only place that knows both. Pure, so the tests can call them. */
 
@@ -112,6 +112,9 @@ export function presentDeployment(d: DeploymentRow, gateway: { domain: string; l
     restart: d.restartPolicy,
     maxRestarts: d.maxRestarts,
     restartCount: d.restartCount,
+    gpuCount: d.gpuCount,
+    cpuCores: d.cpuMillicores / MILLICORES_PER_CORE,
+    memoryMb: d.memoryMb,
     diskGb,
     hourlyRateCents: d.hourlyRateCents,
     totalCost: microToCredits(d.totalCostMicro),

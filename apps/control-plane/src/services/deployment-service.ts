@@ -3,6 +3,7 @@ import type { DeploymentRow, NodeRow, OccupyRefusal, Repos, TemplateRow } from "
 import { type CreateDeploymentRequest, canDo, DEFAULT_MAX_RESTARTS, type DeploymentStatus, isLive, type TenantAction } from "@cm/protocol";
 import { ApiError } from "../errors";
 import { type DeploymentMoves, hourOfCreditsMicro, type MoveResult } from "./deployment-moves";
+import { holdingFor, hourlyRateFor } from "./deployment-resources";
 import type { EventBus } from "./events";
 import type { Clock, IdGenerator } from "./ids";
 
@@ -14,7 +15,10 @@ export interface NodeLink {
 const refusalMessage: Record<OccupyRefusal, string> = {
   NODE_OFFLINE: "the node is not online",
   NODE_AT_CAPACITY: "the node already runs its maxDeployments",
-  INSUFFICIENT_CREDITS: "your available credits do not cover one hour on this node",
+  NODE_INSUFFICIENT_FREE_GPUS: "the node has fewer free GPUs than this deployment holds",
+  NODE_INSUFFICIENT_FREE_CPU: "the node has fewer free CPU cores than this deployment holds",
+  NODE_INSUFFICIENT_FREE_RAM: "the node has less free memory than this deployment holds",
+  INSUFFICIENT_CREDITS: "your available credits do not cover one hour of this deployment",
 };
 
 /** The node meets the template's minimums, or the first reason it does not. */
@@ -93,6 +97,8 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
       if (node.status !== "online") throw new ApiError("NODE_OFFLINE", `node ${node.id} is ${node.status}`);
       const unmet = checkRequirements(node, template);
       if (unmet) throw unmet;
+      const holding = holdingFor(node, template, body);
+      const hourlyRateCents = hourlyRateFor(node, holding.gpuCount);
 
       const now = clock.now();
       const created = await repos.deployments.create(
@@ -108,16 +114,17 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
           command: body.command ?? null,
           entrypoint: body.entrypoint ?? null,
           ...restartOf(body),
-          hourlyRateCents: node.hourlyRateCents,
+          ...holding,
+          hourlyRateCents,
           endpointKey: endpointKey(),
           createdAt: now,
         },
-        hourOfCreditsMicro(node.hourlyRateCents),
+        hourOfCreditsMicro(hourlyRateCents),
         now,
       );
-      if ("refused" in created) throw new ApiError(created.refused, refusalMessage[created.refused]);
+      if ("refused" in created) throw new ApiError(created.refused, refusalMessage[created.refused], created.free);
       events.emit("deployment-changed", created);
-      return { deployment: created, estimatedHourlyCost: node.hourlyRateCents };
+      return { deployment: created, estimatedHourlyCost: hourlyRateCents };
     },
 
     /** Starts a stopped deployment again: a slot and an hour of credits, as at creation, and a new run. */

@@ -23,7 +23,7 @@ describeEachDatabase("deployments through the agent on $name", (db) => {
     const node = await h.connectedNode(op.token, { gpus: 2 });
     const created = await h.call("POST", "/deployments", {
       token: tenant.token,
-      body: { nodeId: node.id, customImage: "busybox:1.36", ports: [8080], env: { A: "1" } },
+      body: { nodeId: node.id, customImage: "busybox:1.36", ports: [8080], env: { A: "1" }, gpuCount: 2 },
     });
     const id = created.json.deployment.id;
     const cmd = await node.agent.command(id);
@@ -37,7 +37,10 @@ describeEachDatabase("deployments through the agent on $name", (db) => {
       image: "busybox:1.36",
       env: { A: "1" },
       ports: [8080],
+      // Both of the node's GPUs, so all of its 32 cores and 128,000 MB (sim-agent.ts).
       gpuCount: 2,
+      cpuCores: 32,
+      memoryMb: 128_000,
       logCursor: { seq: 0, dockerTs: null },
     });
     node.agent.send({ type: "ack", commandId: cmd.commandId, ok: true });

@@ -104,15 +104,17 @@ describeEachDatabase("deployment records on $name", (db) => {
     expect(full.status).toBe(409);
     expect(full.json.error.code).toBe("NODE_AT_CAPACITY");
 
+    // A node of its own: gpuNode's GPU, and with it its share of the node, is held by the ollama above.
+    const pricey = (await h.onlineNode(op.token, { hourlyRateCents: 60 })).id;
     const poor = await h.signIn();
     await h.grantCredits(poor.user.id, 59);
-    const r = await create({ nodeId: gpuNode, customImage: "busybox" }, poor.token);
+    const r = await create({ nodeId: pricey, customImage: "busybox" }, poor.token);
     expect(r.status).toBe(402);
     expect(r.json.error.code).toBe("INSUFFICIENT_CREDITS");
     // Refused atomically: the node's slot was not taken.
-    const before = (await h.call("GET", `/nodes/${gpuNode}`)).json.node.activeDeployments;
-    await create({ nodeId: gpuNode, customImage: "busybox" }, poor.token);
-    expect((await h.call("GET", `/nodes/${gpuNode}`)).json.node.activeDeployments).toBe(before);
+    const before = (await h.call("GET", `/nodes/${pricey}`)).json.node.activeDeployments;
+    await create({ nodeId: pricey, customImage: "busybox" }, poor.token);
+    expect((await h.call("GET", `/nodes/${pricey}`)).json.node.activeDeployments).toBe(before);
   });
 
   it("never takes more slots than maxDeployments under concurrent creates", async () => {
