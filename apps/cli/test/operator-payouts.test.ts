@@ -24,6 +24,8 @@ let operatorWallet: PublicKey;
 const hotWallet = Keypair.generate();
 const mint = Keypair.generate().publicKey;
 const MIN_CREDITS = 5;
+/** Room for the payouts before the last test (40 credits paid; a failed one holds none), not for that one's 25 more. */
+const DAILY_LIMIT_CREDITS = 60;
 const operatorTokens = () => rpc.tokenBalance(getAssociatedTokenAddressSync(mint, operatorWallet));
 
 beforeAll(async () => {
@@ -36,6 +38,7 @@ beforeAll(async () => {
     PAYOUT_KEYPAIR: keyFile,
     PAYOUTS: "auto",
     PAYOUT_MIN_CREDITS: MIN_CREDITS,
+    PAYOUT_DAILY_LIMIT_CREDITS: DAILY_LIMIT_CREDITS,
     EARNINGS_HOLD_HOURS: 0,
     SOLANA_RPC_URL: rpc.url,
     STABLE_MINT: mint.toBase58(),
@@ -168,4 +171,28 @@ it("exits 1 with --wait when the payout fails (no transfer ever lands), and its 
   const earnings = await op.cm(["operator", "earnings"]);
   expect(earnings.stdout).toMatch(/^available:\s+50 credits/m);
   expect(earnings.stdout).toMatch(/^paying out:\s+0 credits/m);
+});
+
+it("says what a payout waits for: past the daily limit, --wait --timeout gives up with WAIT_TIMEOUT naming it, and the payout goes on", async () => {
+  h.clock.advance(1_000);
+  const r = await op.cm(["operator", "payout", "25", "--wait", "--timeout", "1"]);
+  expect(r.code).toBe(1);
+  expect(r.stderr).toMatch(/^ {2}\d\d:\d\d:\d\d {2}requested/m);
+  expect(r.stderr).toMatch(
+    /error WAIT_TIMEOUT: payout pay_\S+ was neither paid nor failed in 1000 ms: it is requested \(waiting for room under this installation's daily payout limit/,
+  );
+  const list = await op.cm(["operator", "payouts", "--json", "--limit", "1"]);
+  const [waiting] = JSON.parse(list.stdout).payouts;
+  expect(waiting).toMatchObject({ status: "requested", amountCredits: 25, error: expect.stringContaining("PAYOUT_DAILY_LIMIT_CREDITS") });
+  const shown = await op.cm(["operator", "payouts"]);
+  expect(shown.stdout.split("\n")[0]).toBe(`${waiting.id}\trequested\t25\t0.25\t${waiting.requestedAt}\t-`);
+
+  // A day later the first payouts leave the window: it is sent, and paid.
+  const before = operatorTokens()!;
+  h.clock.advance(24 * 3_600_000);
+  await eventually(async () => {
+    await h.deps.payoutSender!.tick();
+    expect((await h.deps.repos.payouts.get(waiting.id))?.status).toBe("paid");
+  });
+  expect(operatorTokens()).toBe(before + 250_000n);
 });

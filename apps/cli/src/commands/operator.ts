@@ -96,11 +96,11 @@ export const payout: Run = async (ctx, { args, flags }) => {
   if (flags.wait !== true) {
     if (ctx.json) return ctx.out.json({ payout: requested });
     ctx.out.fields(payoutFields(requested));
-    ctx.out.note("Requested: it is sent once approved (by an administrator, where payouts are manual). See where it is with: cm operator payouts");
+    ctx.out.note("Requested. See where it is with: cm operator payouts");
     return;
   }
   ctx.out.note(`Requested ${requested.id}: ${credits(requested.amountCredits)} credits (${requested.amountStable} USDC) to ${requested.walletAddress}.`);
-  const show = (p: Payout) => ctx.out.note(`  ${new Date().toISOString().slice(11, 19)}  ${p.status}${p.error ? ` (${p.error})` : ""}`);
+  const show = (p: Payout) => ctx.out.note(`  ${new Date().toISOString().slice(11, 19)}  ${payoutStatus(p)}`);
   const done = await ctx.client.operator.waitForPayout(requested.id, {
     signal: ctx.signal,
     onChange: show,
@@ -113,15 +113,17 @@ export const payout: Run = async (ctx, { args, flags }) => {
   return 1;
 };
 
+// `error` is why a payout failed, or what an open one waits for (an administrator, the daily limit, the RPC): beside its status either way.
+const payoutStatus = (p: Payout) => `${p.status}${p.error ? ` (${p.error})` : ""}`;
+
 const payoutFields = (p: Payout): Array<[string, string | undefined]> => [
   ["id", p.id],
-  ["status", p.status],
+  ["status", payoutStatus(p)],
   ["amount", `${credits(p.amountCredits)} credits (${p.amountStable} USDC)`],
   ["wallet", p.walletAddress],
   ["signature", p.txSignature],
   ["requested", p.requestedAt],
   ["paid", p.paidAt],
-  ["error", p.error],
 ];
 
 /** Your payouts, newest first, a page at a time. */
