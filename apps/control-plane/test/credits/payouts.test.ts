@@ -8,6 +8,7 @@ import { Keypair, PublicKey } from "@solana/web3.js";
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import { createWeb3PayoutChain } from "../../src/services/chain/web3-payout-chain";
 import { type AgentHarness, startAgentHarness } from "../agents/support/agent-harness";
+import { checkWholeBooks } from "../support/books";
 import { type FakeSolanaRpc, startFakeSolanaRpc } from "../support/fake-solana-rpc";
 import { operatorWithEarnings as earn, payoutKeyFile } from "../support/payouts";
 
@@ -58,6 +59,7 @@ describeEachDatabase("payouts on $name", (db) => {
   const approve = (id: string) => h.deps.repos.payouts.approve(id, h.clock.now());
   /** The invariants after every scenario. */
   async function checkMoney() {
+    await checkWholeBooks(h.deps.repos);
     const books = await h.deps.repos.earnings.books();
     expect(books.usageMicro - books.refundsMicro).toBe(books.operatorMicro + books.platformMicro);
     const paid = await h.deps.repos.payouts.books();

@@ -14,6 +14,7 @@ import { getAssociatedTokenAddressSync } from "@solana/spl-token";
 import { Keypair, PublicKey } from "@solana/web3.js";
 import { afterAll, beforeAll, beforeEach, expect, it } from "vitest";
 import { type AgentHarness, startAgentHarness } from "../agents/support/agent-harness";
+import { checkWholeBooks } from "../support/books";
 import { type FakeFault, type FakeSolanaRpc, startFakeSolanaRpc } from "../support/fake-solana-rpc";
 import { operatorWithEarnings, payoutKeyFile } from "../support/payouts";
 import { until } from "../support/until";
@@ -134,6 +135,7 @@ describeEachDatabase("payouts across a SIGKILL on $name", (db) => {
     const paid = await restartUntilPaid(id);
     expect(paid.signature).toBe(recorded.signature);
     expect(landedTo(op.wallet.address).map((t) => [t.signature, t.amountBaseUnits])).toEqual([[recorded.signature, 200_000n]]);
+    await checkWholeBooks(h.deps.repos);
   }, 120_000);
 
   it("killed after the chain took the transfer, before its answer: the restart finds it landed and sends nothing new", async () => {
@@ -145,6 +147,7 @@ describeEachDatabase("payouts across a SIGKILL on $name", (db) => {
     expect(paid.signature).toBe(recorded.signature);
     expect(rpc.calls.filter((c) => c.method === "sendTransaction").length).toBe(sendsBefore);
     expect(landedTo(op.wallet.address).map((t) => t.signature)).toEqual([recorded.signature]);
+    await checkWholeBooks(h.deps.repos);
   }, 120_000);
 
   it("killed before the chain got it and down until its blockhash expired: one new transfer, the old one never lands", async () => {
@@ -155,5 +158,6 @@ describeEachDatabase("payouts across a SIGKILL on $name", (db) => {
     expect(paid.signature).not.toBe(recorded.signature);
     expect(paid).toMatchObject({ attempt: 2, earlierSignatures: recorded.signature });
     expect(landedTo(op.wallet.address).map((t) => t.signature)).toEqual([paid.signature]);
+    await checkWholeBooks(h.deps.repos);
   }, 120_000);
 });

@@ -15,5 +15,9 @@ export async function checkWholeBooks(repos: Repos) {
   // Every charge went to an operator and the platform's fee, to the micro-credit.
   const books = await repos.earnings.books();
   expect(books.usageMicro - books.refundsMicro, "usage - refunds = earnings + fees").toBe(books.operatorMicro + books.platformMicro);
+  // earnings = pending + available + payouts in flight + paid, with available never below zero: no operator was paid (or is being paid) more than they earned.
+  const paid = await repos.payouts.books();
+  expect(books.operatorMicro, "operators' earnings cover their payouts").toBeGreaterThanOrEqual(paid.inFlightMicro + paid.paidMicro);
+  expect(await repos.payouts.overdrawn(), "operators paid out more than they earned").toEqual([]);
   return totals;
 }

@@ -243,6 +243,27 @@ export function createPayoutsRepo(h: DbHandle) {
       );
     },
 
+    /**
+     * Operators whose payouts in flight and paid exceed all they earned (net of
+     * refunds): none, ever, if requests check available earnings and refunds
+     * never take back what was paid out. For audits and the tests' invariants.
+     */
+    async overdrawn(): Promise<Array<{ operatorId: string; earnedMicro: number; payoutsMicro: number }>> {
+      return h.run(async (db) => {
+        const held = await db
+          .select({ operatorId: p.operatorId, s: sql<string>`coalesce(sum(${p.amountMicro}), 0)` })
+          .from(p)
+          .where(inArray(p.status, [...HOLDING]))
+          .groupBy(p.operatorId);
+        const out: Array<{ operatorId: string; earnedMicro: number; payoutsMicro: number }> = [];
+        for (const r of held) {
+          const { totalMicro } = await earnings.held(db, r.operatorId, 0, 0);
+          if (num(r.s) > totalMicro) out.push({ operatorId: r.operatorId, earnedMicro: totalMicro, payoutsMicro: num(r.s) });
+        }
+        return out;
+      });
+    },
+
     /** Ledger-wide sums, for audits and the tests' invariants. */
     async books(): Promise<PayoutBooks> {
       return h.run(async (db) => {
