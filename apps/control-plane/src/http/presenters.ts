@@ -4,6 +4,7 @@ import {
   type DeploymentRow,
   microToCredits,
   type NodeRow,
+  nodeFree,
   type TemplateRow,
   type UserRow,
   uptimePercent,
@@ -29,6 +30,7 @@ export function presentNodeSummary(n: NodeRow, nowMs: number): NodeSummary {
     hourlyRateCents: n.hourlyRateCents,
     activeDeployments: n.activeDeployments,
     maxDeployments: n.maxDeployments,
+    ...nodeFree(n),
     uptimePercent: uptimePercent(n, nowMs),
     egressPolicy: n.egressPolicy,
   };

@@ -117,6 +117,21 @@ describeEachDatabase("deployment resources on $name", (db) => {
     expect(await held(node)).toEqual({ gpus: 4, cpuMillicores: 32_000, memoryMb: 128_000, slots: 4 });
   });
 
+  it("the catalogue shows what is free and filters on minFreeGpus", async () => {
+    const node = await fourGpuNode();
+    const summary = async () => (await h.call("GET", "/nodes?limit=100")).json.nodes.find((n: { id: string }) => n.id === node);
+    expect(await summary()).toMatchObject({ hourlyRateCents: 100, freeGpus: 4, freeCpuCores: 32, freeMemoryMb: 128_000 });
+    const found = async (minFreeGpus: number) =>
+      ((await h.call("GET", `/nodes?limit=100&minFreeGpus=${minFreeGpus}`)).json.nodes as Array<{ id: string }>).some((n) => n.id === node);
+    expect(await found(4)).toBe(true);
+    await create({ nodeId: node, customImage: "busybox", gpuCount: 3, cpuCores: 2.5, memoryMb: 1000 });
+    expect(await summary()).toMatchObject({ freeGpus: 1, freeCpuCores: 29.5, freeMemoryMb: 127_000 });
+    expect((await h.call("GET", `/nodes/${node}`)).json.node).toMatchObject({ freeGpus: 1 });
+    expect(await found(1)).toBe(true);
+    expect(await found(2)).toBe(false);
+    expect((await h.call("GET", "/nodes?minFreeGpus=65")).json.error.code).toBe("VALIDATION_ERROR");
+  });
+
   it("never schedules the same cores twice under parallel creates of mixed sizes", async () => {
     const node = (await h.onlineNode(op.token, { cpuCores: 10, ramMb: 100_000, maxDeployments: 64 })).id;
     const results = await Promise.all(Array.from({ length: 12 }, (_, i) => create({ nodeId: node, customImage: "busybox", cpuCores: i % 2 ? 1 : 2 })));

@@ -1,7 +1,7 @@
 import { type DeploymentStatus, LIVE_STATUSES, MILLICORES_PER_CORE } from "@cm/protocol";
 import { type AnyColumn, and, count, desc, eq, inArray, isNull, lt, type SQL, sql } from "drizzle-orm";
 import type { Db, DbHandle } from "../client";
-import type { DeploymentRow } from "../types";
+import type { DeploymentRow, NodeRow } from "../types";
 import { ledgerOps } from "./ledger";
 
 export type OccupyRefusal =
@@ -42,6 +42,15 @@ export type TransitionPatch = Partial<
 export type MoveFields = TransitionPatch & Partial<Pick<DeploymentRow, "reservedMicro" | "runSeq">>;
 
 /** Thrown inside a transaction to roll it back; turned into a result outside it. */
+/** What of the node no live deployment holds (never below 0: an inventory may shrink under its deployments). */
+export function nodeFree(n: Pick<NodeRow, "gpuCount" | "usedGpus" | "cpuCores" | "usedCpuMillicores" | "ramMb" | "usedMemoryMb">): NodeFree {
+  return {
+    freeGpus: Math.max(0, n.gpuCount - n.usedGpus),
+    freeCpuCores: Math.max(0, n.cpuCores * MILLICORES_PER_CORE - n.usedCpuMillicores) / MILLICORES_PER_CORE,
+    freeMemoryMb: Math.max(0, n.ramMb - n.usedMemoryMb),
+  };
+}
+
 export class OccupyRefused extends Error {
   constructor(
     readonly reason: OccupyRefusal,
@@ -83,11 +92,7 @@ export function createDeploymentsRepo(h: DbHandle) {
     if (slot.length === 0) {
       const [n] = await db.select().from(nodes).where(eq(nodes.id, d.nodeId));
       if (n?.status !== "online" || n.retiredAt !== null) throw new OccupyRefused("NODE_OFFLINE");
-      const free = {
-        freeGpus: Math.max(0, n.gpuCount - n.usedGpus),
-        freeCpuCores: Math.max(0, n.cpuCores * MILLICORES_PER_CORE - n.usedCpuMillicores) / MILLICORES_PER_CORE,
-        freeMemoryMb: Math.max(0, n.ramMb - n.usedMemoryMb),
-      };
+      const free = nodeFree(n);
       if (n.activeDeployments >= n.maxDeployments) throw new OccupyRefused("NODE_AT_CAPACITY", free);
       if (d.gpuCount > 0 && n.usedGpus + d.gpuCount > n.gpuCount) throw new OccupyRefused("NODE_INSUFFICIENT_FREE_GPUS", free);
       if (d.cpuMillicores > 0 && n.usedCpuMillicores + d.cpuMillicores > n.cpuCores * MILLICORES_PER_CORE)

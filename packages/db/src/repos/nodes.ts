@@ -7,6 +7,7 @@ export type NodeFilter = {
   status?: NodeRow["status"];
   hasGpu?: boolean;
   minGpuVram?: number;
+  minFreeGpus?: number;
   minCpuCores?: number;
   minRamMb?: number;
   region?: string;
@@ -39,6 +40,7 @@ export function createNodesRepo(h: DbHandle) {
     if (f.hasGpu === true) c.push(gt(nodes.gpuCount, 0));
     if (f.hasGpu === false) c.push(eq(nodes.gpuCount, 0));
     if (f.minGpuVram !== undefined) c.push(gte(nodes.maxGpuVramMb, f.minGpuVram));
+    if (f.minFreeGpus !== undefined && f.minFreeGpus > 0) c.push(sql`${nodes.gpuCount} - ${nodes.usedGpus} >= ${f.minFreeGpus}`);
     if (f.minCpuCores !== undefined) c.push(gte(nodes.cpuCores, f.minCpuCores));
     if (f.minRamMb !== undefined) c.push(gte(nodes.ramMb, f.minRamMb));
     if (f.region) c.push(eq(nodes.region, f.region));

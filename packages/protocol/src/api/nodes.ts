@@ -58,9 +58,15 @@ export const NodeSummary = z
     gpus: z.array(summaryGpu),
     region: Region,
     country: z.string(),
-    hourlyRateCents: z.number(),
+    hourlyRateCents: z.number().meta({
+      description:
+        "credits (US cents) per GPU-hour: a deployment of n GPUs is charged n times this an hour, a CPU-only deployment (gpuCount 0) once; fixed for each deployment when it is created",
+    }),
     activeDeployments: z.number().int(),
     maxDeployments: z.number().int(),
+    freeGpus: z.number().int().meta({ description: "GPUs no live deployment holds: the most gpuCount a new deployment here can ask for now" }),
+    freeCpuCores: z.number().meta({ description: "CPU cores (specs.cpuCores) no live deployment holds" }),
+    freeMemoryMb: z.number().int().meta({ description: "MB of memory (specs.ramMb) no live deployment holds" }),
     uptimePercent: z.number(),
     egressPolicy: EgressPolicy.nullable().meta({
       description:
@@ -83,12 +89,15 @@ export const NodeListQuery = z.strictObject({
   hasGpu: queryBoolean.optional(),
   // Bounded by the integer columns they are compared with (2^31 - 1), so both databases answer alike.
   minGpuVram: queryInteger(z.number().int().min(0).max(INT32_MAX)).optional(),
+  minFreeGpus: queryInteger(z.number().int().min(0).max(MAX_GPUS_PER_NODE))
+    .optional()
+    .meta({ description: "only nodes with at least this many GPUs no live deployment holds (freeGpus)" }),
   minCpuCores: queryInteger(z.number().int().min(0).max(INT32_MAX)).optional(),
   minRamMb: queryInteger(z.number().int().min(0).max(INT32_MAX)).optional(),
   region: Region.optional(),
   maxHourlyRate: queryNumber(z.number().min(0).max(INT32_MAX))
     .optional()
-    .meta({ description: "credits per hour; a fraction is allowed (1.5 finds nodes at 1 or less)" }),
+    .meta({ description: "credits per GPU-hour (hourlyRateCents); a fraction is allowed (1.5 finds nodes at 1 or less)" }),
   egressPolicy: EgressPolicy.optional().meta({
     description: "only nodes whose agent said this policy (enforced: those that keep containers off the operator's network)",
   }),
@@ -102,7 +111,12 @@ export const CreateNodeRequest = z.strictObject({
   name: nameText(100),
   region: Region,
   country: z.string().regex(/^[A-Z]{2}$/, "an ISO 3166-1 alpha-2 country code such as US or DE"),
-  hourlyRateCents: z.number().int().min(0).max(1_000_000),
+  hourlyRateCents: z
+    .number()
+    .int()
+    .min(0)
+    .max(1_000_000)
+    .meta({ description: "credits (US cents) per GPU-hour; a CPU-only deployment pays it once an hour, a deployment of n GPUs n times" }),
   maxDeployments: z.number().int().min(1).max(256),
 });
 export const CreateNodeResponse = z.object({

@@ -1,0 +1,96 @@
+/**
+ * `npm run build` (through turbo, one app at a time: `tsx ../../scripts/build.ts agent`):
+ * bundles an app and its dependencies into one ES module under apps/<app>/dist/, run by
+ * `node` alone, no tsx and no node_modules. What cannot be bundled stays out:
+ * - native addons: ssh2's optional cpu-features and sshcrypto (dockerode reaches ssh2 for
+ *   ssh:// Docker hosts; both are loaded in try/catch and ssh2 falls back to pure JS), ws's
+ *   optional bufferutil and utf-8-validate (same);
+ * - the control plane's database drivers (better-sqlite3 is native; postgres is patched at
+ *   install, scripts/patch-postgres.mjs): shipped beside the bundle in node_modules.
+ */
+import { chmodSync, cpSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+interface AppBuild {
+  /** the app's source entry */
+  entry: string;
+  /** the bundle's file name under apps/<app>/dist/ */
+  out: string;
+  external: string[];
+  /** files the bundle reads at run time, copied beside it: [from (repo-relative), to (dist-relative)] */
+  copy?: [string, string][];
+}
+
+const NATIVE_OPTIONAL = ["cpu-features", "bufferutil", "utf-8-validate", "*.node"];
+
+export const APPS: Record<string, AppBuild> = {
+  agent: { entry: "apps/agent/src/index.ts", out: "cm-agent.mjs", external: NATIVE_OPTIONAL },
+  cli: { entry: "apps/cli/src/index.ts", out: "cm.mjs", external: NATIVE_OPTIONAL },
+  "control-plane": {
+    entry: "apps/control-plane/src/index.ts",
+    out: "lib/control-plane.mjs",
+    external: [...NATIVE_OPTIONAL, "better-sqlite3", "postgres", "swagger-ui-dist"],
+    // packages/db reads its migrations at ../migrations/<dialect> from its own module.
+    copy: [["packages/db/migrations", "migrations"]],
+  },
+};
+
+// An ES module bundle of CommonJS packages: their require() of Node's built-ins needs a require.
+// ssh2 reads __dirname at load (for a Windows helper it never runs here).
+const BANNER = [
+  "import { createRequire as __cmCreateRequire } from 'node:module';",
+  "import { dirname as __cmDirname } from 'node:path';",
+  "import { fileURLToPath as __cmFileURLToPath } from 'node:url';",
+  "const require = __cmCreateRequire(import.meta.url);",
+  "const __filename = __cmFileURLToPath(import.meta.url);",
+  "const __dirname = __cmDirname(__filename);",
+].join("\n");
+
+export async function buildApp(name: string): Promise<{ file: string; bytes: number }> {
+  const app = APPS[name];
+  if (!app) throw new Error(`unknown app "${name}" (apps: ${Object.keys(APPS).join(", ")})`);
+  const dist = path.join(ROOT, "apps", name, "dist");
+  rmSync(dist, { recursive: true, force: true });
+  mkdirSync(dist, { recursive: true });
+  const file = path.join(dist, app.out);
+  const result = await build({
+    entryPoints: [path.join(ROOT, app.entry)],
+    outfile: file,
+    bundle: true,
+    platform: "node",
+    target: "node20",
+    format: "esm",
+    banner: { js: BANNER },
+    external: app.external,
+    // Kept names: errors' and classes' names appear in logs and in instanceof-free checks.
+    keepNames: true,
+    minifySyntax: true,
+    legalComments: "linked",
+    logLevel: "warning",
+    logOverride: { "empty-import-meta": "silent" },
+  });
+  if (result.errors.length > 0) throw new Error(`esbuild failed for ${name}`);
+  // The source's own hashbang (cm's runs tsx) is kept by esbuild: the bundle needs node only.
+  const text = readFileSync(file, "utf8");
+  writeFileSync(file, `#!/usr/bin/env node\n${text.startsWith("#!") ? text.slice(text.indexOf("\n") + 1) : text}`);
+  chmodSync(file, 0o755);
+  for (const [from, to] of app.copy ?? []) cpSync(path.join(ROOT, from), path.join(dist, to), { recursive: true });
+  return { file, bytes: statSync(file).size };
+}
+
+export function appVersion(name: string): string {
+  return (JSON.parse(readFileSync(path.join(ROOT, "apps", name, "package.json"), "utf8")) as { version: string }).version;
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const names = process.argv.slice(2);
+  for (const name of names.length > 0 ? names : Object.keys(APPS)) {
+    const started = Date.now();
+    const { file, bytes } = await buildApp(name);
+    process.stdout.write(`built ${path.relative(ROOT, file)} (${(bytes / 1e6).toFixed(1)} MB) in ${Date.now() - started} ms\n`);
+  }
+}
