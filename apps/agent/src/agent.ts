@@ -3,7 +3,7 @@
 // createAgent(config, deps); start() and stop() return promises and nothing
 // here exits the process, so tests and the control plane's end-to-end suite
 // can run agents side by side.
-import { CLOSE_CODES, type DeploymentSpec, retiredNodeOf, type ServerFrame } from "@cm/protocol";
+import { CLOSE_CODES, type DeploymentSpec, MAX_IMAGES_WITHOUT_COMMAND, retiredNodeOf, type ServerFrame } from "@cm/protocol";
 import type { Clock } from "./clock";
 import type { AgentConfig } from "./config";
 import type { ConnectionFailure, ConnectionState, Welcome } from "./connection/connection";
@@ -108,6 +108,9 @@ export class Agent {
       intervalMs: timing.specsIntervalMs,
       ...(egress ? { egressPolicy: () => egress.state.mode } : {}),
       diskDefaultGb: config.diskDefaultGb,
+      ...(runtime.imagesWithoutCommand
+        ? { imagesWithoutCommand: () => runtime.imagesWithoutCommand?.(MAX_IMAGES_WITHOUT_COMMAND) ?? Promise.resolve([]) }
+        : {}),
     });
     const reporter = new StatusReporter(
       { reliable: (frame) => this.connection.sendReliable(frame), unreliable: (frame) => this.connection.send(frame) },

@@ -39,6 +39,10 @@ export const ERROR_CODES = {
   NODE_NO_GPU: { status: 422, description: "The template needs a GPU and the node has none." },
   NODE_INSUFFICIENT_GPU_VRAM: { status: 422, description: "The node's largest GPU has less VRAM than the template needs." },
   NODE_INSUFFICIENT_CPU: { status: 422, description: "The node has fewer CPU cores than the template needs, or than cpuCores asks." },
+  IMAGE_HAS_NO_COMMAND: {
+    status: 422,
+    description: "The node holds the image with neither a CMD nor an ENTRYPOINT (as its agent last reported) and runs its local copy as it is: give a command.",
+  },
   NODE_INSUFFICIENT_RAM: { status: 422, description: "The node has less RAM than the template needs, or than memoryMb asks." },
   NODE_INSUFFICIENT_GPUS: { status: 422, description: "gpuCount is more than the node's GPUs." },
   NODE_INSUFFICIENT_FREE_GPUS: {

@@ -12,4 +12,5 @@ export * from "./control-characters";
 export * from "./deployment-states";
 export * from "./errors";
 export * from "./exec";
+export * from "./image-ref";
 export * from "./keyed-queue";

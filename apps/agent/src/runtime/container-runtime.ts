@@ -23,6 +23,11 @@ export interface ImageClient {
    * Otherwise pulls, reporting progress. Rejects with ImageUnavailableError.
    */
   ensureImage(ref: string, onProgress?: (progress: PullProgress) => void): Promise<EnsuredImage>;
+  /**
+   * The names (RepoTags) of local images with neither a CMD nor an ENTRYPOINT,
+   * at most `max`: a deployment naming one with no command cannot start here.
+   */
+  imagesWithoutCommand?(max: number): Promise<string[]>;
 }
 
 export interface SandboxClient {

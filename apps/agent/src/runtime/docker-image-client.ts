@@ -1,12 +1,15 @@
+import { localImageCandidates } from "@cm/protocol";
 import type Docker from "dockerode";
 import type { EnsuredImage, ImageClient } from "./container-runtime";
 import { dockerMessage, dockerStatusCode, ImageUnavailableError } from "./errors";
-import { localImageCandidates } from "./image-ref";
 import type { RuntimeLogger } from "./logger";
 import { hideNetworkDetails } from "./network-details";
 import type { PullEvent, PullState } from "./pull-progress";
 import { initialPullState, pullEventError, reducePullEvent, summarizePull } from "./pull-progress";
 import type { PullProgress } from "./types";
+
+/** A bound on the inspections one specs report makes: a node with more tagged images reports on the first ones. */
+const IMAGES_INSPECTED_MAX = 2000;
 
 export class DockerImageClient implements ImageClient {
   constructor(
@@ -28,6 +31,23 @@ export class DockerImageClient implements ImageClient {
     await this.pull(ref, onProgress);
     this.logger.debug("Pulled image", { ref });
     return { ref, pulled: true };
+  }
+
+  async imagesWithoutCommand(max: number): Promise<string[]> {
+    const names: string[] = [];
+    // Only tagged images can be named by a deployment; Docker's list has no Config, so each is inspected.
+    const images = (await this.docker.listImages()).filter((image) => (image.RepoTags ?? []).some((tag) => tag !== "<none>:<none>"));
+    for (const image of images.slice(0, IMAGES_INSPECTED_MAX)) {
+      if (names.length >= max) break;
+      const config = await this.docker
+        .getImage(image.Id)
+        .inspect()
+        .then((info) => info.Config as { Cmd?: string[] | null; Entrypoint?: string[] | null } | undefined)
+        .catch(() => undefined); // removed meanwhile
+      if (!config || (config.Cmd?.length ?? 0) > 0 || (config.Entrypoint?.length ?? 0) > 0) continue;
+      names.push(...(image.RepoTags ?? []).filter((tag) => tag !== "<none>:<none>"));
+    }
+    return names.slice(0, max);
   }
 
   /** The first name the image is stored under locally, if any. */

@@ -85,6 +85,10 @@ export class DockerRuntime implements ContainerRuntime, DiskClient, EngineRestar
     return this.images.ensureImage(ref, onProgress);
   }
 
+  imagesWithoutCommand(max: number): Promise<string[]> {
+    return this.images.imagesWithoutCommand(max);
+  }
+
   keepSandboxesWarm(owner: SandboxOwner): void {
     this.sandboxes.keepWarm(owner);
   }

@@ -15,16 +15,19 @@ export interface SpecsReporterOptions {
   egressPolicy?: () => "enforced" | "off" | "missing";
   /** AGENT_DISK_DEFAULT_GB: the control plane shows it to tenants as their custom images' disk allowance */
   diskDefaultGb?: number;
+  /** local images with neither CMD nor ENTRYPOINT (runtime's imagesWithoutCommand): the control plane refuses deployments of them that give no command */
+  imagesWithoutCommand?: () => Promise<string[]>;
 }
 
 /** What the node says of itself beside its inventory, for tenants to read on the node and its deployments. */
 export interface NodePolicies {
   egressPolicy?: "enforced" | "off" | "missing" | undefined;
   diskDefaultGb?: number | undefined;
+  imagesWithoutCommand?: string[] | undefined;
 }
 
 export function specsFrame(snapshot: HostSnapshot & { specs: NonNullable<HostSnapshot["specs"]> }, policies: NodePolicies = {}) {
-  const { egressPolicy, diskDefaultGb } = policies;
+  const { egressPolicy, diskDefaultGb, imagesWithoutCommand } = policies;
   return {
     type: "specs" as const,
     specs: printableLabels(snapshot.specs),
@@ -32,6 +35,7 @@ export function specsFrame(snapshot: HostSnapshot & { specs: NonNullable<HostSna
     ...(snapshot.gpus.warning ? { gpuWarning: snapshot.gpus.warning } : {}),
     ...(egressPolicy === "enforced" || egressPolicy === "off" ? { egressPolicy } : {}),
     ...(diskDefaultGb !== undefined ? { diskDefaultGb } : {}),
+    ...(imagesWithoutCommand !== undefined ? { imagesWithoutCommand } : {}),
   };
 }
 
@@ -55,7 +59,7 @@ export class SpecsReporter {
     this.stop();
     const generation = ++this.generation;
     void this.options.facts.current().then((snapshot) => {
-      if (generation === this.generation) this.send(snapshot);
+      if (generation === this.generation) return this.send(snapshot, generation);
     });
     this.schedule(generation);
   }
@@ -70,18 +74,27 @@ export class SpecsReporter {
     this.timer = this.options.clock.setTimeout(async () => {
       const snapshot = await this.options.facts.refresh();
       if (generation !== this.generation) return;
-      this.send(snapshot);
+      await this.send(snapshot, generation);
       this.schedule(generation);
     }, this.options.intervalMs);
   }
 
-  private send(snapshot: HostSnapshot): void {
+  private async send(snapshot: HostSnapshot, generation: number): Promise<void> {
     if (!snapshot.specs) {
       this.options.logger.warn("Not sending specs: this machine's specs could not be read");
       return;
     }
+    // Docker not answering leaves the list out: the control plane then refuses nothing for want of a command.
+    const imagesWithoutCommand = await this.options.imagesWithoutCommand?.().catch((error: unknown) => {
+      this.options.logger.warn("Could not list the images without a command", { error });
+      return undefined;
+    });
+    if (generation !== this.generation) return;
     this.options.send(
-      specsFrame({ ...snapshot, specs: snapshot.specs }, { egressPolicy: this.options.egressPolicy?.(), diskDefaultGb: this.options.diskDefaultGb }),
+      specsFrame(
+        { ...snapshot, specs: snapshot.specs },
+        { egressPolicy: this.options.egressPolicy?.(), diskDefaultGb: this.options.diskDefaultGb, imagesWithoutCommand },
+      ),
     );
   }
 }

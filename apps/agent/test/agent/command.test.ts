@@ -9,6 +9,7 @@ import { deploymentSpec, startTestAgent } from "../support/agent-harness";
 import { ensureBusyboxImage } from "../support/busybox-image";
 import { dockerTestRun } from "../support/docker-test-run";
 import { FakeControlPlane } from "../support/fake-control-plane";
+import { ensureScriptImage, SCRIPT_IMAGE } from "../support/script-image";
 
 const run = dockerTestRun();
 // Made with `docker import`: it has no CMD and no ENTRYPOINT, as many hand-made images.
@@ -65,6 +66,14 @@ needs("docker", "busybox").describe("a deployment's command and entrypoint", () 
     expect(info.Config.Cmd).toEqual(["echo via entrypoint; sleep 600"]);
     await fake.waitFor(() => fake.storedLines(spec.deploymentId).length >= 1, 10_000, "its line");
     expect(fake.storedLines(spec.deploymentId)[0]?.message).toBe("via entrypoint");
+  });
+
+  it("tells the control plane, in its specs, which local images have neither a CMD nor an ENTRYPOINT", async () => {
+    ensureScriptImage();
+    await connect();
+    const specs = await fake.waitFor(() => fake.of("specs")[0], 10_000, "specs");
+    expect(specs.imagesWithoutCommand).toContain(bare);
+    expect(specs.imagesWithoutCommand).not.toContain(SCRIPT_IMAGE);
   });
 
   it("fails an image with neither a CMD nor a command, saying how to give one, and leaves no container", async () => {

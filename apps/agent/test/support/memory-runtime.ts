@@ -14,7 +14,7 @@ import type { Clock, TimerHandle } from "../../src/clock";
 import type { ContainerRuntime, EnsuredImage, ExecOptions, ExecProcess } from "../../src/runtime/container-runtime";
 import type { EngineRestarts } from "../../src/runtime/docker-engine-events";
 import { ContainerNotFoundError, ImageUnavailableError } from "../../src/runtime/errors";
-import { localImageCandidates } from "../../src/runtime/image-ref";
+import { localImageCandidates } from "@cm/protocol";
 import { LABEL_MANAGED, LABEL_PORTS, managedLabels } from "../../src/runtime/labels";
 import type { SandboxOwner } from "../../src/runtime/sandboxes";
 import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine, LogOptions, LogStreamHandle, PullProgress } from "../../src/runtime/types";

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { ServerFrame } from "@cm/protocol";
-import { AGENT_RECONNECT_MAX_MS, CLOSE_CODES, KeyedQueue, RETIRE_DRAIN_MS } from "@cm/protocol";
+import { AGENT_RECONNECT_MAX_MS, CLOSE_CODES, KeyedQueue, localImageCandidates, RETIRE_DRAIN_MS } from "@cm/protocol";
 import { WebSocketServer } from "ws";
 import type { NodeLink } from "../services/deployment-service";
 import type { AgentContext, SessionHost } from "./agent-context";
@@ -79,6 +79,17 @@ export class AgentHub implements NodeLink, SessionHost {
 
   isConnected(nodeId: string): boolean {
     return this.sessions.get(nodeId)?.ready === true;
+  }
+
+  /**
+   * The node's agent, connected now, last reported `image` (under one of the
+   * names a local copy is looked up by) among its images with no command. Only
+   * the replica holding the agent's session knows; the others answer false, and
+   * the node then fails the deployment with the same reason.
+   */
+  imageWithoutCommand(nodeId: string, image: string): boolean {
+    const session = this.sessions.get(nodeId);
+    return session?.ready === true && localImageCandidates(image).some((name) => session.imagesWithoutCommand.has(name));
   }
 
   /** Sends a frame on the node's control connection; false when it has none ready. */

@@ -62,6 +62,8 @@ export class AgentSession {
   readonly known = new Map<string, string>();
   /** When each deployment's pull progress was last written. */
   readonly pullNotedAt = new Map<string, number>();
+  /** The local images with neither CMD nor ENTRYPOINT, as the agent's last specs said. */
+  imagesWithoutCommand: ReadonlySet<string> = new Set();
   /** The largest frame the agent reads, as its hello said. */
   agentMaxFrameBytes = AGENT_MAX_INBOUND_FRAME_BYTES;
   /** The latest heartbeat proof waiting for the status reports queued before it (see billableUntilMs). */

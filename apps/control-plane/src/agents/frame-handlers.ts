@@ -16,6 +16,7 @@ const handlers: Handlers = {
     // Index and uuid are for the agent's own assignment; the catalogue shows the rest.
     const gpus = f.gpus.map(({ index: _index, uuid: _uuid, ...gpu }) => gpu);
     await repos.nodes.updateInventory(s.nodeId, f.specs, gpus, { egressPolicy: f.egressPolicy ?? null, diskDefaultGb: f.diskDefaultGb ?? null });
+    s.imagesWithoutCommand = new Set(f.imagesWithoutCommand ?? []);
     events.emit("node-changed", s.nodeId);
     if (f.gpuWarning) log.warn("agent: GPU warning", { nodeId: s.nodeId, warning: f.gpuWarning });
   },

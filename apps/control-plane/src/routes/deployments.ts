@@ -56,6 +56,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
             "TEMPLATE_OR_IMAGE_REQUIRED",
             "TEMPLATE_AND_IMAGE_CONFLICT",
             "RESTART_POLICY_CONFLICT",
+            "IMAGE_HAS_NO_COMMAND",
             "TEMPLATE_NOT_FOUND",
             "NODE_NOT_FOUND",
             "NODE_OFFLINE",

@@ -10,6 +10,8 @@ import type { Clock, IdGenerator } from "./ids";
 /** What the deployment rules need to know about the agents: is anyone there to act? */
 export interface NodeLink {
   isConnected(nodeId: string): boolean;
+  /** The node's agent reported `image` among its local images with neither CMD nor ENTRYPOINT. */
+  imageWithoutCommand?(nodeId: string, image: string): boolean;
 }
 
 const refusalMessage: Record<OccupyRefusal, string> = {
@@ -95,6 +97,13 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
       const node = await repos.nodes.get(body.nodeId);
       if (!node) throw new ApiError("NODE_NOT_FOUND", `no node ${body.nodeId}`);
       if (node.status !== "online") throw new ApiError("NODE_OFFLINE", `node ${node.id} is ${node.status}`);
+      const image = template ? template.containerImage : body.customImage!;
+      // Only the node sees its images: what its agent last said of them, before anything is held.
+      if (body.command === undefined && body.entrypoint === undefined && link.imageWithoutCommand?.(node.id, image))
+        throw new ApiError(
+          "IMAGE_HAS_NO_COMMAND",
+          `node ${node.id} holds ${image} with neither a CMD nor an ENTRYPOINT, and runs its own copy as it is: give a command, e.g. cm deploy --image ${image} -- CMD ARGS..., or "command" in the body`,
+        );
       const unmet = checkRequirements(node, template);
       if (unmet) throw unmet;
       const holding = holdingFor(node, template, body);
@@ -108,7 +117,7 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
           nodeId: node.id,
           templateId: template?.id ?? null,
           name: body.name ?? null,
-          image: template ? template.containerImage : body.customImage!,
+          image,
           env: { ...(template?.defaultEnv ?? {}), ...(body.env ?? {}) },
           ports: body.ports ?? template?.ports.map((p) => p.internal) ?? [],
           command: body.command ?? null,

@@ -3,6 +3,7 @@ import { describeEachDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { costMicro } from "../../src/services/charges";
 import { type AgentHarness, eventually, startAgentHarness } from "./support/agent-harness";
+import { SimAgent } from "./support/sim-agent";
 
 // A deployment's command and restart policy through the API, the database and
 // the agent's spec; restarts as an agent reports the exits, and what they cost.
@@ -78,6 +79,30 @@ describeEachDatabase("command and restart policy on $name", (db) => {
     });
     expect((await h.deps.repos.deployments.list({ userId: t.user.id, page: 1, limit: 10 })).rows).toHaveLength(1);
     await node.agent.close();
+  });
+
+  it("refuses at create, holding nothing, an image the node reported without CMD or ENTRYPOINT unless a command is given", async () => {
+    const t = await tenantWith(1000);
+    const node = await h.registerNode(op.token);
+    const { agent } = await SimAgent.connect(h.url, node.agentToken, { imagesWithoutCommand: ["bare:latest", "ghcr.io/acme/tool:1"] });
+    await eventually(async () => expect((await h.deps.repos.nodes.get(node.id))?.status).toBe("online"));
+    const create = (body: Record<string, unknown>) => h.call("POST", "/deployments", { token: t.token, body: { nodeId: node.id, ...body } });
+
+    for (const customImage of ["bare", "bare:latest", "ghcr.io/acme/tool:1"]) {
+      const r = await create({ customImage });
+      expect(r.status).toBe(422);
+      expect(r.json.error).toMatchObject({
+        code: "IMAGE_HAS_NO_COMMAND",
+        message: `node ${node.id} holds ${customImage} with neither a CMD nor an ENTRYPOINT, and runs its own copy as it is: give a command, e.g. cm deploy --image ${customImage} -- CMD ARGS..., or "command" in the body`,
+      });
+    }
+    expect((await h.deps.repos.ledger.balance(t.user.id)).reservedMicro).toBe(0);
+    expect((await h.deps.repos.nodes.get(node.id))?.activeDeployments).toBe(0);
+    // A command, an entrypoint, or another tag of it: the node can run them, or only it can tell.
+    expect((await create({ customImage: "bare", command: ["sh"] })).status).toBe(201);
+    expect((await create({ customImage: "bare", entrypoint: ["/bin/sh"] })).status).toBe(201);
+    expect((await create({ customImage: "bare:2" })).status).toBe(201);
+    await agent.close();
   });
 
   it("restarts a failing container as new runs up to maxRestarts, billing only the running time, then fails saying so", async () => {

@@ -64,13 +64,31 @@ needs("docker", "busybox").describe("command and restart policy end to end", () 
       await api("DELETE", `/deployments/${id}`);
     });
 
-    it("fails an image with neither a CMD nor a command, saying how to give one", async () => {
+    it("refuses at create an image the node holds with neither a CMD nor a command, holding nothing", async () => {
       const r = await api("POST", "/deployments", { nodeId: s.nodeId, customImage: bare });
-      const failed = await settled(r.json.deployment.id, "failed");
-      expect(failed.statusReason).toBe(
-        `the image ${bare} has no CMD (nor ENTRYPOINT) and the deployment gives no command: give one, e.g. cm deploy --image ${bare} -- CMD ARGS..., or "command" in POST /deployments`,
-      );
-      expect((await s.h.deps.repos.deployments.get(r.json.deployment.id))?.totalCostMicro).toBe(0);
+      expect(r.status).toBe(422);
+      expect(r.json.error).toMatchObject({
+        code: "IMAGE_HAS_NO_COMMAND",
+        message: `node ${s.nodeId} holds ${bare} with neither a CMD nor an ENTRYPOINT, and runs its own copy as it is: give a command, e.g. cm deploy --image ${bare} -- CMD ARGS..., or "command" in the body`,
+      });
+      expect((await api("GET", "/credits/balance")).json.balance.reserved).toBe(0);
+    });
+
+    it("fails on the node, saying how to give a command, an image without CMD its agent has not reported yet", async () => {
+      // Tagged after the agent's last report (they come every 10 minutes): only the node can tell.
+      const late = `cm-test-bare-late:${Date.now()}`;
+      execFileSync("docker", ["tag", bare, late]);
+      try {
+        const r = await api("POST", "/deployments", { nodeId: s.nodeId, customImage: late });
+        expect(r.status, r.text).toBe(201);
+        const failed = await settled(r.json.deployment.id, "failed");
+        expect(failed.statusReason).toBe(
+          `the image ${late} has no CMD (nor ENTRYPOINT) and the deployment gives no command: give one, e.g. cm deploy --image ${late} -- CMD ARGS..., or "command" in POST /deployments`,
+        );
+        expect((await s.h.deps.repos.deployments.get(r.json.deployment.id))?.totalCostMicro).toBe(0);
+      } finally {
+        execFileSync("docker", ["rmi", late], { stdio: "ignore" });
+      }
     });
 
     it("restarts a failing command up to maxRestarts, each restart in the events, then fails; every run's output is in the log", async () => {

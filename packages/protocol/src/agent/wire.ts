@@ -124,6 +124,8 @@ export const HelloFrame = z.object({
     .max(1024 * 1024 * 1024)
     .optional(),
 });
+/** The most command-less images an agent reports (SpecsFrame.imagesWithoutCommand). */
+export const MAX_IMAGES_WITHOUT_COMMAND = 256;
 export const SpecsFrame = z.object({
   type: z.literal("specs"),
   specs: NodeSpecs,
@@ -140,6 +142,14 @@ export const SpecsFrame = z.object({
    * in GB: AGENT_DISK_DEFAULT_GB. Absent from agents that predate it.
    */
   diskDefaultGb: z.number().int().min(1).max(10_000_000).optional(),
+  /**
+   * Local images with neither a CMD nor an ENTRYPOINT, by the names Docker lists
+   * them under (RepoTags), at most MAX_IMAGES_WITHOUT_COMMAND. A node runs a
+   * local image as it is, never pulled again, so a deployment naming one and
+   * giving no command cannot start there: the control plane refuses it at create
+   * (IMAGE_HAS_NO_COMMAND). Absent from agents that predate it.
+   */
+  imagesWithoutCommand: z.array(z.string().min(1).max(255)).max(MAX_IMAGES_WITHOUT_COMMAND).optional(),
 });
 export const HeartbeatFrame = z.object({
   type: z.literal("heartbeat"),

@@ -58,13 +58,18 @@ export class SimAgent {
   }
 
   /** Opens, says hello and waits for welcome and the sync. */
-  static async connect(url: string, token: string, o: { specs?: boolean; gpus?: number } = {}) {
+  static async connect(url: string, token: string, o: { specs?: boolean; gpus?: number; imagesWithoutCommand?: string[] } = {}) {
     const a = await SimAgent.open(url);
     a.send({ type: "hello", token, agentVersion: "sim-1", protocolVersions: [CURRENT_PROTOCOL_VERSION] });
     const welcome = await a.next("welcome");
     const sync = await a.next("sync");
     if (o.specs !== false)
-      a.send({ type: "specs", specs: SPECS, gpus: Array.from({ length: o.gpus ?? 1 }, (_, i) => ({ ...GPU, index: i, uuid: `GPU-${i}` })) });
+      a.send({
+        type: "specs",
+        specs: SPECS,
+        gpus: Array.from({ length: o.gpus ?? 1 }, (_, i) => ({ ...GPU, index: i, uuid: `GPU-${i}` })),
+        ...(o.imagesWithoutCommand ? { imagesWithoutCommand: o.imagesWithoutCommand } : {}),
+      });
     return { agent: a, welcome, sync };
   }
 

@@ -1,5 +1,6 @@
 // Image references as the tenant typed them ("pytorch/pytorch", "ghcr.io/x/y:1.2",
-// "localhost:5000/app@sha256:...").
+// "localhost:5000/app@sha256:..."), read the same by the agent (which local copy
+// a deployment runs) and the control plane (which of a node's reported images it names).
 
 /** True when the reference names a tag or digest. A registry port ("host:5000/app") is not a tag. */
 export function hasTagOrDigest(ref: string): boolean {
