@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
 import { hasTagOrDigest, localImageCandidates } from "@cm/protocol";
+import { describe, expect, it } from "vitest";
 import type { PullEvent } from "../../src/runtime/pull-progress";
 import { initialPullState, pullEventError, reducePullEvent, summarizePull } from "../../src/runtime/pull-progress";
 

@@ -10,11 +10,12 @@
 // without an engine, and the real adapter is tested against real Docker
 // (test/runtime/docker-*.test.ts). The network sandbox pool is DockerRuntime's
 // business below this port; here a container simply gets an address.
+
+import { localImageCandidates } from "@cm/protocol";
 import type { Clock, TimerHandle } from "../../src/clock";
 import type { ContainerRuntime, EnsuredImage, ExecOptions, ExecProcess } from "../../src/runtime/container-runtime";
 import type { EngineRestarts } from "../../src/runtime/docker-engine-events";
 import { ContainerNotFoundError, ImageUnavailableError } from "../../src/runtime/errors";
-import { localImageCandidates } from "@cm/protocol";
 import { LABEL_MANAGED, LABEL_PORTS, managedLabels } from "../../src/runtime/labels";
 import type { SandboxOwner } from "../../src/runtime/sandboxes";
 import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine, LogOptions, LogStreamHandle, PullProgress } from "../../src/runtime/types";
