@@ -99,6 +99,12 @@ describe("OpenAPI document and docs", () => {
     expect(query("/nodes", "limit").maximum).toBe(100);
     const env = doc.paths["/deployments"].post.requestBody.content["application/json"].schema.properties.env;
     expect(env).toMatchObject({ maxProperties: 100, propertyNames: { pattern: "^[A-Za-z_][A-Za-z0-9_]*$" } });
+    const createDeployment = doc.paths["/deployments"].post.requestBody.content["application/json"].schema.properties;
+    expect(createDeployment.command).toMatchObject({ type: "array", minItems: 1, maxItems: 256, items: { maxLength: 4096, pattern: expect.any(String) } });
+    expect(createDeployment.maxRestarts).toMatchObject({ type: "integer", minimum: 1, maximum: 10 });
+    expect(createDeployment.restart).toMatchObject({ enum: ["no", "on-failure"] });
+    expect(doc.components.schemas.Deployment.properties.command.type).toEqual(["array", "null"]);
+    expect(doc.components.schemas.Deployment.required).toEqual(expect.arrayContaining(["command", "entrypoint", "restart", "maxRestarts", "restartCount"]));
     expect(doc.components.schemas.NodeDetail.properties.lastHeartbeat.type).toEqual(["string", "null"]);
     expect(doc.components.schemas.NodeDetail.required).toContain("lastHeartbeat");
     // A tenant reading the document learns what a node's "off" egress policy means for them, and that it may be unknown.

@@ -144,7 +144,7 @@ export const CreateDeploymentRequest = z.strictObject({
     .optional()
     .meta({ description: "GB the container may write; default: its template's minDiskGb, or the node's default for a custom image" }),
   command: Argv.optional().meta({
-    description: `the command to run (argv: program, then arguments), replacing the image's CMD (Docker's Cmd): at most ${ARGV_MAX_ITEMS} items of ${ARGV_ITEM_MAX_LENGTH} characters, ${ARGV_MAX_TOTAL_BYTES / 1024} KiB in all. An image with neither a CMD nor a command fails on its node with a reason saying so`,
+    description: `the command to run (argv: program, then arguments), replacing the image's CMD (Docker's Cmd): at most ${ARGV_MAX_ITEMS} items of ${ARGV_ITEM_MAX_LENGTH} characters, ${ARGV_MAX_TOTAL_BYTES / 1024} KiB in all. An image its node holds with neither a CMD nor an ENTRYPOINT needs one: refused at create (IMAGE_HAS_NO_COMMAND) when the node has reported it, else failed on the node with a reason saying so`,
   }),
   entrypoint: Argv.optional().meta({
     description: `replaces the image's ENTRYPOINT (Docker's Entrypoint), bounded as command; [""] clears it`,
