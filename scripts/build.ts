@@ -11,7 +11,7 @@
 import { chmodSync, cpSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
+import { build, type Plugin } from "esbuild";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -50,10 +50,17 @@ const BANNER = [
   "const __dirname = __cmDirname(__filename);",
 ].join("\n");
 
-export async function buildApp(name: string): Promise<{ file: string; bytes: number }> {
+export interface BuildOptions {
+  /** the version the agent reports (its AGENT_VERSION), when not the source's: a release's */
+  version?: string;
+  /** where to write it, instead of apps/<app>/dist (a release builds aside) */
+  outDir?: string;
+}
+
+export async function buildApp(name: string, options: BuildOptions = {}): Promise<{ file: string; bytes: number }> {
   const app = APPS[name];
   if (!app) throw new Error(`unknown app "${name}" (apps: ${Object.keys(APPS).join(", ")})`);
-  const dist = path.join(ROOT, "apps", name, "dist");
+  const dist = options.outDir ?? path.join(ROOT, "apps", name, "dist");
   rmSync(dist, { recursive: true, force: true });
   mkdirSync(dist, { recursive: true });
   const file = path.join(dist, app.out);
@@ -72,6 +79,7 @@ export async function buildApp(name: string): Promise<{ file: string; bytes: num
     legalComments: "linked",
     logLevel: "warning",
     logOverride: { "empty-import-meta": "silent" },
+    plugins: options.version === undefined ? [] : [agentVersion(options.version)],
   });
   if (result.errors.length > 0) throw new Error(`esbuild failed for ${name}`);
   // The source's own hashbang (cm's runs tsx) is kept by esbuild: the bundle needs node only.
@@ -80,6 +88,21 @@ export async function buildApp(name: string): Promise<{ file: string; bytes: num
   chmodSync(file, 0o755);
   for (const [from, to] of app.copy ?? []) cpSync(path.join(ROOT, from), path.join(dist, to), { recursive: true });
   return { file, bytes: statSync(file).size };
+}
+
+/** Builds apps/agent/src/version.ts as reporting `version`. */
+function agentVersion(version: string): Plugin {
+  return {
+    name: "agent-version",
+    setup(build) {
+      build.onLoad({ filter: /[\\/]apps[\\/]agent[\\/]src[\\/]version\.ts$/ }, ({ path: file }) => {
+        const source = readFileSync(file, "utf8");
+        const contents = source.replace(/(export const AGENT_VERSION = )"[^"]*"/, `$1${JSON.stringify(version)}`);
+        if (contents === source && !source.includes(JSON.stringify(version))) throw new Error(`no AGENT_VERSION = "..." in ${file}`);
+        return { contents, loader: "ts" };
+      });
+    },
+  };
 }
 
 export function appVersion(name: string): string {

@@ -1,0 +1,155 @@
+/**
+ * `npm run release [-- --arch x64|arm64] [--out DIR] [--version V]`: the agent's release
+ * artefacts in dist/release/ (issue 28, part 1):
+ *   cm-agent-<version>-linux-<arch>.tar.gz  the bundle, a pinned Node runtime, the unit, install.sh
+ *   install-cm-agent.sh                     the same install.sh, to download beside the tarball
+ *   SHA256SUMS                              what install.sh checks the tarball against
+ * The Node runtime is the npm registry's `node-linux-<arch>` package (Node's own binary
+ * for that platform), pinned by version and integrity below: the registry is all a
+ * build machine here reaches, and a tarball built twice carries the same runtime.
+ * --version builds the bundle as that version (tests use it for an upgrade).
+ */
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { appVersion, buildApp } from "../build";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** The Node runtime shipped in every release: the engines' floor is 20.19, the bundle targets node20. */
+export const NODE_VERSION = "20.20.2";
+const NODE_INTEGRITY: Record<Arch, string> = {
+  x64: "sha512-PeHQM8wAdmHtZA1mBocygZxs5LiUWtsJezQTkBd0iY987KpGrD1O2tVEydvMZiuXceRanxt7rjTnDEBwOPujoQ==",
+  arm64: "sha512-LCXJnNTFiyGuYBw2gZSI5OBFMbkjAPt8sqD/NKrWoE2QmDgSubTqFng6GaNJ9EJ8HpxBMGcWWpbbcs4Vo+CnGg==",
+};
+export type Arch = "x64" | "arm64";
+export const ARCHES: Arch[] = ["x64", "arm64"];
+
+/** Where downloaded runtimes are kept between releases (dist/ is not committed). */
+const CACHE_DIR = path.join(ROOT, "dist", ".cache");
+
+export interface ReleaseOptions {
+  arches: Arch[];
+  outDir: string;
+  /** the version to build and name the release (default: the agent's package.json version) */
+  version?: string;
+  /** gzip's level (default 6); tests take 1, a third of the time for a tarball a few MB larger */
+  gzipLevel?: number;
+}
+
+/** The registry's Node binary package for `arch`, checked against the pinned integrity. */
+export function nodeRuntimePackage(arch: Arch): string {
+  const name = `node-linux-${arch}`;
+  const file = path.join(CACHE_DIR, `${name}-${NODE_VERSION}.tgz`);
+  const integrity = () => `sha512-${createHash("sha512").update(readFileSync(file)).digest("base64")}`;
+  if (!existsSync(file) || integrity() !== NODE_INTEGRITY[arch]) {
+    mkdirSync(CACHE_DIR, { recursive: true });
+    // npm's own client: its registry settings and cache, no other host.
+    execFileSync("npm", ["pack", `${name}@${NODE_VERSION}`, "--pack-destination", CACHE_DIR, "--silent"], { stdio: ["ignore", "ignore", "inherit"] });
+  }
+  const got = integrity();
+  if (got !== NODE_INTEGRITY[arch])
+    throw new Error(`${name}@${NODE_VERSION} from the registry has integrity ${got}, pinned ${NODE_INTEGRITY[arch]}: refusing it`);
+  return file;
+}
+
+const WRAPPER = `#!/bin/sh
+# cm-agent, run by the Node runtime it was released with (../node), whatever node is on PATH.
+here="$(dirname "$(readlink -f "$0")")"
+exec "$here/../node/bin/node" "$here/../lib/cm-agent.mjs" "$@"
+`;
+
+export function installScript(version: string): string {
+  return readFileSync(path.join(ROOT, "deploy/agent/install.sh"), "utf8").replace('CM_AGENT_VERSION="@VERSION@"', `CM_AGENT_VERSION="${version}"`);
+}
+
+export async function releaseAgent(options: ReleaseOptions): Promise<string[]> {
+  const version = options.version ?? appVersion("agent");
+  if (!/^[0-9A-Za-z.+-]+$/.test(version)) throw new Error(`"${version}" is not a version`);
+  mkdirSync(options.outDir, { recursive: true });
+  const installer = installScript(version);
+  const made: string[] = [];
+  const bundleDir = mkdtempSync(path.join(tmpdir(), "cm-release-bundle-"));
+  try {
+    const { file: bundle } = await buildApp("agent", { version, outDir: bundleDir });
+    for (const arch of options.arches) made.push(packArch(arch, version, bundle, installer, options));
+  } finally {
+    rmSync(bundleDir, { recursive: true, force: true });
+  }
+  const installerOut = path.join(options.outDir, "install-cm-agent.sh");
+  writeFileSync(installerOut, installer, { mode: 0o755 });
+  made.push(installerOut);
+  writeSums(options.outDir);
+  return made;
+}
+
+/** One architecture's tarball; returns its path. */
+function packArch(arch: Arch, version: string, bundle: string, installer: string, options: ReleaseOptions): string {
+  const name = `cm-agent-${version}-linux-${arch}`;
+  const work = mkdtempSync(path.join(tmpdir(), "cm-release-"));
+  try {
+    const dir = path.join(work, name);
+    for (const sub of ["bin", "lib", "node/bin"]) mkdirSync(path.join(dir, sub), { recursive: true });
+    copyFileSync(bundle, path.join(dir, "lib/cm-agent.mjs"));
+    copyFileSync(`${bundle}.LEGAL.txt`, path.join(dir, "lib/cm-agent.mjs.LEGAL.txt"));
+    writeFileSync(path.join(dir, "bin/cm-agent"), WRAPPER, { mode: 0o755 });
+    execFileSync("tar", ["-xzf", nodeRuntimePackage(arch), "-C", work, "package/bin/node", "package/LICENSE"]);
+    copyFileSync(path.join(work, "package/bin/node"), path.join(dir, "node/bin/node"));
+    chmodSync(path.join(dir, "node/bin/node"), 0o755);
+    copyFileSync(path.join(work, "package/LICENSE"), path.join(dir, "node/LICENSE"));
+    copyFileSync(path.join(ROOT, "deploy/agent/cm-agent.service"), path.join(dir, "cm-agent.service"));
+    writeFileSync(path.join(dir, "install.sh"), installer, { mode: 0o755 });
+    copyFileSync(path.join(ROOT, "apps/agent/README.md"), path.join(dir, "README.md"));
+    writeFileSync(path.join(dir, "VERSION"), `${version}\n`);
+    writeFileSync(path.join(dir, "ARCH"), `${arch}\n`);
+    const tarball = path.join(options.outDir, `${name}.tar.gz`);
+    // Owned by root whatever built it: install.sh moves the tree into /opt as it is.
+    const gzip = `gzip -${options.gzipLevel ?? 6} -n`;
+    execFileSync("tar", ["-c", "-I", gzip, "-f", tarball, "--owner=0", "--group=0", "--numeric-owner", "-C", work, name]);
+    return tarball;
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** SHA256SUMS over every artefact in the directory, in `sha256sum -c`'s format. */
+function writeSums(dir: string): void {
+  const lines = readdirSync(dir)
+    .filter((name) => name.endsWith(".tar.gz") || name.endsWith(".sh"))
+    .sort()
+    .map(
+      (name) =>
+        `${createHash("sha256")
+          .update(readFileSync(path.join(dir, name)))
+          .digest("hex")}  ${name}`,
+    );
+  writeFileSync(path.join(dir, "SHA256SUMS"), `${lines.join("\n")}\n`);
+}
+
+function parseOptions(argv: string[]): ReleaseOptions {
+  const options: ReleaseOptions = { arches: ARCHES, outDir: path.join(ROOT, "dist/release") };
+  for (let i = 0; i < argv.length; i++) {
+    const [flag, value] = [argv[i], argv[i + 1]];
+    if (value === undefined) throw new Error(`${flag} needs a value`);
+    if (flag === "--arch") {
+      if (!ARCHES.includes(value as Arch)) throw new Error(`--arch takes ${ARCHES.join(" or ")}`);
+      options.arches = [value as Arch];
+    } else if (flag === "--out") options.outDir = path.resolve(value);
+    else if (flag === "--version") options.version = value;
+    else throw new Error(`unknown option ${flag} (--arch x64|arm64, --out DIR, --version V)`);
+    i++;
+  }
+  return options;
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const started = Date.now();
+  const made = await releaseAgent(parseOptions(process.argv.slice(2)));
+  for (const file of made) process.stdout.write(`${path.relative(process.cwd(), file)} (${(statSync(file).size / 1e6).toFixed(1)} MB)\n`);
+  process.stdout.write(
+    `${path.relative(process.cwd(), path.join(path.dirname(made[0]!), "SHA256SUMS"))}\nreleased in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+  );
+}
