@@ -140,6 +140,8 @@ export class Agent {
       nodeFacts: () => facts.nodeFacts(),
       canShipLogs: () => this.connection.state === "ready",
       diskDefaultGb: config.diskDefaultGb,
+      // A pulled image with no command: listed at once, so the next create of it is refused rather than failed here.
+      imageWithoutCommand: () => this.specs.resend(),
       admit: async (spec) => {
         await deps.egress?.admit();
         await this.diskWatcher?.admit(spec.diskGb);

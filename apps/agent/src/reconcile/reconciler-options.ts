@@ -26,4 +26,6 @@ export interface ReconcilerOptions {
   admit?(spec: DeploymentSpec): Promise<void>;
   /** see StartContext.diskDefaultGb */
   diskDefaultGb?: number;
+  /** see StartContext.imageWithoutCommand */
+  imageWithoutCommand?(image: string): void;
 }

@@ -51,6 +51,8 @@ export interface StartContext {
   admit?(spec: DeploymentSpec): Promise<void>;
   /** the node's disk allowance for a deployment whose spec names none (a custom image): AGENT_DISK_DEFAULT_GB */
   diskDefaultGb?: number;
+  /** Docker found `image` has no command: the control plane should hear of it before the next deployment of it */
+  imageWithoutCommand?(image: string): void;
 }
 
 /** Resolves with the running container, or undefined when superseded; rejects with DeploymentFailure. */
@@ -94,7 +96,10 @@ export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): 
         });
       } catch (error) {
         const message = dockerMessage(error);
-        if (NO_COMMAND.test(message)) throw new DeploymentFailure(noCommandReason(spec.image));
+        if (NO_COMMAND.test(message)) {
+          ctx.imageWithoutCommand?.(spec.image);
+          throw new DeploymentFailure(noCommandReason(spec.image));
+        }
         throw new DeploymentFailure(`could not create the container: ${message}`);
       }
     };

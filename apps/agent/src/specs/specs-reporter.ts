@@ -64,6 +64,15 @@ export class SpecsReporter {
     this.schedule(generation);
   }
 
+  /** Sends what is known again now (the images changed), the hardware as last probed; nothing before start. */
+  resend(): void {
+    if (this.timer === undefined) return;
+    const generation = this.generation;
+    void this.options.facts.current().then((snapshot) => {
+      if (generation === this.generation) return this.send(snapshot, generation);
+    });
+  }
+
   stop(): void {
     this.generation += 1;
     this.options.clock.clearTimeout(this.timer);

@@ -2,6 +2,7 @@
 // gives them to Docker as Cmd and Entrypoint, and an image with neither a CMD
 // nor a command fails with a reason that names the fix.
 
+import { execFileSync } from "node:child_process";
 import { needs } from "@cm/testkit";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
@@ -76,17 +77,27 @@ needs("docker", "busybox").describe("a deployment's command and entrypoint", () 
     expect(specs.imagesWithoutCommand).not.toContain(SCRIPT_IMAGE);
   });
 
-  it("fails an image with neither a CMD nor a command, saying how to give one, and leaves no container", async () => {
+  it("fails an image with neither a CMD nor a command, saying how to give one, leaves no container, and lists the image at once", async () => {
     await connect();
-    const spec = deploymentSpec(run, "nocmd", bare);
-    fake.desired.set(spec.deploymentId, spec);
-    fake.sync();
+    await fake.waitFor(() => fake.of("specs")[0], 10_000, "the first specs");
+    // Tagged after that report: as an image a deployment has just pulled.
+    const late = `cm-test-bare-late:${Date.now()}`;
+    execFileSync("docker", ["tag", bare, late]);
+    try {
+      const spec = deploymentSpec(run, "nocmd", late);
+      fake.desired.set(spec.deploymentId, spec);
+      fake.sync();
 
-    const failed = await fake.waitFor(() => fake.statuses(spec.deploymentId).find((s) => s.status === "failed"), 15_000, "failed");
-    expect(failed.reason).toBe(
-      `the image ${bare} has no CMD (nor ENTRYPOINT) and the deployment gives no command: give one, e.g. cm deploy --image ${bare} -- CMD ARGS..., or "command" in POST /deployments`,
-    );
-    const left = await run.docker.listContainers({ all: true, filters: { label: [`cm.deployment-id=${spec.deploymentId}`] } });
-    expect(left).toEqual([]);
+      const failed = await fake.waitFor(() => fake.statuses(spec.deploymentId).find((s) => s.status === "failed"), 15_000, "failed");
+      expect(failed.reason).toBe(
+        `the image ${late} has no CMD (nor ENTRYPOINT) and the deployment gives no command: give one, e.g. cm deploy --image ${late} -- CMD ARGS..., or "command" in POST /deployments`,
+      );
+      const left = await run.docker.listContainers({ all: true, filters: { label: [`cm.deployment-id=${spec.deploymentId}`] } });
+      expect(left).toEqual([]);
+      // The control plane hears of it now, not at the next interval.
+      await fake.waitFor(() => fake.of("specs").find((f) => f.imagesWithoutCommand?.includes(late)), 10_000, "specs listing it");
+    } finally {
+      execFileSync("docker", ["rmi", late], { stdio: "ignore" });
+    }
   });
 });
