@@ -32,18 +32,23 @@ export const COMMANDS: CommandSpec[] = [
   {
     name: "nodes",
     summary: "Browse the nodes for rent.",
-    usage: "[--status S] [--gpu] [--min-vram MB] [--min-cpu N] [--min-ram MB] [--region R] [--max-rate CENTS] [--page N] [--limit N]",
+    usage: "[--status S] [--gpu] [--min-free-gpus N] [--min-vram MB] [--min-cpu N] [--min-ram MB] [--region R] [--max-rate CENTS] [--page N] [--limit N]",
     options: {
       status: { type: "string", value: "S", description: "online, offline or maintenance" },
       gpu: { type: "boolean", description: "only nodes with a GPU" },
+      "min-free-gpus": { type: "string", value: "N", description: "at least N GPUs that no deployment holds" },
       "min-vram": { type: "string", value: "MB", description: "at least this much GPU memory" },
       "min-cpu": { type: "string", value: "N", description: "at least this many CPU cores" },
       "min-ram": { type: "string", value: "MB", description: "at least this much RAM" },
       region: { type: "string", value: "R", description: REGION },
-      "max-rate": { type: "string", value: "CENTS", description: "at most this many cents an hour" },
+      "max-rate": { type: "string", value: "CENTS", description: "at most this many cents per GPU-hour" },
       ...page,
     },
-    examples: ["cm nodes --status online --gpu --min-vram 24000", "cm nodes --region eu-west --max-rate 50 --json"],
+    examples: [
+      "cm nodes --status online --min-free-gpus 2 --min-vram 24000",
+      "cm nodes --status online --gpu --min-vram 24000",
+      "cm nodes --region eu-west --max-rate 50 --json",
+    ],
     load: async () => (await import("./commands/catalog")).nodes,
   },
   {
@@ -116,12 +121,16 @@ export const COMMANDS: CommandSpec[] = [
     name: "deploy",
     summary: "Create a deployment from a template or an image; --wait follows it until it runs.",
     usage:
-      "(--template ID_OR_SLUG | --image IMAGE) --node ID [--name N] [--env K=V]... [--port P]... [--entrypoint PROG] [--restart POLICY] [--wait] [-- CMD ARGS...]",
+      "(--template ID_OR_SLUG | --image IMAGE) --node ID [--gpus N] [--cpus N] [--memory MB] [--disk GB] [--name N] [--env K=V]... [--port P]... [--entrypoint PROG] [--restart POLICY] [--wait] [-- CMD ARGS...]",
     args: ["CMD...?"],
     options: {
       template: { type: "string", value: "ID_OR_SLUG", description: "a template (see cm templates)" },
       image: { type: "string", value: "IMAGE", description: "a container image, such as nginx:1.27" },
       node: { type: "string", value: "ID", description: "the node to run on (see cm nodes)" },
+      gpus: { type: "string", value: "N", description: "whole GPUs to hold (default 1 for a template that needs one, else 0); the rate is the node's per GPU" },
+      cpus: { type: "string", value: "N", description: "CPU cores, a fraction allowed (default the node's share per GPU, or 2)" },
+      memory: { type: "string", value: "MB", description: "memory limit (default the node's share per GPU, or 4096)" },
+      disk: { type: "string", value: "GB", description: "disk allowance (default the template's, or the node's)" },
       name: { type: "string", value: "N", description: "a name for it" },
       env: { type: "string", multiple: true, value: "K=V", description: "an environment variable" },
       port: { type: "string", multiple: true, value: "P", description: "a container port to expose as an endpoint" },
@@ -137,6 +146,7 @@ export const COMMANDS: CommandSpec[] = [
     examples: [
       "cm deploy --template jupyter-pytorch --node node_2f9c1a --env JUPYTER_TOKEN=s3cret --wait",
       "cm deploy --image nginx:1.27 --port 80 --node node_2f9c1a --env MODE=prod --wait",
+      "cm deploy --image vllm/vllm-openai:v0.6.4 --gpus 2 --port 8000 --node node_2f9c1a -- --model Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size 2",
       "cm deploy --image python:3.12-slim --node node_2f9c1a --restart on-failure:5 -- python -m http.server 8000",
     ],
     load: async () => (await import("./commands/deployments")).deploy,

@@ -42,7 +42,10 @@ describe("usage", () => {
     [["deploy", "--node", "node_1"], /error: give one of --template and --image/],
     [["deploy", "--image", "x", "--node", "node_1", "--restart", "always"], /error: --restart is no, on-failure or on-failure:N/],
     [["deploy", "--image", "x", "--node", "node_1", "--restart", "on-failure:11"], /error: --restart on-failure:N takes N from 1 to 10, not 11/],
-    [["operator"], /error: unknown command operator \(did you mean cm operator add, cm operator nodes, cm operator earnings, cm operator payout, cm operator payouts, cm operator retire\?\)/],
+    [
+      ["operator"],
+      /error: unknown command operator \(did you mean cm operator add, cm operator nodes, cm operator earnings, cm operator payout, cm operator payouts, cm operator retire\?\)/,
+    ],
   ])("exits 2 with the usage for %j", async (args, message) => {
     const r = await t.cm(args, api);
     expect(r.code).toBe(2);
@@ -145,7 +148,14 @@ describe("the catalogue", () => {
       .trim()
       .split("\n")
       .map((l) => l.split("\t"));
-    expect(rows).toEqual([[nodeId, "node", "online", "eu-west", "H100 80 GB", "32 cores", "125 GB", "120¢/h", "0/4"]]);
+    expect(rows).toEqual([[nodeId, "node", "online", "eu-west", "H100 80 GB", "1/1", "32 cores", "125 GB", "120¢/h", "0/4"]]);
+    const free = await t.cm(["nodes", "--min-free-gpus", "1"], api);
+    expect(
+      free.stdout
+        .trim()
+        .split("\n")
+        .map((l) => l.split("\t")[0]),
+    ).toEqual([nodeId]);
     expect(gpu.stderr).toBe("page 1 of 1 (1 nodes)\n");
     const show = await t.cm(["nodes", "show", nodeId], api);
     expect(show.stdout).toMatch(/^id: +node_/);
@@ -257,6 +267,18 @@ describe("credits and deployments", () => {
     const plain = await t.cm(["deploy", "--image", "busybox:1.36", "--node", nodeId, "--json"], api);
     expect(JSON.parse(plain.stdout).deployment).toMatchObject({ command: null, entrypoint: null, restart: "no", maxRestarts: 0 });
     for (const dep of [id, JSON.parse(plain.stdout).deployment.id]) await t.cm(["rm", dep], api);
+  });
+
+  it("deploys with the resources asked for, shows what it holds, and says which resource a node lacks", async () => {
+    const created = await t.cm(["deploy", "--image", "busybox:1.36", "--node", nodeId, "--cpus", "1.5", "--memory", "2048", "--disk", "5", "--json"], api);
+    expect(created.code, created.stderr).toBe(0);
+    const d = JSON.parse(created.stdout).deployment;
+    expect(d).toMatchObject({ gpuCount: 0, cpuCores: 1.5, memoryMb: 2048, diskGb: 5 });
+    expect((await t.cm(["show", d.id], api)).stdout).toMatch(/^holds: +0 GPUs, 1\.5 cores, 2048 MB memory, 5 GB disk$/m);
+    const noGpu = await t.cm(["deploy", "--image", "busybox:1.36", "--node", nodeId, "--gpus", "1"], api);
+    expect(noGpu).toMatchObject({ code: 1, stderr: expect.stringMatching(/^error NODE_INSUFFICIENT_GPUS: /) });
+    expect((await t.cm(["deploy", "--image", "x", "--node", nodeId, "--cpus", "two"], api)).stderr).toMatch(/--cpus takes a number/);
+    await t.cm(["rm", d.id], api);
   });
 
   it("logs -f follows until Ctrl-C, then exits 130 with no stack trace", async () => {

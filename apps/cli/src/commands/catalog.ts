@@ -11,6 +11,7 @@ export const nodes: Run = async (ctx, { flags }) => {
     status: oneOf(str(flags, "status"), ["online", "offline", "maintenance"] as const, "status"),
     hasGpu: flags.gpu === true ? true : undefined,
     minGpuVram: intFlag(flags, "min-vram"),
+    minFreeGpus: intFlag(flags, "min-free-gpus"),
     minCpuCores: intFlag(flags, "min-cpu"),
     minRamMb: intFlag(flags, "min-ram"),
     region: oneOf(str(flags, "region"), ["us-east", "us-west", "eu-west", "eu-central", "asia-east", "asia-south"] as const, "region"),
@@ -20,13 +21,14 @@ export const nodes: Run = async (ctx, { flags }) => {
   });
   if (ctx.json) return ctx.out.json(answer);
   ctx.out.table(
-    ["ID", "NAME", "STATUS", "REGION", "GPUS", "CPU", "RAM", "RATE", "SLOTS"],
+    ["ID", "NAME", "STATUS", "REGION", "GPUS", "FREE GPUS", "CPU", "RAM", "RATE/GPU", "SLOTS"],
     answer.nodes.map((n) => [
       n.id,
       n.name,
       n.status,
       n.region,
       gpus(n.gpus),
+      `${n.freeGpus}/${n.gpus.length}`,
       `${n.specs.cpuCores} cores`,
       gb(n.specs.ramMb),
       cents(n.hourlyRateCents),
@@ -46,8 +48,9 @@ export const nodeShow: Run = async (ctx, { args }) => {
     ["name", n.name],
     ["status", n.status],
     ["region", `${n.region} (${n.country})`],
-    ["rate", cents(n.hourlyRateCents)],
+    ["rate", `${cents(n.hourlyRateCents)} per GPU (once without one)`],
     ["deployments", `${n.activeDeployments} of ${n.maxDeployments}`],
+    ["free", `${n.freeGpus} of ${n.gpus.length} GPUs, ${n.freeCpuCores} cores, ${gb(n.freeMemoryMb)}`],
     ["uptime", `${n.uptimePercent}%`],
     ["cpu", `${n.specs.cpuModel}, ${n.specs.cpuCores} cores / ${n.specs.cpuThreads} threads`],
     ["ram", gb(n.specs.ramMb)],

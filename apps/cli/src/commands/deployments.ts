@@ -1,6 +1,6 @@
 import { MAX_RESTARTS_LIMIT } from "@cm/protocol";
 import type { DeploymentStatus } from "@cm/sdk";
-import { intFlag, list, type Run, str, UsageError } from "../args";
+import { intFlag, list, numberFlag, type Run, str, UsageError } from "../args";
 import type { Context } from "../context";
 import { cents, credits, endpoints, statusLine } from "./format";
 
@@ -37,6 +37,12 @@ export const deploy: Run = async (ctx, { flags, args }) => {
   const timeoutS = intFlag(flags, "timeout") ?? 600;
   const entrypoint = str(flags, "entrypoint");
   const restart = restartFlag(str(flags, "restart"));
+  const resources = {
+    gpuCount: intFlag(flags, "gpus"),
+    cpuCores: numberFlag(flags, "cpus"),
+    memoryMb: intFlag(flags, "memory"),
+    diskGb: intFlag(flags, "disk"),
+  };
 
   const created = await ctx.client.deployments.create({
     nodeId,
@@ -44,6 +50,7 @@ export const deploy: Run = async (ctx, { flags, args }) => {
     ...(str(flags, "name") ? { name: str(flags, "name") } : {}),
     ...(Object.keys(env).length ? { env } : {}),
     ...(ports.length ? { ports } : {}),
+    ...Object.fromEntries(Object.entries(resources).filter(([, v]) => v !== undefined)),
     // Everything after -- is the container's argv, as docker run takes it: no shell splits it.
     ...(args.length ? { command: args } : {}),
     ...(entrypoint !== undefined ? { entrypoint: [entrypoint] } : {}),
@@ -98,6 +105,10 @@ export const show: Run = async (ctx, { args }) => {
     ["template", d.templateId],
     ["node", d.nodeId],
     ["rate", cents(d.hourlyRateCents)],
+    [
+      "holds",
+      `${d.gpuCount} GPU${d.gpuCount === 1 ? "" : "s"}, ${d.cpuCores} cores, ${d.memoryMb} MB memory${d.diskGb !== null ? `, ${d.diskGb} GB disk` : ""}`,
+    ],
     ["cost", `${credits(d.totalCost)} credits`],
     ["endpoints", endpoints(d).join(", ")],
     ["ports", d.ports.join(", ")],
