@@ -15,7 +15,7 @@ export function systemdWord(word: string): string {
 }
 
 export function renderUnit(paths: AgentPaths, envFile: string): string {
-  const exec = [paths.node, "--import", paths.tsxLoader, paths.entry, "run"].map(systemdWord).join(" ");
+  const exec = [paths.node, ...(paths.tsxLoader ? ["--import", paths.tsxLoader] : []), paths.entry, "run"].map(systemdWord).join(" ");
   return `# Written by \`npm run agent -- install\`; run it again to change this file.
 [Unit]
 Description=Compute marketplace agent (runs tenants' containers on this machine)

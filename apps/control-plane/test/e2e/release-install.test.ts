@@ -7,6 +7,7 @@ import {
   readdirSync,
   readFileSync,
   readlinkSync,
+  realpathSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -181,6 +182,14 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
     expect(readFileSync(join(root, "etc/systemd/system/cm-agent.service"), "utf8")).toContain("ExecStart=/opt/cm-agent/current/bin/cm-agent run");
     expect(agentVersion()).toBe(v1);
     expect(execFileSync(installed("current/node/bin/node"), ["--version"], { encoding: "utf8" }).trim()).toBe("v20.20.2");
+    // The agent's own `install` (the checkout's way) writes a unit for the built file, node alone, no tsx.
+    const own = execFileSync(installed("current/bin/cm-agent"), ["install", "--dry-run", "--control-plane", h.url], {
+      encoding: "utf8",
+      cwd: work,
+      env: { PATH: bin, AGENT_TOKEN: token },
+    });
+    const dir = realpathSync(installed(v1));
+    expect(own.split("\n")).toContain(`ExecStart=${dir}/node/bin/node ${dir}/lib/cm-agent.mjs run`);
   });
 
   /** The installed agent, started as its unit would (the config, the plain PATH), its state under the root. */
