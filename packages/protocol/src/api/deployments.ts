@@ -78,7 +78,7 @@ export const Deployment = z
     }),
     diskGb: z.number().int().nullable().meta({
       description:
-        "GB the container may write to its disk: its template's minDiskGb, or for a custom image its node's default. Past it the node stops the deployment, saying so in statusReason. null while the node's agent has not told its default.",
+        "GB the container may write to its disk: the diskGb asked for at creation, else its template's minDiskGb, or for a custom image its node's default. Past it the node stops the deployment, saying so in statusReason. null while the node's agent has not told its default.",
     }),
     gpuCount: z.number().int().meta({ description: "whole GPUs of its node it holds, no other deployment's: 0 for CPU-only" }),
     cpuCores: z.number().meta({
