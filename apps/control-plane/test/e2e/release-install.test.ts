@@ -169,6 +169,20 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
     expect(tree()).toEqual([]);
   });
 
+  it("a truncated download of install-cm-agent.sh runs nothing", async () => {
+    const script = readFileSync(installer(rel1()), "utf8");
+    const cut = join(work, "truncated");
+    mkdirSync(cut);
+    for (const f of readdirSync(rel1())) copyFileSync(join(rel1(), f), join(cut, f));
+    // Cut in a function's middle (bash: unexpected end of file), and just before the last line calling main.
+    for (const length of [script.length >> 1, script.lastIndexOf('main "$@"')]) {
+      writeFileSync(installer(cut), script.slice(0, length));
+      const r = await run(installer(cut), ["--control-plane", h.url], { AGENT_TOKEN: token });
+      expect(r.stdout).toBe("");
+      expect(tree()).toEqual([]);
+    }
+  });
+
   it("installs: /opt/cm-agent/<version> and current, the env file 0600, the unit; doctor accepts the token; the agent runs on its own Node", async () => {
     writeFileSync(join(work, "token"), `${token}\n`, { mode: 0o600 });
     const r = await run(installer(rel1()), ["--control-plane", h.url, "--token-file", join(work, "token")]);
@@ -232,6 +246,17 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
       .filter(Boolean);
   /** A deployment the installed agent runs, kept through the upgrade. */
   let live: { agent: ChildProcess; id: string; tenantToken: string; containers: string[] } | undefined;
+
+  needs("systemd-analyze").it("systemd accepts the installed unit", () => {
+    // Its ExecStart pointed at the install under the root (systemd checks that it is executable), and a
+    // stand-in for Docker's unit, which it Requires=; the trailing ":" keeps systemd's own directories.
+    const units = join(work, "units");
+    mkdirSync(units, { recursive: true });
+    const unit = readFileSync(join(root, "etc/systemd/system/cm-agent.service"), "utf8");
+    writeFileSync(join(units, "cm-agent.service"), unit.replace("ExecStart=/opt/cm-agent/current/", `ExecStart=${installed("current")}/`));
+    writeFileSync(join(units, "docker.service"), "[Unit]\nDescription=stand-in for Docker's unit\n[Service]\nExecStart=/bin/true\n");
+    execFileSync("systemd-analyze", ["verify", join(units, "cm-agent.service")], { stdio: "pipe", env: { ...process.env, SYSTEMD_UNIT_PATH: `${units}:` } });
+  });
 
   needs("busybox").it(
     "the installed agent connects to the control plane and runs a deployment",
