@@ -2,6 +2,7 @@
 // fair share of the node. A GPU deployment gets the share of CPU and RAM that
 // its GPUs are of the node's GPUs (1 of 8 GPUs: 1/8 of the cores), the usual
 // convention of GPU clouds; a CPU-only one gets a quarter of the node.
+import { usableRamMb as usableOf } from "@cm/protocol";
 
 export interface NodeCapacity {
   cpuThreads: number;
@@ -15,14 +16,13 @@ export interface ContainerResources {
 }
 
 export const CPU_ONLY_SHARE = 0.25;
-/** RAM kept for the host, Docker and the agent itself. */
-export const HOST_RAM_RESERVE_FRACTION = 0.1;
 const MIN_CPU_CORES = 1;
 const MIN_MEMORY_MB = 256;
 
 export function containerResources(spec: { cpuCores?: number; memoryMb?: number; gpuCount: number }, node: NodeCapacity): ContainerResources {
   const share = spec.gpuCount > 0 && node.gpuCount > 0 ? Math.min(1, spec.gpuCount / node.gpuCount) : CPU_ONLY_SHARE;
-  const usableRamMb = Math.floor(node.ramMb * (1 - HOST_RAM_RESERVE_FRACTION));
+  // RAM kept for the host, Docker and the agent itself, as the control plane counts it.
+  const usableRamMb = usableOf(node.ramMb);
   const fairCpu = Math.max(MIN_CPU_CORES, Math.round(node.cpuThreads * share * 100) / 100);
   const fairMemoryMb = Math.max(MIN_MEMORY_MB, Math.floor(usableRamMb * share));
   // A spec asking for more than the node has would make Docker refuse to start the container.

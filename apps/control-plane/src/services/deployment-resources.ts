@@ -8,6 +8,7 @@ import {
   MILLICORES_PER_CORE,
   MIN_CPU_CORES,
   MIN_MEMORY_MB,
+  usableRamMb,
 } from "@cm/protocol";
 import { ApiError } from "../errors";
 
@@ -36,8 +37,12 @@ export function holdingFor(node: NodeSize, template: TemplateRow | undefined, as
       cpuCores: node.cpuCores,
     });
   }
-  if (asked.memoryMb !== undefined && asked.memoryMb > node.ramMb) {
-    throw new ApiError("NODE_INSUFFICIENT_RAM", `memoryMb ${asked.memoryMb} is more than node ${node.id}'s ${node.ramMb} MB`, { ramMb: node.ramMb });
+  // A tenth of the RAM stays for the host (usableRamMb): the agent gives no container more.
+  const ramMb = usableRamMb(node.ramMb);
+  if (asked.memoryMb !== undefined && asked.memoryMb > ramMb) {
+    throw new ApiError("NODE_INSUFFICIENT_RAM", `memoryMb ${asked.memoryMb} is more than the ${ramMb} MB node ${node.id} has for deployments`, {
+      usableRamMb: ramMb,
+    });
   }
   const perSlot = (total: number) => Math.floor(total / Math.max(1, node.maxDeployments));
   const share = (total: number, cpuOnlyDefault: number) =>
@@ -49,12 +54,12 @@ export function holdingFor(node: NodeSize, template: TemplateRow | undefined, as
           nodeMillicores,
           Math.max(share(nodeMillicores, CPU_ONLY_DEFAULT_CPU_CORES * MILLICORES_PER_CORE), (template?.minCpuCores ?? 0) * MILLICORES_PER_CORE),
         );
-  const memoryMb = asked.memoryMb ?? Math.min(node.ramMb, Math.max(share(node.ramMb, CPU_ONLY_DEFAULT_MEMORY_MB), template?.minRamMb ?? 0));
+  const memoryMb = asked.memoryMb ?? Math.min(ramMb, Math.max(share(ramMb, CPU_ONLY_DEFAULT_MEMORY_MB), template?.minRamMb ?? 0));
   return {
     gpuCount,
     // A node that has not said its size (0 cores) holds nothing countable; else at least the floor Docker can run with.
     cpuMillicores: cpuMillicores > 0 ? Math.max(cpuMillicores, Math.min(nodeMillicores, MIN_CPU_CORES * MILLICORES_PER_CORE)) : 0,
-    memoryMb: memoryMb > 0 ? Math.max(memoryMb, Math.min(node.ramMb, MIN_MEMORY_MB)) : 0,
+    memoryMb: memoryMb > 0 ? Math.max(memoryMb, Math.min(ramMb, MIN_MEMORY_MB)) : 0,
     diskGb: asked.diskGb ?? null,
   };
 }

@@ -37,10 +37,10 @@ describeEachDatabase("deployments through the agent on $name", (db) => {
       image: "busybox:1.36",
       env: { A: "1" },
       ports: [8080],
-      // Both of the node's GPUs, so all of its 32 cores and 128,000 MB (sim-agent.ts).
+      // Both of the node's GPUs, so all of its 32 cores and the 115,200 of its 128,000 MB a node's deployments may hold (sim-agent.ts).
       gpuCount: 2,
       cpuCores: 32,
-      memoryMb: 128_000,
+      memoryMb: 115_200,
       logCursor: { seq: 0, dockerTs: null },
     });
     node.agent.send({ type: "ack", commandId: cmd.commandId, ok: true });

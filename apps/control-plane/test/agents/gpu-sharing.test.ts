@@ -25,9 +25,9 @@ describeEachDatabase("two tenants sharing a node's GPUs on $name", (db) => {
     await h.grantCredits(b.user.id, 1000);
     const one = await h.deploy(a.token, node.id, node.agent, { gpuCount: 1 });
     const three = await h.deploy(b.token, node.id, node.agent, { gpuCount: 3 });
-    // sim-agent.ts reports 32 cores and 128,000 MB.
-    expect(one.spec).toMatchObject({ gpuCount: 1, cpuCores: 8, memoryMb: 32_000 });
-    expect(three.spec).toMatchObject({ gpuCount: 3, cpuCores: 24, memoryMb: 96_000 });
+    // sim-agent.ts reports 32 cores and 128,000 MB, 115,200 of it for deployments.
+    expect(one.spec).toMatchObject({ gpuCount: 1, cpuCores: 8, memoryMb: 28_800 });
+    expect(three.spec).toMatchObject({ gpuCount: 3, cpuCores: 24, memoryMb: 86_400 });
     // The node is full: a third tenant is told so before anything reaches the agent.
     const c = await h.signIn();
     await h.grantCredits(c.user.id, 1000);

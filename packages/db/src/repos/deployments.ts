@@ -1,4 +1,4 @@
-import { type DeploymentStatus, LIVE_STATUSES, MILLICORES_PER_CORE } from "@cm/protocol";
+import { type DeploymentStatus, HOST_RAM_RESERVE_DIVISOR, LIVE_STATUSES, MILLICORES_PER_CORE, usableRamMb } from "@cm/protocol";
 import { type AnyColumn, and, count, desc, eq, inArray, isNull, lt, type SQL, sql } from "drizzle-orm";
 import type { Db, DbHandle } from "../client";
 import type { DeploymentRow, NodeRow } from "../types";
@@ -47,7 +47,7 @@ export function nodeFree(n: Pick<NodeRow, "gpuCount" | "usedGpus" | "cpuCores" |
   return {
     freeGpus: Math.max(0, n.gpuCount - n.usedGpus),
     freeCpuCores: Math.max(0, n.cpuCores * MILLICORES_PER_CORE - n.usedCpuMillicores) / MILLICORES_PER_CORE,
-    freeMemoryMb: Math.max(0, n.ramMb - n.usedMemoryMb),
+    freeMemoryMb: Math.max(0, usableRamMb(n.ramMb) - n.usedMemoryMb),
   };
 }
 
@@ -78,7 +78,8 @@ export function createDeploymentsRepo(h: DbHandle) {
     const fits: SQL[] = [lt(nodes.activeDeployments, nodes.maxDeployments)];
     if (d.gpuCount > 0) fits.push(sql`${nodes.usedGpus} + ${d.gpuCount} <= ${nodes.gpuCount}`);
     if (d.cpuMillicores > 0) fits.push(sql`${nodes.usedCpuMillicores} + ${d.cpuMillicores} <= ${nodes.cpuCores} * ${MILLICORES_PER_CORE}`);
-    if (d.memoryMb > 0) fits.push(sql`${nodes.usedMemoryMb} + ${d.memoryMb} <= ${nodes.ramMb}`);
+    // usableRamMb in SQL: a tenth of the RAM (integer division on both databases) stays for the host.
+    if (d.memoryMb > 0) fits.push(sql`${nodes.usedMemoryMb} + ${d.memoryMb} <= ${nodes.ramMb} - ${nodes.ramMb} / ${sql.raw(String(HOST_RAM_RESERVE_DIVISOR))}`);
     const slot = await db
       .update(nodes)
       .set({

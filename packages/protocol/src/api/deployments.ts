@@ -43,6 +43,12 @@ export const MIN_MEMORY_MB = 64;
 /** What a deployment with no GPU holds by default: a small VM's worth, or less on a node with many slots. */
 export const CPU_ONLY_DEFAULT_CPU_CORES = 2;
 export const CPU_ONLY_DEFAULT_MEMORY_MB = 4096;
+/**
+ * A tenth of a node's RAM stays for the host, Docker and the agent: what the
+ * node's deployments may hold in all, and the most the agent gives one.
+ */
+export const HOST_RAM_RESERVE_DIVISOR = 10;
+export const usableRamMb = (ramMb: number) => ramMb - Math.floor(ramMb / HOST_RAM_RESERVE_DIVISOR);
 
 export const Endpoint = z
   .object({

@@ -66,7 +66,9 @@ export const NodeSummary = z
     maxDeployments: z.number().int(),
     freeGpus: z.number().int().meta({ description: "GPUs no live deployment holds: the most gpuCount a new deployment here can ask for now" }),
     freeCpuCores: z.number().meta({ description: "CPU cores (specs.cpuCores) no live deployment holds" }),
-    freeMemoryMb: z.number().int().meta({ description: "MB of memory (specs.ramMb) no live deployment holds" }),
+    freeMemoryMb: z.number().int().meta({
+      description: "MB of memory no live deployment holds, of the nine tenths of specs.ramMb that deployments may hold (a tenth stays for the host)",
+    }),
     uptimePercent: z.number(),
     egressPolicy: EgressPolicy.nullable().meta({
       description:
