@@ -1,8 +1,9 @@
 /**
- * `npm run release [-- --arch x64|arm64] [--out DIR] [--version V]`: the agent's release
- * artefacts in dist/release/ (issue 28, part 1):
+ * `npm run release [-- --arch x64|arm64] [--out DIR] [--version V]`: the release artefacts
+ * in dist/release/ (issue 28, part 1):
  *   cm-agent-<version>-linux-<arch>.tar.gz  the bundle, a pinned Node runtime, the unit, install.sh
  *   install-cm-agent.sh                     the same install.sh, to download beside the tarball
+ *   cm-<version>.mjs                        cm as one file, for a tenant's own Node
  *   SHA256SUMS                              what install.sh checks the tarball against
  * The Node runtime is the npm registry's `node-linux-<arch>` package (Node's own binary
  * for that platform), pinned by version and integrity below: the registry is all a
@@ -86,6 +87,26 @@ export async function releaseAgent(options: ReleaseOptions): Promise<string[]> {
   return made;
 }
 
+/**
+ * `cm` as one file, cm-<version>.mjs: a tenant runs it with their own Node 20.19+
+ * (`node cm-<version>.mjs`, or directly: its first line is `#!/usr/bin/env node`).
+ */
+export async function releaseCli(options: Pick<ReleaseOptions, "outDir">): Promise<string> {
+  const version = appVersion("cli");
+  mkdirSync(options.outDir, { recursive: true });
+  const bundleDir = mkdtempSync(path.join(tmpdir(), "cm-release-cli-"));
+  try {
+    const { file } = await buildApp("cli", { outDir: bundleDir });
+    const out = path.join(options.outDir, `cm-${version}.mjs`);
+    copyFileSync(file, out);
+    chmodSync(out, 0o755);
+    writeSums(options.outDir);
+    return out;
+  } finally {
+    rmSync(bundleDir, { recursive: true, force: true });
+  }
+}
+
 /** One architecture's tarball; returns its path. */
 function packArch(arch: Arch, version: string, bundle: string, installer: string, options: ReleaseOptions): string {
   const name = `cm-agent-${version}-linux-${arch}`;
@@ -118,7 +139,7 @@ function packArch(arch: Arch, version: string, bundle: string, installer: string
 /** SHA256SUMS over every artefact in the directory, in `sha256sum -c`'s format. */
 function writeSums(dir: string): void {
   const lines = readdirSync(dir)
-    .filter((name) => name.endsWith(".tar.gz") || name.endsWith(".sh"))
+    .filter((name) => name.endsWith(".tar.gz") || name.endsWith(".sh") || name.endsWith(".mjs"))
     .sort()
     .map(
       (name) =>
@@ -147,7 +168,8 @@ function parseOptions(argv: string[]): ReleaseOptions {
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const started = Date.now();
-  const made = await releaseAgent(parseOptions(process.argv.slice(2)));
+  const options = parseOptions(process.argv.slice(2));
+  const made = [...(await releaseAgent(options)), await releaseCli(options)];
   for (const file of made) process.stdout.write(`${path.relative(process.cwd(), file)} (${(statSync(file).size / 1e6).toFixed(1)} MB)\n`);
   process.stdout.write(
     `${path.relative(process.cwd(), path.join(path.dirname(made[0]!), "SHA256SUMS"))}\nreleased in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,

@@ -14,11 +14,11 @@ import {
   writeFileSync,
 } from "node:fs";
 import { arch as hostArch, tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { basename, join, relative } from "node:path";
 import { needs, sqliteDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { appVersion } from "../../../../scripts/build";
-import { type Arch, releaseAgent } from "../../../../scripts/release/release";
+import { type Arch, releaseAgent, releaseCli } from "../../../../scripts/release/release";
 import { type Harness, startHarness } from "../support/harness";
 import { removeLabelled, until } from "./support/system";
 import { ensureWebImage } from "./support/web-image";
@@ -70,6 +70,7 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
   const rel1 = () => join(work, "release-1");
   const rel2 = () => join(work, "release-2");
   const agents: ChildProcess[] = [];
+  let cmFile = "";
   /** the installed agent's, on every container it made: what afterAll removes */
   let installId = "";
 
@@ -87,6 +88,7 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
     }
     await releaseAgent({ arches: [ARCH], outDir: rel1(), version: v1, gzipLevel: 1 });
     await releaseAgent({ arches: [ARCH], outDir: rel2(), version: v2, gzipLevel: 1 });
+    cmFile = await releaseCli({ outDir: rel1() });
     h = await startHarness(sqliteDatabase, { config: { HEARTBEAT_INTERVAL_MS: 5_000 } });
     const op = await h.signIn();
     const node = await h.call("POST", "/operator/nodes", {
@@ -246,6 +248,26 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
       .filter(Boolean);
   /** A deployment the installed agent runs, kept through the upgrade. */
   let live: { agent: ChildProcess; id: string; tenantToken: string; containers: string[] } | undefined;
+
+  it("cm is one file a tenant runs with a Node of their own (here the release's), with no node_modules", async () => {
+    expect(readFileSync(join(rel1(), "SHA256SUMS"), "utf8")).toContain(`  ${basename(cmFile)}\n`);
+    const dir = join(work, "tenant");
+    mkdirSync(dir);
+    copyFileSync(cmFile, join(dir, "cm"));
+    // Not execFileSync: the control plane answering cm runs in this process.
+    const cm = (...args: string[]) =>
+      new Promise<string>((done, fail) =>
+        execFile(
+          installed("current/node/bin/node"),
+          [join(dir, "cm"), ...args],
+          { encoding: "utf8", cwd: dir, env: { PATH: bin, HOME: dir }, timeout: 60_000 },
+          (err, stdout, stderr) => (err ? fail(new Error(`${err.message}\n${stderr}`)) : done(stdout)),
+        ),
+      );
+    expect((await cm("--version")).trim()).toBe(appVersion("cli"));
+    const listed = JSON.parse(await cm("--api", h.url, "--json", "nodes"));
+    expect(JSON.stringify(listed)).toContain(nodeId);
+  });
 
   needs("systemd-analyze").it("systemd accepts the installed unit", () => {
     // Its ExecStart pointed at the install under the root (systemd checks that it is executable), and a
