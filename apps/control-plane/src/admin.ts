@@ -18,12 +18,14 @@ import { randomId } from "./services/ids";
  *   npm run admin -- refund <deploymentId> <credits> <reason>
  *   npm run admin -- payouts [list]
  *   npm run admin -- payouts approve [payoutId]
+ *   npm run admin -- payouts reject <payoutId> <reason>
  */
 const usage = [
   "usage: npm run admin -- credit <walletAddress> <credits> [note]",
   "       npm run admin -- refund <deploymentId> <credits> <reason>",
   "       npm run admin -- payouts [list]                 requested (waiting) and sending payouts",
   "       npm run admin -- payouts approve [payoutId]     let one requested payout (or all of them) be sent",
+  "       npm run admin -- payouts reject <payoutId> <reason>   turn one down before it is sent: it fails, its amount is available again",
 ].join("\n");
 
 async function main(argv: string[]) {
@@ -92,6 +94,7 @@ async function refund([deploymentId, amount, ...reason]: string[]) {
  * PAYOUT_SEND_INTERVAL_MS), exactly once, as it pays PAYOUTS=auto's.
  */
 async function payouts([sub = "list", id, ...rest]: string[]) {
+  if (sub === "reject") return reject(id, rest);
   if (!["list", "approve"].includes(sub) || rest.length > 0 || (sub === "list" && id)) throw new Error(usage);
   const { repos, database } = await open(sub === "approve" ? "approved" : "listed");
   try {
@@ -113,6 +116,28 @@ async function payouts([sub = "list", id, ...rest]: string[]) {
     if (approved.length === 0) return console.log(`no requested payouts to approve in ${database}`);
     for (const p of approved) console.log(`approved ${show(p)}`);
     console.log(`${approved.length} payout(s) approved in ${database}; the control plane sends them on its next turn (PAYOUT_KEYPAIR must be set there)`);
+  } finally {
+    await repos.handle.close();
+  }
+}
+
+/** Turns a requested payout down: it fails with the reason, which its operator sees, and the credits are theirs to request again. */
+async function reject(id: string | undefined, reason: string[]) {
+  if (!id || reason.length === 0) throw new Error(usage);
+  const { repos, database } = await open("rejected");
+  try {
+    const row = await repos.payouts.reject(id, `rejected by an administrator: ${reason.join(" ")}`, Date.now());
+    if (!row) {
+      const p = await repos.payouts.get(id);
+      throw new Error(
+        p
+          ? `payout ${id} is ${p.status}${p.signature ? ` (transfer ${p.signature} signed)` : ""}; only a requested payout can be rejected; nothing changed`
+          : `no payout ${id} in ${database}; nothing was rejected`,
+      );
+    }
+    console.log(
+      `rejected ${row.id} (${microToCredits(row.amountMicro)} credits to ${row.walletAddress}) in ${database}; the amount is available to its operator again`,
+    );
   } finally {
     await repos.handle.close();
   }

@@ -193,6 +193,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     {
       enabled: payer !== undefined,
       mode: config.PAYOUTS,
+      dailyLimitCredits: config.PAYOUT_DAILY_LIMIT_CREDITS,
       minCredits: config.PAYOUT_MIN_CREDITS,
       holdHours: config.EARNINGS_HOLD_HOURS,
       stableMint: config.STABLE_MINT,

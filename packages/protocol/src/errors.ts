@@ -83,6 +83,11 @@ export const ERROR_CODES = {
     description:
       "amountCredits is more than your available earnings (pending earnings and payouts in flight do not count); details.availableCredits says how much is.",
   },
+  PAYOUT_ABOVE_DAILY_LIMIT: {
+    status: 422,
+    description:
+      "PAYOUTS=auto: amountCredits is more than this installation pays out in a day (PAYOUT_DAILY_LIMIT_CREDITS); details.dailyLimitCredits says how much. Ask for less, in several payouts.",
+  },
   PAYOUTS_NOT_CONFIGURED: { status: 503, description: "This installation has no PAYOUT_KEYPAIR, so it cannot pay out; nothing was requested." },
   // Operational.
   UPGRADE_REQUIRED: { status: 426, description: "This route speaks WebSocket only: open it with Upgrade: websocket and the subprotocol cm.exec.v1." },

@@ -64,7 +64,7 @@ export const earnings: Run = async (ctx, { flags }) => {
   if (ctx.json) return ctx.out.json(answer);
   const e = answer.earnings;
   ctx.out.fields([
-    ["pending", `${credits(e.pending)} credits (the last ${e.holdHours} h; refunds come out of these first)`],
+    ["pending", `${credits(e.pending)} credits (the last ${e.holdHours} h, held; refunds come out of available first)`],
     ["available", `${credits(e.available)} credits ($${(e.available / 100).toFixed(2)})`],
     ["paying out", `${credits(e.payingOut)} credits (payouts requested or being sent)`],
     ["paid out", `${credits(e.paidOut)} credits`],

@@ -15,7 +15,7 @@ export function operatorEarningsRoutes(deps: Deps, route: RouteFactory) {
           tags,
           summary: "What your nodes earned",
           description:
-            "Every usage charge on your nodes pays you the charge less the platform's fee (PLATFORM_FEE_PERCENT, 10 by default, rounded down to the micro-credit in your favour). Earnings are pending for EARNINGS_HOLD_HOURS (24 by default), then available; a refund to a tenant comes out of your earnings on that deployment, pending first. In credits (1 credit = 1 US cent). An account that operates nothing sees zeros.",
+            "Every usage charge on your nodes pays you the charge less the platform's fee (PLATFORM_FEE_PERCENT, 10 by default, rounded down to the micro-credit in your favour). Earnings are pending for EARNINGS_HOLD_HOURS (24 by default), then available; a refund to a tenant comes out of your earnings on that deployment (what is available first, so the hold always covers your recent earnings in full). pending + available + payingOut + paidOut is all you earned. In credits (1 credit = 1 US cent). An account that operates nothing sees zeros.",
           request: { query: EarningsQuery },
           responses: { 200: json(EarningsResponse, "Your earnings, with per-node and per-day breakdowns") },
         },

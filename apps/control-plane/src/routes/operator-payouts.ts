@@ -19,7 +19,7 @@ export function operatorPayoutsRoutes(deps: Deps, route: RouteFactory) {
           request: { body: jsonBody(PayoutRequest) },
           responses: { 201: json(PayoutResponse, "The payout, requested") },
         },
-        { auth: true, errors: ["PAYOUT_BELOW_MINIMUM", "INSUFFICIENT_EARNINGS", "PAYOUTS_NOT_CONFIGURED"] },
+        { auth: true, errors: ["PAYOUT_BELOW_MINIMUM", "PAYOUT_ABOVE_DAILY_LIMIT", "INSUFFICIENT_EARNINGS", "PAYOUTS_NOT_CONFIGURED"] },
       ),
       async (c) => c.json({ payout: await deps.payouts.request(c.get("user"), c.req.valid("json").amountCredits) }, 201),
     )
@@ -31,6 +31,8 @@ export function operatorPayoutsRoutes(deps: Deps, route: RouteFactory) {
           operationId: "listPayouts",
           tags,
           summary: "Your payouts, newest first",
+          description:
+            "Every payout you requested, in any state: requested (error says what it waits for), sending, paid (txSignature is the transfer that landed) or failed (error says why; its amount is available again).",
           request: { query: PayoutListQuery },
           responses: { 200: json(PayoutListResponse, "A page of your payouts") },
         },
@@ -50,6 +52,7 @@ export function operatorPayoutsRoutes(deps: Deps, route: RouteFactory) {
           operationId: "getPayout",
           tags,
           summary: "One of your payouts",
+          description: "Poll it to follow a payout to paid or failed (cm operator payout --wait does).",
           request: { params: IdParams },
           responses: { 200: json(PayoutResponse, "The payout") },
         },

@@ -35,13 +35,12 @@ export function createEarningsService({ repos, clock, feePercent, holdHours }: {
   return {
     async summary(operatorId: string, days: number): Promise<Earnings> {
       const s = await repos.earnings.summary(operatorId, clock.now(), holdMs, days);
-      const { inFlightMicro, paidMicro } = await repos.payouts.holding(operatorId);
       return {
         pending: microToCredits(s.pendingMicro),
         // Earned = pending + available + payingOut + paidOut, to the micro-credit.
-        available: microToCredits(Math.max(0, s.availableMicro - inFlightMicro - paidMicro)),
-        payingOut: microToCredits(inFlightMicro),
-        paidOut: microToCredits(paidMicro),
+        available: microToCredits(s.availableMicro),
+        payingOut: microToCredits(s.inFlightMicro),
+        paidOut: microToCredits(s.paidMicro),
         holdHours,
         feePercent,
         byNode: s.byNode.map((n) => ({ nodeId: n.nodeId, ...presentSums(n) })),

@@ -77,6 +77,7 @@ export function createPayoutSender(o: PayoutSenderOptions) {
       amountBaseUnits: BigInt(p.amountStableBase),
       blockhash: latest.blockhash,
       payoutId: p.id,
+      attempt: p.attempt + 1,
     });
     const row = changed(
       await repos.payouts.recordAttempt(p.id, o.owner, p.signature, { signature, signedTx, lastValidBlockHeight: latest.lastValidBlockHeight }, clock.now()),
@@ -121,18 +122,25 @@ export function createPayoutSender(o: PayoutSenderOptions) {
     if (state.kind === "landed") return again(p, `the transfer ${p.signature} failed on chain (${state.error}); nothing moved`);
     if (state.kind === "landing") return;
     if (height.height <= p.lastValidBlockHeight!) return send(p);
-    return again(p, p.error ?? `the transfer ${p.signature} expired without landing`);
+    // "Unknown" from a node behind the one that said the height (a load balancer
+    // in front of several, a lagging one) may miss a transfer that landed.
+    if (state.contextSlot < height.slot)
+      return note(p, `waiting for the Solana RPC: the node that answered is at slot ${state.contextSlot}, behind ${height.slot}`);
+    return again(p, `the transfer ${p.signature} expired without landing${p.error ? ` (last: ${p.error})` : ""}`);
   }
 
   async function runTick() {
     const nowMs = clock.now();
     if (o.mode === "auto") for (const row of await repos.payouts.approveWithinDailyLimit(nowMs, o.dailyLimitMicro, WAITING_FOR_LIMIT)) changed(row);
-    for (const p of await repos.payouts.claim(o.owner, nowMs, o.leaseMs, PER_TURN)) {
+    for (const claimed of await repos.payouts.claim(o.owner, nowMs, o.leaseMs, PER_TURN)) {
       try {
+        // Renewed (and read afresh) just before its work: a turn's earlier payouts may have taken a while.
+        const p = await repos.payouts.renew(claimed.id, o.owner, clock.now() + o.leaseMs);
+        if (!p) continue;
         await advance(p);
       } catch (err) {
         // A database error: nothing is decided on it; the lease runs out and the next turn asks the chain again.
-        log.error("payout: a turn failed", { payoutId: p.id, err });
+        log.error("payout: a turn failed", { payoutId: claimed.id, err });
       }
     }
   }

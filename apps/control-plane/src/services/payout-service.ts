@@ -12,6 +12,8 @@ export type PayoutSettings = {
   /** false without PAYOUT_KEYPAIR: requests are refused, nothing is queued that could never be sent. */
   enabled: boolean;
   mode: "manual" | "auto";
+  /** PAYOUTS=auto: a request above it could never be approved (and would hold up every one behind it). */
+  dailyLimitCredits: number;
   minCredits: number;
   holdHours: number;
   stableMint: string;
@@ -47,6 +49,13 @@ export function createPayoutService(repos: Repos, clock: Clock, ids: IdGenerator
         throw new ApiError("PAYOUT_BELOW_MINIMUM", `a payout is at least ${s.minCredits} credits (PAYOUT_MIN_CREDITS); you asked for ${amountCredits}`, {
           minimumCredits: s.minCredits,
         });
+      }
+      if (s.mode === "auto" && amountCredits > s.dailyLimitCredits) {
+        throw new ApiError(
+          "PAYOUT_ABOVE_DAILY_LIMIT",
+          `this installation pays out at most ${s.dailyLimitCredits} credits a day (PAYOUT_DAILY_LIMIT_CREDITS); ask for that much or less at a time`,
+          { dailyLimitCredits: s.dailyLimitCredits },
+        );
       }
       const nowMs = clock.now();
       const outcome = await repos.payouts.request(

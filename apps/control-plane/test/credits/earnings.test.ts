@@ -306,7 +306,7 @@ describeEachDatabase("operators' earnings on $name", (db) => {
     await n.agent.close();
   });
 
-  it("takes a refund from the operator's pending earnings first (those of a younger deployment too), keeping what is available", async () => {
+  it("takes a refund from what is available first, so the hold always covers the last day's earnings in full", async () => {
     const op = await operator();
     const t = await tenantWith(1000);
     const n = await h.connectedNode(op.token, { hourlyRateCents: 60 });
@@ -321,12 +321,21 @@ describeEachDatabase("operators' earnings on $name", (db) => {
     await runFor(n.agent, n.id, 20 * 60 * S); // 20 credits: 18 earned
     await h.call("POST", `/deployments/${young.id}/stop`, { token: t.token });
     expect(await earnings(op.token)).toMatchObject({ pending: 18, available: 9 });
-    // A refund on the old deployment comes out of what is still held.
+    // A refund on the old deployment comes out of what is available; the young deployment's earnings stay held.
     const out = await h.deps.repos.billing.locked(old.id, (tx, dep) =>
       h.deps.repos.earnings.refund(tx, dep, { amountMicro: micro(5), description: "refund: test", nowMs: h.clock.now(), ids: h.deps.ids }),
     );
     expect(out).toMatchObject({ ok: true, fromOperatorMicro: micro(5), fromFeeMicro: 0 });
-    expect(await earnings(op.token)).toMatchObject({ pending: 13, available: 9 });
+    expect(await earnings(op.token)).toMatchObject({ pending: 18, available: 4 });
+    await checkMoney();
+
+    // Nine days on, new earnings are held in full: an old refund does not shorten the hold.
+    h.clock.advance(9 * 24 * HOUR);
+    const later = await h.deploy(t.token, n.id, n.agent);
+    await h.run(n.agent, later.spec, t.token);
+    await runFor(n.agent, n.id, 10 * 60 * S); // 10 credits: 9 earned
+    await h.call("POST", `/deployments/${later.id}/stop`, { token: t.token });
+    expect(await earnings(op.token)).toMatchObject({ pending: 9, available: 22 });
     await checkMoney();
     await n.agent.close();
   });

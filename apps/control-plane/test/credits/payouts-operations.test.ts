@@ -72,6 +72,10 @@ describeEachDatabase("PAYOUTS=auto on $name", (db) => {
     await h.deps.payoutSender!.tick();
     expect(await payout(op.token, first.json.payout.id)).toMatchObject({ status: "paid", approvedAt: expect.any(String) });
 
+    // More than a whole day's limit could never be sent: refused at once rather than queued for ever.
+    const tooBig = await h.call("POST", "/operator/payouts", { token: op.token, body: { amountCredits: 51 } });
+    expect(tooBig.status).toBe(422);
+    expect(tooBig.json.error).toMatchObject({ code: "PAYOUT_ABOVE_DAILY_LIMIT", details: { dailyLimitCredits: 50 } });
     const second = await h.call("POST", "/operator/payouts", { token: op.token, body: { amountCredits: 30 } });
     await h.deps.payoutSender!.tick();
     expect(await payout(op.token, second.json.payout.id)).toMatchObject({ status: "requested", error: expect.stringContaining("daily payout limit") });
@@ -135,6 +139,15 @@ describeEachDatabase("PAYOUTS=manual with the admin command on $name", (db) => {
     await h.deps.payoutSender!.tick();
     expect(await payout(op.token, id)).toMatchObject({ status: "paid" });
     expect((await admin("list")).stdout).not.toContain(id);
+
+    // Turned down before it is sent: failed with the reason, its credits available again.
+    const before = (await h.call("GET", "/operator/earnings", { token: op.token })).json.earnings.available;
+    const other = await h.call("POST", "/operator/payouts", { token: op.token, body: { amountCredits: 10 } });
+    const rejected = await admin("reject", other.json.payout.id, "wallet", "under", "review");
+    expect(rejected.stdout).toContain(`rejected ${other.json.payout.id}`);
+    expect(await payout(op.token, other.json.payout.id)).toMatchObject({ status: "failed", error: "rejected by an administrator: wallet under review" });
+    expect((await h.call("GET", "/operator/earnings", { token: op.token })).json.earnings.available).toBe(before);
+    await expect(admin("reject", id, "too", "late")).rejects.toMatchObject({ stderr: expect.stringContaining("only a requested payout can be rejected") });
   }, 60_000);
 });
 

@@ -18,7 +18,13 @@ export type FakeFault =
   /** sendTransaction: the node no longer knows the transaction's blockhash (preflight's -32002, or dropped unseen without preflight). */
   | { kind: "blockhash-not-found" }
   /** sendTransaction: answered with the signature, but no leader ever includes the transaction. */
-  | { kind: "dropped" };
+  | { kind: "dropped" }
+  /**
+   * getSignatureStatuses: answered by a node `slots` behind the others (one
+   * behind a load balancer): its context slot is that far back, and what
+   * landed since is unknown to it.
+   */
+  | { kind: "behind"; slots: number };
 
 export class FaultPlan {
   private readonly faults = new Map<string, { fault: FakeFault; left: number }>();

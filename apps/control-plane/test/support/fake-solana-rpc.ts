@@ -189,8 +189,25 @@ export async function startFakeSolanaRpc(options: FakeSolanaRpcOptions = {}): Pr
         return { result: { context: context(), value: isBlockhashValid(String(params[0])) } };
       case "getSignatureStatuses": {
         const signatures = Array.isArray(params[0]) ? (params[0] as unknown[]) : [];
-        return { result: { context: context(), value: signatures.map((s) => signatureStatus(txs.get(String(s)))) } };
+        const seenUpTo = fault?.kind === "behind" ? currentSlot() - fault.slots : Number.POSITIVE_INFINITY;
+        const known = (s: unknown) => {
+          const stored = txs.get(String(s));
+          return stored && stored.meta.slot <= seenUpTo ? stored : undefined;
+        };
+        const ctx = fault?.kind === "behind" ? { ...context(), slot: seenUpTo } : context();
+        return { result: { context: ctx, value: signatures.map((s) => signatureStatus(known(s))) } };
       }
+      case "getEpochInfo":
+        return {
+          result: {
+            absoluteSlot: currentSlot(),
+            blockHeight: blockHeight(),
+            epoch: Math.floor(currentSlot() / 432_000),
+            slotIndex: currentSlot() % 432_000,
+            slotsInEpoch: 432_000,
+            transactionCount: 400_000_000_000 + txs.size,
+          },
+        };
       case "getLatestBlockhash":
         return { result: { context: context(), value: { blockhash: latestBlockhash, lastValidBlockHeight: blockhashes.get(latestBlockhash) } } };
       case "getSlot":

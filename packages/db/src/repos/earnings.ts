@@ -14,9 +14,13 @@ export type ChargeSplit = { usageTxnId: string; earnMicro: number; feeMicro: num
 export type Refund = { amountMicro: number; description: string; nowMs: number; ids: NewId };
 export type RefundOutcome = { ok: true; transactionId: string; fromOperatorMicro: number; fromFeeMicro: number } | { ok: false; refundableMicro: number };
 
-export type EarningsSummaryMicro = {
-  pendingMicro: number;
-  availableMicro: number;
+/**
+ * Where an operator's earnings (net of refunds) stand: pending + available +
+ * inFlight + paid = all they earned, each never below zero.
+ */
+export type OperatorHeld = { totalMicro: number; pendingMicro: number; availableMicro: number; inFlightMicro: number; paidMicro: number };
+
+export type EarningsSummaryMicro = OperatorHeld & {
   byNode: { nodeId: string; usageMicro: number; feeMicro: number; refundedMicro: number; earnedMicro: number }[];
   byDay: { dayStartMs: number; usageMicro: number; feeMicro: number; refundedMicro: number; earnedMicro: number }[];
 };
@@ -31,7 +35,7 @@ export type EarningsBooks = { usageMicro: number; refundsMicro: number; operator
  * paid) are subtracted from what is available; they never change these rows.
  */
 export function createEarningsRepo(h: DbHandle) {
-  const { operatorEarnings: e, nodes, creditTransactions, payouts } = h.t;
+  const { operatorEarnings: e, nodes, creditTransactions, payouts, users } = h.t;
   const ledger = ledgerOps(h);
   const num = (v: unknown) => Number(v ?? 0);
   const sumWhen = (cond: ReturnType<typeof sql>) => sql<string>`coalesce(sum(case when ${cond} then ${e.amountMicro} else 0 end), 0)`;
@@ -63,13 +67,30 @@ export function createEarningsRepo(h: DbHandle) {
     return num(r?.s);
   }
 
-  /** What an operator earned in all (net of refunds), and how much of it is still in its hold; payouts are not subtracted here. */
-  async function held(db: Db, operatorId: string, nowMs: number, holdMs: number): Promise<{ totalMicro: number; pendingMicro: number }> {
+  /**
+   * Where an operator's earnings stand. What they hold is everything earned net
+   * of refunds, less payouts in flight and paid; of that, what the last
+   * EARNINGS_HOLD_HOURS earned stays pending in full, and only the rest is
+   * available. So a refund comes out of what is available first: a refund never
+   * shortens the hold on recent earnings (taking refunds from pending first let
+   * one old refund make today's earnings withdrawable at once).
+   */
+  async function held(db: Db, operatorId: string, nowMs: number, holdMs: number): Promise<OperatorHeld> {
     const mine = and(eq(e.operatorId, operatorId), eq(e.account, "operator"));
     const totalMicro = await sumFor(db, mine);
     const youngMicro = await sumFor(db, mine, eq(e.type, "usage"), gt(e.createdAt, nowMs - holdMs));
-    const refundedMicro = -(await sumFor(db, mine, eq(e.type, "refund")));
-    return { totalMicro, pendingMicro: Math.max(0, youngMicro - refundedMicro) };
+    const [q] = await db
+      .select({
+        inFlight: sql<string>`coalesce(sum(case when ${payouts.status} in ('requested', 'sending') then ${payouts.amountMicro} else 0 end), 0)`,
+        paid: sql<string>`coalesce(sum(case when ${payouts.status} = 'paid' then ${payouts.amountMicro} else 0 end), 0)`,
+      })
+      .from(payouts)
+      .where(eq(payouts.operatorId, operatorId));
+    const inFlightMicro = num(q?.inFlight);
+    const paidMicro = num(q?.paid);
+    const holding = Math.max(0, totalMicro - inFlightMicro - paidMicro);
+    const pendingMicro = Math.min(youngMicro, holding);
+    return { totalMicro, pendingMicro, availableMicro: holding - pendingMicro, inFlightMicro, paidMicro };
   }
 
   return {
@@ -98,6 +119,13 @@ export function createEarningsRepo(h: DbHandle) {
       const refundableMicro = Math.max(0, dep.totalCostMicro - num(done?.s));
       if (r.amountMicro <= 0 || r.amountMicro > refundableMicro) return { ok: false, refundableMicro };
       const operatorId = await operatorOf(db, dep.nodeId);
+      // The operator's row too (the tenant's is written below), in id order so two refunds cannot deadlock: a payout
+      // request locks the operator's row, so it cannot spend, at the same moment, what this refund takes back.
+      for (const id of [...new Set([operatorId, dep.userId])].sort())
+        await db
+          .update(users)
+          .set({ ledgerSeq: sql`${users.ledgerSeq}` })
+          .where(eq(users.id, id));
       const mine = eq(e.account, "operator");
       const onDeployment = await sumFor(db, mine, eq(e.deploymentId, dep.id));
       // What the operator still holds: paid out or in-flight payouts are not theirs to give back.
@@ -126,14 +154,10 @@ export function createEarningsRepo(h: DbHandle) {
       return { ok: true, transactionId: txn.id, fromOperatorMicro, fromFeeMicro };
     },
 
-    /**
-     * What an operator has earned, net of refunds: pending while a usage row is
-     * younger than the hold, available after. A refund is taken from pending
-     * first (that is what the hold is for), then from available.
-     */
+    /** What an operator has earned, net of refunds, split as held() says, with per-node and per-day breakdowns. */
     async summary(operatorId: string, nowMs: number, holdMs: number, days: number): Promise<EarningsSummaryMicro> {
       return h.run(async (db) => {
-        const { totalMicro, pendingMicro } = await held(db, operatorId, nowMs, holdMs);
+        const split = await held(db, operatorId, nowMs, holdMs);
         const byNode = await db
           .select({ nodeId: e.nodeId, ...columns })
           .from(e)
@@ -150,8 +174,7 @@ export function createEarningsRepo(h: DbHandle) {
           .groupBy(day)
           .orderBy(desc(day));
         return {
-          pendingMicro,
-          availableMicro: totalMicro - pendingMicro,
+          ...split,
           byNode: byNode.map((r) => ({ nodeId: r.nodeId, ...present(r) })),
           byDay: byDay.map((r) => ({ dayStartMs: Math.floor(num(r.day)) * DAY_MS, ...present(r) })),
         };

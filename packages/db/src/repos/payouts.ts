@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gte, inArray, isNotNull, isNull, lt, or, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, gte, inArray, isNotNull, isNull, lt, ne, or, sql } from "drizzle-orm";
 import type { Db, DbHandle } from "../client";
 import type { PayoutRow } from "../types";
 import { createEarningsRepo } from "./earnings";
@@ -31,21 +31,7 @@ export function createPayoutsRepo(h: DbHandle) {
   const earnings = createEarningsRepo(h);
   const num = (v: unknown) => Number(v ?? 0);
 
-  async function sumHolding(db: Db, operatorId: string): Promise<{ inFlightMicro: number; paidMicro: number }> {
-    const [r] = await db
-      .select({
-        inFlight: sql<string>`coalesce(sum(case when ${p.status} in ('requested', 'sending') then ${p.amountMicro} else 0 end), 0)`,
-        paid: sql<string>`coalesce(sum(case when ${p.status} = 'paid' then ${p.amountMicro} else 0 end), 0)`,
-      })
-      .from(p)
-      .where(and(eq(p.operatorId, operatorId), inArray(p.status, [...HOLDING])));
-    return { inFlightMicro: num(r?.inFlight), paidMicro: num(r?.paid) };
-  }
-
   return {
-    /** An operator's payouts in flight (requested or sending) and paid, in micro-credits. */
-    holding: (operatorId: string) => h.run((db) => sumHolding(db, operatorId)),
-
     /**
      * Takes `amountMicro` out of the operator's available earnings into a new
      * payout, or answers what is available. The operator's user row is locked
@@ -57,9 +43,7 @@ export function createPayoutsRepo(h: DbHandle) {
           .update(users)
           .set({ ledgerSeq: sql`${users.ledgerSeq}` })
           .where(eq(users.id, row.operatorId));
-        const { totalMicro, pendingMicro } = await earnings.held(db, row.operatorId, row.requestedAt, holdMs);
-        const { inFlightMicro, paidMicro } = await sumHolding(db, row.operatorId);
-        const availableMicro = Math.max(0, totalMicro - pendingMicro - inFlightMicro - paidMicro);
+        const { availableMicro } = await earnings.held(db, row.operatorId, row.requestedAt, holdMs);
         if (row.amountMicro > availableMicro) return { ok: false, availableMicro };
         const [payout] = await db
           .insert(p)
@@ -108,6 +92,22 @@ export function createPayoutsRepo(h: DbHandle) {
     },
 
     /**
+     * An administrator turns a payout down before anything was signed for it
+     * (status requested, approved or not): it fails with `reason` and its amount
+     * is available again. Answers it, or undefined when it is past requested.
+     */
+    async reject(id: string, reason: string, nowMs: number): Promise<PayoutRow | undefined> {
+      const [row] = await h.transaction((db) =>
+        db
+          .update(p)
+          .set({ status: "failed", error: reason, leaseOwner: null, leaseUntil: null, updatedAt: nowMs })
+          .where(and(eq(p.id, id), eq(p.status, "requested"), isNull(p.signature)))
+          .returning(),
+      );
+      return row;
+    },
+
+    /**
      * PAYOUTS=auto: approves requested payouts, oldest first, while what was
      * approved in the last 24 hours stays within `limitMicro`. One approver at a
      * time across replicas, so two cannot each fill the same room.
@@ -145,7 +145,7 @@ export function createPayoutsRepo(h: DbHandle) {
           await db
             .update(p)
             .set({ error: waitingNote, updatedAt: nowMs })
-            .where(and(inArray(p.id, left), eq(p.status, "requested"), isNull(p.approvedAt)));
+            .where(and(inArray(p.id, left), eq(p.status, "requested"), isNull(p.approvedAt), or(isNull(p.error), ne(p.error, waitingNote))));
         }
         return approved;
       });
@@ -179,6 +179,18 @@ export function createPayoutsRepo(h: DbHandle) {
       return claimed;
     },
 
+    /** Extends `owner`'s lease on an open payout and answers it as it is now; undefined when the lease was lost or the payout is finished. */
+    async renew(id: string, owner: string, untilMs: number): Promise<PayoutRow | undefined> {
+      const [row] = await h.transaction((db) =>
+        db
+          .update(p)
+          .set({ leaseUntil: untilMs })
+          .where(and(eq(p.id, id), eq(p.leaseOwner, owner), inArray(p.status, [...OPEN])))
+          .returning(),
+      );
+      return row;
+    },
+
     /** Lets go of a lease early (a clean shutdown), so another replica need not wait it out. */
     async release(owner: string): Promise<void> {
       await h.transaction((db) => db.update(p).set({ leaseOwner: null, leaseUntil: null }).where(eq(p.leaseOwner, owner)));
@@ -200,7 +212,14 @@ export function createPayoutsRepo(h: DbHandle) {
         const [updated] = await db
           .update(p)
           .set({ status: "sending", attempt: row.attempt + 1, ...a, earlierSignatures: earlier, updatedAt: nowMs })
-          .where(and(eq(p.id, id), previousSignature === null ? isNull(p.signature) : eq(p.signature, previousSignature)))
+          .where(
+            and(
+              eq(p.id, id),
+              eq(p.leaseOwner, owner),
+              inArray(p.status, [...OPEN]),
+              previousSignature === null ? isNull(p.signature) : eq(p.signature, previousSignature),
+            ),
+          )
           .returning();
         return updated;
       });

@@ -17,7 +17,7 @@ export const DayEarnings = z.object({ date: z.string().meta({ description: "the 
 
 export const Earnings = z
   .object({
-    pending: credits("earned within the last EARNINGS_HOLD_HOURS (24 by default); refunds come out of this first"),
+    pending: credits("earned within the last EARNINGS_HOLD_HOURS (24 by default), held in full: refunds come out of available first"),
     available: credits("earned before the hold and not yet paid out or paying out: yours to request a payout of"),
     payingOut: credits("in payouts requested or being sent: no longer available, not yet paid"),
     paidOut: credits("paid out to your wallet, all time; pending + available + payingOut + paidOut is everything you earned"),

@@ -19,13 +19,10 @@ export const Payout = z
     stableMint: z.string(),
     walletAddress: z.string().meta({ description: "the wallet paid: the one you sign in with" }),
     txSignature: z.string().optional().meta({ description: "the transfer's signature, once one is signed; the one that landed once paid" }),
-    error: z
-      .string()
-      .optional()
-      .meta({
-        description:
-          "failed: why. Requested or sending: what it waits for (an administrator's approval, the daily limit's room) or what delays it (the Solana RPC, a refused send); gone once it is paid",
-      }),
+    error: z.string().optional().meta({
+      description:
+        "failed: why. Requested or sending: what it waits for (an administrator's approval, the daily limit's room) or what delays it (the Solana RPC, a refused send); gone once it is paid",
+    }),
     requestedAt: Timestamp,
     approvedAt: Timestamp.optional(),
     paidAt: Timestamp.optional(),

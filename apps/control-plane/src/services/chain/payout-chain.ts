@@ -6,10 +6,14 @@
 export interface PayoutChain {
   /** A blockhash to sign with, and the last block height at which a transaction naming it can land. */
   latestBlockhash(): Promise<{ kind: "ok"; blockhash: string; lastValidBlockHeight: number } | Unavailable>;
-  /** The current block height, at the configured commitment. */
-  blockHeight(): Promise<{ kind: "ok"; height: number } | Unavailable>;
-  /** Whether the transaction landed, searched through the node's whole history. */
-  status(signature: string): Promise<SignatureState | Unavailable>;
+  /** The finalized block height, and the slot it was read at. */
+  blockHeight(): Promise<{ kind: "ok"; height: number; slot: number } | Unavailable>;
+  /**
+   * Whether the transaction landed (finalized), searched through the node's
+   * whole history, and the slot the answering node had reached: an answer from
+   * a node behind the one that gave the height says nothing about what landed since.
+   */
+  status(signature: string): Promise<(SignatureState & { contextSlot: number }) | Unavailable>;
   /** Sends a signed transaction (base64). `refused`: the node said it will not forward it (preflight), and why. */
   send(signedTxBase64: string): Promise<{ kind: "sent" } | { kind: "refused"; reason: string } | Unavailable>;
 }
@@ -17,9 +21,9 @@ export interface PayoutChain {
 export type Unavailable = { kind: "unavailable"; reason: string };
 
 export type SignatureState =
-  /** Landed at the configured commitment; `failed` when it landed but its execution failed (nothing moved). */
+  /** Landed and finalized; `failed` when it landed but its execution failed (nothing moved). */
   | { kind: "landed"; failed: boolean; error?: string }
-  /** Seen, but not yet at the configured commitment. */
+  /** Seen, but not yet finalized. */
   | { kind: "landing" }
   /** Not known to the node. */
   | { kind: "unknown" };

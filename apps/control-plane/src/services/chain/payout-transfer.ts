@@ -20,6 +20,13 @@ export type PayoutTransfer = {
   blockhash: string;
   /** Written in a memo, so the transfer names the payout it pays on any explorer. */
   payoutId: string;
+  /**
+   * Which transfer of the payout this is, in the memo too: a new transfer signed
+   * with the blockhash of the one it replaces (one that landed and failed can be
+   * replaced within its blockhash's life) would otherwise be the same bytes, the
+   * same signature, and be refused as already processed.
+   */
+  attempt: number;
 };
 
 /** Builds and signs one payout: the receiving token account made if missing, a transferChecked, a memo naming the payout. */
@@ -31,7 +38,7 @@ export function signPayoutTransfer(t: PayoutTransfer): { signature: string; sign
   const instructions = [
     createAssociatedTokenAccountIdempotentInstruction(t.payer.publicKey, destination, owner, mint, TOKEN_PROGRAM_ID),
     createTransferCheckedInstruction(source, mint, destination, t.payer.publicKey, t.amountBaseUnits, t.decimals, [], TOKEN_PROGRAM_ID),
-    new TransactionInstruction({ programId: MEMO_PROGRAM_ID, keys: [], data: Buffer.from(`cm payout ${t.payoutId}`) }),
+    new TransactionInstruction({ programId: MEMO_PROGRAM_ID, keys: [], data: Buffer.from(`cm payout ${t.payoutId} #${t.attempt}`) }),
   ];
   const message = new TransactionMessage({ payerKey: t.payer.publicKey, recentBlockhash: t.blockhash, instructions }).compileToV0Message();
   const tx = new VersionedTransaction(message);

@@ -30,7 +30,10 @@ export function createWeb3PayoutChain(options: Web3PayoutChainOptions): PayoutCh
       try {
         // Finalized: once it is past a blockhash's last valid height, every block
         // that could have held the transaction is final, so "not found" is final too.
-        return { kind: "ok", height: await connection.getBlockHeight("finalized") };
+        // Height and slot from one answer: the status is then judged against this slot.
+        const info = await connection.getEpochInfo("finalized");
+        if (info.blockHeight === undefined) return { kind: "unavailable", reason: "the RPC node did not say its block height" };
+        return { kind: "ok", height: info.blockHeight, slot: info.absoluteSlot };
       } catch (error) {
         return unavailable(error);
       }
@@ -38,12 +41,13 @@ export function createWeb3PayoutChain(options: Web3PayoutChainOptions): PayoutCh
 
     async status(signature) {
       try {
-        const { value } = await connection.getSignatureStatuses([signature], { searchTransactionHistory: true });
+        const { context, value } = await connection.getSignatureStatuses([signature], { searchTransactionHistory: true });
+        const contextSlot = context.slot;
         const s = value[0];
-        if (!s) return { kind: "unknown" };
-        const settled = s.confirmationStatus === "finalized" || (options.commitment === "confirmed" && s.confirmationStatus === "confirmed");
-        if (!settled) return { kind: "landing" };
-        return s.err ? { kind: "landed", failed: true, error: JSON.stringify(s.err) } : { kind: "landed", failed: false };
+        if (!s) return { kind: "unknown", contextSlot };
+        // Money out is judged at finalized whatever SOLANA_COMMITMENT says: a confirmed block can still be dropped.
+        if (s.confirmationStatus !== "finalized") return { kind: "landing", contextSlot };
+        return s.err ? { kind: "landed", failed: true, error: JSON.stringify(s.err), contextSlot } : { kind: "landed", failed: false, contextSlot };
       } catch (error) {
         return unavailable(error);
       }
