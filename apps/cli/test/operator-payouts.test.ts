@@ -140,13 +140,16 @@ it("requests without --wait: the payout as requested, counted as paying out unti
   expect((await op.cm(["operator", "earnings"])).stdout).toMatch(/^paid out:\s+40 credits/m);
 });
 
-it("refuses below PAYOUT_MIN_CREDITS and above what is available with the API's code and message, and a CREDITS that is not a whole number", async () => {
+it("refuses below PAYOUT_MIN_CREDITS, above what is available and above a day's limit with the API's code and message, and a CREDITS that is not a whole number", async () => {
   const below = await op.cm(["operator", "payout", String(MIN_CREDITS - 1)]);
   expect(below.code).toBe(1);
   expect(below.stderr).toContain(`error PAYOUT_BELOW_MINIMUM: a payout is at least ${MIN_CREDITS} credits`);
-  const over = await op.cm(["operator", "payout", "1000"]);
+  const over = await op.cm(["operator", "payout", "55"]);
   expect(over.code).toBe(1);
-  expect(over.stderr).toContain("error INSUFFICIENT_EARNINGS: you asked for 1000 credits and 50 are available to pay out");
+  expect(over.stderr).toContain("error INSUFFICIENT_EARNINGS: you asked for 55 credits and 50 are available to pay out");
+  const aboveLimit = await op.cm(["operator", "payout", "1000"]);
+  expect(aboveLimit.code).toBe(1);
+  expect(aboveLimit.stderr).toContain(`error PAYOUT_ABOVE_DAILY_LIMIT: this installation pays out at most ${DAILY_LIMIT_CREDITS} credits a day`);
   const fraction = await op.cm(["operator", "payout", "12.5"]);
   expect(fraction.code).toBe(2);
   expect(fraction.stderr).toContain("CREDITS is a whole number of credits");
