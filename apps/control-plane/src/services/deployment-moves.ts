@@ -1,4 +1,13 @@
-import { creditsToMicro, type DeploymentRow, type MoveFields, type OccupyRefusal, OccupyRefused, type Repos, type TransitionPatch } from "@cm/db";
+import {
+  creditsToMicro,
+  type DeploymentRow,
+  type MoveFields,
+  type NodeFree,
+  type OccupyRefusal,
+  OccupyRefused,
+  type Repos,
+  type TransitionPatch,
+} from "@cm/db";
 import type { DeploymentStatus } from "@cm/protocol";
 import type { Charges, LockedDb } from "./charges";
 import type { Liveness } from "./metering";
@@ -54,7 +63,8 @@ export type MoveOptions = {
   settleUntilMs?: number;
 };
 /** CHANGED: the deployment is no longer as it was read (someone else moved it first). */
-export type MoveResult = { ok: true; row: DeploymentRow } | { ok: false; reason: "CHANGED" | OccupyRefusal };
+/** `free`: what the node had free when it refused to hold the deployment. */
+export type MoveResult = { ok: true; row: DeploymentRow } | { ok: false; reason: "CHANGED" | OccupyRefusal; free?: NodeFree | undefined };
 
 /** Thrown inside the transaction to roll it back; turned into a result outside it. */
 class Changed extends Error {}
@@ -100,7 +110,7 @@ export function createDeploymentMoves({ repos, charges, link }: DeploymentMovesO
       return row ? { ok: true, row } : { ok: false, reason: "CHANGED" };
     } catch (err) {
       if (err instanceof Changed) return { ok: false, reason: "CHANGED" };
-      if (err instanceof OccupyRefused) return { ok: false, reason: err.reason };
+      if (err instanceof OccupyRefused) return { ok: false, reason: err.reason, free: err.free };
       throw err;
     }
   }

@@ -70,7 +70,7 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
       return r.row;
     }
     if (r.reason === "CHANGED") throw invalid(await mine(id, userId), action);
-    throw new ApiError(r.reason, refusalMessage[r.reason]);
+    throw new ApiError(r.reason, refusalMessage[r.reason], r.free);
   }
 
   async function mine(id: string, userId: string) {

@@ -103,6 +103,7 @@ describeEachDatabase("deployment resources on $name", (db) => {
     expect(b.status).toBe(201);
     const again = await h.call("POST", `/deployments/${a}/start`, { token: tenant.token });
     expect([again.status, again.json.error.code]).toEqual([409, "NODE_INSUFFICIENT_FREE_GPUS"]);
+    expect(again.json.error.details).toEqual({ freeGpus: 1, freeCpuCores: 8, freeMemoryMb: 28_800 });
     await h.call("DELETE", `/deployments/${b.json.deployment.id}`, { token: tenant.token });
     expect((await h.call("POST", `/deployments/${a}/start`, { token: tenant.token })).status).toBe(200);
     expect((await held(node)).gpus).toBe(2);
