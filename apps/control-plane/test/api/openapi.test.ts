@@ -73,6 +73,9 @@ describe("OpenAPI document and docs", () => {
       "delete /operator/nodes/{id}",
       "get /operator/earnings",
       "get /operator/earnings/transactions",
+      "post /operator/payouts",
+      "get /operator/payouts",
+      "get /operator/payouts/{id}",
     ]);
     for (const { where, path, op } of ops) {
       const isAuthed = authed.has(where) || path.startsWith("/deployments") || path.startsWith("/credits");
