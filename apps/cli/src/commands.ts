@@ -30,6 +30,29 @@ export const COMMANDS: CommandSpec[] = [
     load: async () => (await import("./commands/auth")).whoami,
   },
   {
+    name: "token",
+    summary: "Print the session's access token on stdout alone (refreshed first when it expires within a minute), for curl and other HTTP clients.",
+    usage: "",
+    examples: ['curl -H "Authorization: Bearer $(cm token)" http://127.0.0.1:8080/auth/me', "cm token --json"],
+    load: async () => (await import("./commands/auth")).token,
+  },
+  {
+    name: "keygen",
+    summary: "Make a new Solana keypair file (the Solana CLI's format, mode 0600) and print its public key.",
+    usage: "[--outfile PATH] [--force]",
+    options: {
+      outfile: {
+        type: "string",
+        short: "o",
+        value: "PATH",
+        description: "where to write it (default the keypair cm login reads: --keypair, CM_KEYPAIR or ~/.config/solana/id.json)",
+      },
+      force: { type: "boolean", description: "replace a file that exists (its key is lost unless you kept a copy)" },
+    },
+    examples: ["cm keygen && cm login", "cm keygen --outfile ./tenant.json && cm --keypair ./tenant.json login"],
+    load: async () => (await import("./commands/keygen")).keygen,
+  },
+  {
     name: "nodes",
     summary: "Browse the nodes for rent.",
     usage: "[--status S] [--gpu] [--min-free-gpus N] [--min-vram MB] [--min-cpu N] [--min-ram MB] [--region R] [--max-rate CENTS] [--page N] [--limit N]",
@@ -194,14 +217,15 @@ export const COMMANDS: CommandSpec[] = [
   {
     name: "logs",
     summary: "A deployment's log lines; -f follows until it ends or Ctrl-C.",
-    usage: "ID [-f] [--tail N] [--since TIME]",
+    usage: "ID [-f] [-t] [--tail N] [--since TIME]",
     args: ["ID"],
     options: {
       follow: { type: "boolean", short: "f", description: "keep printing new lines" },
+      timestamps: { type: "boolean", short: "t", description: "begin each line with the time the container wrote it (RFC 3339), as docker logs -t" },
       tail: { type: "string", value: "N", description: "the last N lines (default 100)" },
       since: { type: "string", value: "TIME", description: "only lines since TIME: ISO 8601, or a duration ago such as 10m, 2h" },
     },
-    examples: ["cm logs dep_7f3a9c -f", "cm logs dep_7f3a9c --since 10m --tail 500"],
+    examples: ["cm logs dep_7f3a9c -f", "cm logs dep_7f3a9c -ft", "cm logs dep_7f3a9c --since 10m --tail 500"],
     load: async () => (await import("./commands/logs")).logs,
   },
   {

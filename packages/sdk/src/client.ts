@@ -46,6 +46,8 @@ export function createClient(options: ClientOptions) {
     },
     /** Rotates the token pair now (protected calls do this by themselves). */
     refresh: () => t.refresh(),
+    /** The session's access token for a request made elsewhere (curl), refreshed first when it expires within refreshBeforeMs. */
+    accessToken: () => t.accessToken(),
     me: () => get<T.MeResponse>("/auth/me"),
     /**
      * Revokes the session on the API (its refresh token's whole family) and forgets it

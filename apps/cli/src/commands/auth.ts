@@ -25,3 +25,10 @@ export const whoami: Run = async (ctx) => {
     ["api", ctx.api],
   ]);
 };
+
+/** The access token alone on stdout, for `curl -H "Authorization: Bearer $(cm token)"`; refreshed first as any command would. */
+export const token: Run = async (ctx) => {
+  const accessToken = await ctx.client.auth.accessToken();
+  if (ctx.json) return ctx.out.json({ accessToken, expiresAt: (await ctx.client.auth.session())?.expiresAt });
+  ctx.out.line(accessToken);
+};

@@ -1,5 +1,6 @@
 import type { LogEntry } from "@cm/sdk";
 import { intFlag, type Run, str, UsageError } from "../args";
+import { printable } from "../output";
 
 export const logs: Run = async (ctx, { args, flags }) => {
   const id = args[0]!;
@@ -7,7 +8,9 @@ export const logs: Run = async (ctx, { args, flags }) => {
   const since = parseSince(str(flags, "since"));
   const print = (line: LogEntry) => {
     if (ctx.json) return ctx.out.jsonLine(line);
-    (line.stream === "stderr" ? process.stderr : process.stdout).write(`${line.message}\n`);
+    // As docker logs -t: the time the container wrote it (RFC 3339, as Docker stamps it), a space, the line.
+    const stamp = flags.timestamps ? `${printable(line.timestamp)} ` : "";
+    (line.stream === "stderr" ? process.stderr : process.stdout).write(`${stamp}${line.message}\n`);
   };
   if (!flags.follow) {
     const answer = await ctx.client.deployments.logs(id, { tail, since });
