@@ -175,6 +175,10 @@ install_release() {
     [ -n "$TOKEN" ] || fail "the first install needs this node's agent token; nothing was changed" \
       "set AGENT_TOKEN (sudo --preserve-env=AGENT_TOKEN ...) or pass --token-file PATH"
     case "$CONTROL_PLANE" in http://* | https://*) ;; *) fail "--control-plane must be an http(s) URL, not \"$CONTROL_PLANE\"; nothing was changed" ;; esac
+    # Both become lines of the env file: nothing in them may start another line or quote.
+    case "$CONTROL_PLANE" in *[[:space:]\"\'\\\`\$]*) fail "--control-plane holds spaces or quotes; nothing was changed" ;; esac
+    case "$TOKEN" in *[!A-Za-z0-9_-]*) fail "the agent token holds characters an agent token never has (it is cmn_ and base64url); nothing was changed" \
+      "copy the token again, exactly as the control plane showed it" ;; esac
   fi
 
   # Unpacked and tried aside first: a tarball that does not run here changes nothing.

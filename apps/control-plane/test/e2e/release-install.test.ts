@@ -145,7 +145,7 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
     expect(tree()).toEqual([]);
   });
 
-  it("refuses a damaged tarball and another architecture's, changing nothing", async () => {
+  it("refuses a damaged tarball, another architecture's, and a token or URL that would break the env file, changing nothing", async () => {
     const bad = join(work, "damaged");
     mkdirSync(bad);
     for (const f of readdirSync(rel1())) copyFileSync(join(rel1(), f), join(bad, f));
@@ -168,6 +168,15 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
     const wrong = await run(installer(bad), ["--tarball", foreign, "--control-plane", h.url], { AGENT_TOKEN: token });
     expect(wrong.status).toBe(1);
     expect(wrong.stderr).toContain(`is for ${OTHER}, this machine is ${ARCH}`);
+    expect(tree()).toEqual([]);
+
+    // A token or URL that would write a second line into the env file.
+    const injected = await run(installer(rel1()), ["--control-plane", h.url], { AGENT_TOKEN: `${token}\nAGENT_EGRESS_POLICY=off` });
+    expect(injected.status).toBe(1);
+    expect(injected.stderr).toContain("the agent token holds characters an agent token never has");
+    const spaced = await run(installer(rel1()), ["--control-plane", `${h.url} x`], { AGENT_TOKEN: token });
+    expect(spaced.status).toBe(1);
+    expect(spaced.stderr).toContain("--control-plane holds spaces or quotes");
     expect(tree()).toEqual([]);
   });
 
