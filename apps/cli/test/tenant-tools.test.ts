@@ -103,6 +103,26 @@ describe("cm token", () => {
   });
 });
 
+describe("INSUFFICIENT_CREDITS", () => {
+  it("says how many credits the deployment needs, how many are available, and how to add them", async () => {
+    const t = terminal({ CM_API_URL: h.url });
+    try {
+      t.keypair();
+      await t.cm(["login"]);
+      const nodeId = (await h.onlineNode((await h.signIn()).token, { hourlyRateCents: 50 })).id;
+      const r = await t.cm(["deploy", "--image", "busybox:1.36", "--node", nodeId]);
+      expect(r).toMatchObject({
+        code: 1,
+        stdout: "",
+        stderr:
+          "error INSUFFICIENT_CREDITS: this deployment holds one hour of its rate, 50 credits, while it runs, and 0 credits are available: add credits with `cm credits buy PACKAGE_ID` (`cm credits packages` lists them) or POST /credits/deposit/initiate\n",
+      });
+    } finally {
+      t.close();
+    }
+  });
+});
+
 describe("cm logs --timestamps", () => {
   let t: ReturnType<typeof terminal>;
   let id: string;

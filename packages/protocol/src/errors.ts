@@ -57,7 +57,11 @@ export const ERROR_CODES = {
     status: 409,
     description: "The node's memory not held by its live deployments is less than the deployment's memoryMb; details.freeMemoryMb says how much is free.",
   },
-  INSUFFICIENT_CREDITS: { status: 402, description: "Available credits do not cover one hour on this node." },
+  INSUFFICIENT_CREDITS: {
+    status: 402,
+    description:
+      "Available credits do not cover the hour of the deployment's rate it holds while it runs; details.requiredCredits says how many that is, details.availableCredits how many are available. Add credits with POST /credits/deposit/initiate (cm credits buy).",
+  },
   // Credits.
   DEPOSIT_EXPIRED: { status: 410, description: "The deposit is past its expiresAt; start a new one." },
   DEPOSIT_WALLET_MISMATCH: { status: 400, description: "walletAddress is not the wallet you signed in with." },

@@ -6,6 +6,7 @@ import { type DeploymentMoves, hourOfCreditsMicro, type MoveResult } from "./dep
 import { holdingFor, hourlyRateFor } from "./deployment-resources";
 import type { EventBus } from "./events";
 import type { Clock, IdGenerator } from "./ids";
+import { insufficientCredits } from "./insufficient-credits";
 
 /** What the deployment rules need to know about the agents: is anyone there to act? */
 export interface NodeLink {
@@ -70,6 +71,7 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
       return r.row;
     }
     if (r.reason === "CHANGED") throw invalid(await mine(id, userId), action);
+    if (r.reason === "INSUFFICIENT_CREDITS") throw await insufficientCredits(repos, userId, (await mine(id, userId)).hourlyRateCents);
     throw new ApiError(r.reason, refusalMessage[r.reason], r.free);
   }
 
@@ -131,6 +133,7 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
         hourOfCreditsMicro(hourlyRateCents),
         now,
       );
+      if ("refused" in created && created.refused === "INSUFFICIENT_CREDITS") throw await insufficientCredits(repos, userId, hourlyRateCents);
       if ("refused" in created) throw new ApiError(created.refused, refusalMessage[created.refused], created.free);
       events.emit("deployment-changed", created);
       return { deployment: created, estimatedHourlyCost: hourlyRateCents };
