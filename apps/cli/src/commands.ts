@@ -142,7 +142,7 @@ export const COMMANDS: CommandSpec[] = [
   },
   {
     name: "deploy",
-    summary: "Create a deployment from a template or an image; --wait follows it until it runs.",
+    summary: "Create a deployment from a template or an image; --wait follows it until it runs and its endpoints answer.",
     usage:
       "(--template ID_OR_SLUG | --image IMAGE) --node ID [--gpus N] [--cpus N] [--memory MB] [--disk GB] [--name N] [--env K=V]... [--port P]... [--entrypoint PROG] [--restart POLICY] [--wait] [-- CMD ARGS...]",
     args: ["CMD...?"],
@@ -163,8 +163,11 @@ export const COMMANDS: CommandSpec[] = [
         value: "POLICY",
         description: "no (default), or on-failure[:N]: start it again when it exits non-zero, up to N times (default 3, at most 10)",
       },
-      wait: { type: "boolean", description: "show status changes until running (exit 1 if it fails)" },
-      timeout: { type: "string", value: "S", description: "with --wait: give up after S seconds (default 600)" },
+      wait: {
+        type: "boolean",
+        description: "show status changes until running and every endpoint answers an HTTP request (exit 1 if it fails or the time runs out)",
+      },
+      timeout: { type: "string", value: "S", description: "with --wait: give up after S seconds in all (default 600)" },
     },
     examples: [
       "cm deploy --template jupyter-pytorch --node node_2f9c1a --env JUPYTER_TOKEN=s3cret --wait",

@@ -2,6 +2,7 @@ import { MAX_RESTARTS_LIMIT } from "@cm/protocol";
 import type { DeploymentStatus } from "@cm/sdk";
 import { intFlag, list, numberFlag, type Run, str, UsageError } from "../args";
 import type { Context } from "../context";
+import { waitForEndpoints } from "./endpoint-wait";
 import { cents, credits, endpoints, statusLine } from "./format";
 
 const STATUSES: DeploymentStatus[] = ["pending", "pulling", "starting", "running", "stopping", "stopped", "exited", "failed"];
@@ -70,7 +71,11 @@ export const deploy: Run = async (ctx, { flags, args }) => {
     shown = change.status;
   };
   show(d);
-  const running = await ctx.client.deployments.waitFor(d.id, "running", { timeoutMs: timeoutS * 1000, signal: ctx.signal, onChange: show });
+  const deadlineMs = Date.now() + timeoutS * 1000;
+  const started = await ctx.client.deployments.waitFor(d.id, "running", { timeoutMs: timeoutS * 1000, signal: ctx.signal, onChange: show });
+  // Running is the container started; a tenant waits for what it serves to answer (a model loading takes minutes).
+  if (started.endpoints.length) ctx.out.note(`  ${new Date().toISOString().slice(11, 19)}  waiting for the endpoints to answer`);
+  const running = await waitForEndpoints(ctx, started, deadlineMs);
   if (ctx.json) return ctx.out.json({ deployment: running });
   ctx.out.line(running.id);
   for (const e of endpoints(running)) ctx.out.note(`  ${e}`);

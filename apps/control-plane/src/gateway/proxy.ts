@@ -1,6 +1,7 @@
 import http from "node:http";
 import type net from "node:net";
 import type { Duplex } from "node:stream";
+import { GATEWAY_ERROR_HEADER } from "@cm/protocol";
 import type { Logger } from "../services/logger";
 import { createConnectionRouter, interceptConnections } from "./connections";
 import { endpointLabel, forwardRequestHeaders, forwardResponseHeaders } from "./headers";
@@ -51,7 +52,7 @@ export function createGateway(o: {
   function fail(res: http.ServerResponse, kind: GatewayFailure, detail?: string) {
     if (res.headersSent) return void res.destroy();
     const page = failurePage(kind, detail);
-    const headers: http.OutgoingHttpHeaders = { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", "x-gateway-error": page.code };
+    const headers: http.OutgoingHttpHeaders = { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", [GATEWAY_ERROR_HEADER]: page.code };
     if (kind === "node_unreachable") headers["retry-after"] = "10";
     res.writeHead(page.status, headers).end(page.html);
   }
@@ -151,7 +152,7 @@ export function createGateway(o: {
     const label = endpointLabel(req.headers.host, o.domain)!;
     const refuse = (status: number, code: string, retryAfter = false) =>
       socket.end(
-        `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain\r\nx-gateway-error: ${code}\r\nconnection: close\r\n${retryAfter ? "retry-after: 10\r\n" : ""}\r\n${code}\r\n`,
+        `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain\r\n${GATEWAY_ERROR_HEADER}: ${code}\r\nconnection: close\r\n${retryAfter ? "retry-after: 10\r\n" : ""}\r\n${code}\r\n`,
       );
     let text = `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`;
     for (let i = 0; i < req.rawHeaders.length; i += 2) text += `${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}\r\n`;

@@ -1,5 +1,6 @@
 import type net from "node:net";
 import type { Duplex } from "node:stream";
+import { GATEWAY_ERROR_HEADER } from "@cm/protocol";
 import { lingeringClose } from "../http/lingering-close";
 import { endpointLabel } from "./headers";
 import { type BodyWalker, type Client, type Framing, headEnd, MAX_HEAD_BYTES, type RequestHead, requestFraming } from "./http1";
@@ -198,7 +199,7 @@ export abstract class RelayCore {
       `HTTP/1.1 ${page.status} ${kind.replace(/_/g, " ")}`,
       "content-type: text/html; charset=utf-8",
       "cache-control: no-store",
-      `x-gateway-error: ${page.code}`,
+      `${GATEWAY_ERROR_HEADER}: ${page.code}`,
       `content-length: ${Buffer.byteLength(page.html)}`,
       "connection: close",
     ];

@@ -59,6 +59,13 @@ export const Endpoint = z
   })
   .meta({ id: "Endpoint" });
 
+/**
+ * On an answer the gateway gives itself (nothing answers on the port yet, the node is
+ * away, no such endpoint), never on one a container gave: how a client waiting for an
+ * endpoint tells the two apart. Its value is the failure's code, such as PORT_NOT_READY.
+ */
+export const GATEWAY_ERROR_HEADER = "x-gateway-error";
+
 export const Deployment = z
   .object({
     id: z.string(),
