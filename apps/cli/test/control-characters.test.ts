@@ -128,6 +128,7 @@ describe("cm shows other people's strings escaped, and --json exact", () => {
       "online",
       "eu-west",
       "H100\\x1b[1A\\x1b[2K 24 GB",
+      "1/1",
       "32 cores",
       "125 GB",
       "500¢/h",
