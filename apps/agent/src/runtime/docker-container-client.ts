@@ -62,7 +62,25 @@ export class DockerContainerClient implements ContainerClient {
 
   async start(id: string): Promise<void> {
     this.logger.debug("Starting container", { containerId: id });
-    await this.onContainer(id, () => ignoringStatus(NOT_MODIFIED, () => this.docker.getContainer(id).start()));
+    await this.onContainer(id, async () => {
+      try {
+        await ignoringStatus(NOT_MODIFIED, () => this.docker.getContainer(id).start());
+      } catch (error) {
+        // A start racing another (or one the engine was still finishing) can be
+        // answered 500 "cannot start a stopped process" by a loaded engine while
+        // the container runs: running is what was asked for.
+        if (
+          (
+            await this.docker
+              .getContainer(id)
+              .inspect()
+              .catch(() => undefined)
+          )?.State?.Running
+        )
+          return;
+        throw error;
+      }
+    });
   }
 
   async stop(id: string, timeoutS: number): Promise<void> {
