@@ -144,12 +144,20 @@ export const COMMANDS: CommandSpec[] = [
     name: "deploy",
     summary: "Create a deployment from a template or an image; --wait follows it until it runs and its endpoints answer.",
     usage:
-      "(--template ID_OR_SLUG | --image IMAGE) --node ID [--gpus N] [--cpus N] [--memory MB] [--disk GB] [--name N] [--env K=V]... [--port P]... [--entrypoint PROG] [--restart POLICY] [--wait] [-- CMD ARGS...]",
+      "(--template ID_OR_SLUG | --image IMAGE) [--node ID | [--region R] [--max-rate CENTS] [--gpu-model NAME] [--min-vram MB]] [--estimate] [--gpus N] [--cpus N] [--memory MB] [--disk GB] [--name N] [--env K=V]... [--port P]... [--entrypoint PROG] [--restart POLICY] [--wait] [-- CMD ARGS...]",
     args: ["CMD...?"],
     options: {
       template: { type: "string", value: "ID_OR_SLUG", description: "a template (see cm templates)" },
       image: { type: "string", value: "IMAGE", description: "a container image, such as nginx:1.27" },
-      node: { type: "string", value: "ID", description: "the node to run on (see cm nodes)" },
+      node: { type: "string", value: "ID", description: "the node to run on (see cm nodes); left out, the cheapest online node that fits is picked" },
+      region: { type: "string", value: "R", description: `without --node: only a node in this region (${REGION})` },
+      "max-rate": { type: "string", value: "CENTS", description: "without --node: at most this many cents per GPU-hour" },
+      "gpu-model": { type: "string", value: "NAME", description: "without --node: a node with this GPU (part of its name, such as H100)" },
+      "min-vram": { type: "string", value: "MB", description: "without --node: a node whose largest GPU has at least this much memory" },
+      estimate: {
+        type: "boolean",
+        description: "create nothing: print the node it would run on, its rate, the credits it would hold and whether it fits now (and why not)",
+      },
       gpus: { type: "string", value: "N", description: "whole GPUs to hold (default 1 for a template that needs one, else 0); the rate is the node's per GPU" },
       cpus: { type: "string", value: "N", description: "CPU cores, a fraction allowed (default the node's share per GPU, or 2)" },
       memory: { type: "string", value: "MB", description: "memory limit (default the node's share per GPU, or 4096)" },
@@ -171,6 +179,7 @@ export const COMMANDS: CommandSpec[] = [
     },
     examples: [
       "cm deploy --template jupyter-pytorch --node node_2f9c1a --env JUPYTER_TOKEN=s3cret --wait",
+      "cm deploy --image vllm/vllm-openai:v0.6.4 --gpus 2 --gpu-model H100 --region eu-west --max-rate 250 --estimate",
       "cm deploy --image nginx:1.27 --port 80 --node node_2f9c1a --env MODE=prod --wait",
       "cm deploy --image vllm/vllm-openai:v0.6.4 --gpus 2 --port 8000 --node node_2f9c1a -- --model Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size 2",
       "cm deploy --image python:3.12-slim --node node_2f9c1a --restart on-failure:5 -- python -m http.server 8000",

@@ -30,7 +30,7 @@ describe("usage", () => {
     expect(await t.cm(["--version"])).toMatchObject({ code: 0, stdout: "0.1.0\n" });
     const help = await t.cm(["deploy", "--help"]);
     expect(help.code).toBe(0);
-    expect(help.stdout).toContain("Usage: cm deploy (--template ID_OR_SLUG | --image IMAGE) --node ID");
+    expect(help.stdout).toContain("Usage: cm deploy (--template ID_OR_SLUG | --image IMAGE) [--node ID | [--region R]");
     expect(help.stdout).toMatch(/Examples?:\n {2}\$ cm deploy/);
   });
 

@@ -57,6 +57,11 @@ export const ERROR_CODES = {
     status: 409,
     description: "The node's memory not held by its live deployments is less than the deployment's memoryMb; details.freeMemoryMb says how much is free.",
   },
+  NO_NODE_FITS: {
+    status: 409,
+    description:
+      "No nodeId was given and no online node fits the deployment now (or nodeId was given and that node misses region, maxHourlyRate, gpuModel or minGpuVram); the message counts the online nodes per reason, details.online says how many were online and details.reasons counts them by reason (region, gpuModel, minGpuVram, maxHourlyRate, or the code creating on that node would answer).",
+  },
   INSUFFICIENT_CREDITS: {
     status: 402,
     description:

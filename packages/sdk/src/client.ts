@@ -83,6 +83,8 @@ export function createClient(options: ClientOptions) {
 
   const deployments = {
     create: (body: T.CreateDeploymentRequest) => post<T.CreateDeploymentResponse>("/deployments", body),
+    /** What create would do with this body now (node, rate, hold, whether it fits), creating and holding nothing. */
+    estimate: (body: T.CreateDeploymentRequest) => post<T.DeploymentEstimateResponse>("/deployments/estimate", body),
     list: (query: T.DeploymentListQuery = {}) => get<T.DeploymentListResponse>("/deployments", query),
     get: (id: string) => get<T.DeploymentResponse>(`/deployments/${seg(id)}`),
     start: (id: string) => post<T.DeploymentResponse>(`/deployments/${seg(id)}/start`),

@@ -47,6 +47,7 @@ export type DeploymentStatus = Out<typeof P.DeploymentStatus>;
 export type Deployment = Out<typeof P.Deployment>;
 export type CreateDeploymentRequest = In<typeof P.CreateDeploymentRequest>;
 export type CreateDeploymentResponse = Out<typeof P.CreateDeploymentResponse>;
+export type DeploymentEstimateResponse = Out<typeof P.DeploymentEstimateResponse>;
 export type DeploymentListQuery = Partial<Out<typeof P.DeploymentListQuery>>;
 export type DeploymentListResponse = Out<typeof P.DeploymentListResponse>;
 export type DeploymentResponse = Out<typeof P.DeploymentResponse>;

@@ -1,5 +1,5 @@
-import { MAX_RESTARTS_LIMIT } from "@cm/protocol";
-import type { DeploymentStatus } from "@cm/sdk";
+import { MAX_RESTARTS_LIMIT, REGIONS } from "@cm/protocol";
+import type { DeploymentEstimateResponse, DeploymentStatus } from "@cm/sdk";
 import { intFlag, list, numberFlag, type Run, str, UsageError } from "../args";
 import type { Context } from "../context";
 import { waitForEndpoints } from "./endpoint-wait";
@@ -24,7 +24,8 @@ export const deploy: Run = async (ctx, { flags, args }) => {
   const image = str(flags, "image");
   const nodeId = str(flags, "node");
   if ((template === undefined) === (image === undefined)) throw new UsageError("give one of --template and --image");
-  if (!nodeId) throw new UsageError("--node is required (see cm nodes)");
+  const region = str(flags, "region");
+  if (region !== undefined && !(REGIONS as readonly string[]).includes(region)) throw new UsageError(`--region is one of ${REGIONS.join(", ")}`);
   const env: Record<string, string> = {};
   for (const pair of list(flags, "env")) {
     const at = pair.indexOf("=");
@@ -45,8 +46,16 @@ export const deploy: Run = async (ctx, { flags, args }) => {
     diskGb: intFlag(flags, "disk"),
   };
 
-  const created = await ctx.client.deployments.create({
+  // Without --node the control plane picks the cheapest node that meets these, or says why none does.
+  const placement = {
     nodeId,
+    region: region as (typeof REGIONS)[number] | undefined,
+    maxHourlyRate: numberFlag(flags, "max-rate"),
+    gpuModel: str(flags, "gpu-model"),
+    minGpuVram: intFlag(flags, "min-vram"),
+  };
+  const body = {
+    ...Object.fromEntries(Object.entries(placement).filter(([, v]) => v !== undefined)),
     ...(template ? { templateId: template } : { customImage: image }),
     ...(str(flags, "name") ? { name: str(flags, "name") } : {}),
     ...(Object.keys(env).length ? { env } : {}),
@@ -56,7 +65,9 @@ export const deploy: Run = async (ctx, { flags, args }) => {
     ...(args.length ? { command: args } : {}),
     ...(entrypoint !== undefined ? { entrypoint: [entrypoint] } : {}),
     ...restart,
-  });
+  };
+  if (flags.estimate) return printEstimate(ctx, await ctx.client.deployments.estimate(body));
+  const created = await ctx.client.deployments.create(body);
   const d = created.deployment;
   if (!flags.wait) {
     if (ctx.json) return ctx.out.json(created);
@@ -80,6 +91,23 @@ export const deploy: Run = async (ctx, { flags, args }) => {
   ctx.out.line(running.id);
   for (const e of endpoints(running)) ctx.out.note(`  ${e}`);
 };
+
+/** What deploy would do, on stdout: the node, the price, the hold and what it holds, or the refusal it would meet. */
+function printEstimate(ctx: Context, e: DeploymentEstimateResponse) {
+  if (ctx.json) return ctx.out.json(e);
+  ctx.out.fields([
+    ["fits", e.fits ? "yes" : `no: ${e.refusal?.code}: ${e.refusal?.message}`],
+    ["node", e.nodeId],
+    ["rate", e.hourlyRateCents === null ? undefined : cents(e.hourlyRateCents)],
+    ["hold", e.holdCredits === null ? undefined : `${credits(e.holdCredits)} credits while it is live (one hour of its rate)`],
+    [
+      "holds",
+      e.gpuCount === null
+        ? undefined
+        : `${e.gpuCount} GPU${e.gpuCount === 1 ? "" : "s"}, ${e.cpuCores} cores, ${e.memoryMb} MB memory${e.diskGb !== null ? `, ${e.diskGb} GB disk` : ""}`,
+    ],
+  ]);
+}
 
 export const ls: Run = async (ctx, { flags }) => {
   const status = str(flags, "status");

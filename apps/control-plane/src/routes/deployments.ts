@@ -3,6 +3,7 @@ import {
   CreateDeploymentResponse,
   DeleteDeploymentResponse,
   DeploymentActionResponse,
+  DeploymentEstimateResponse,
   DeploymentEventsHeaders,
   DeploymentListQuery,
   DeploymentListResponse,
@@ -15,6 +16,7 @@ import {
   LogStreamHeaders,
   LogsQuery,
   LogsResponse,
+  PLACEMENT_MAX_TRIES,
   paginate,
 } from "@cm/protocol";
 import { z } from "zod";
@@ -46,7 +48,8 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
           tags,
           summary: "Create a deployment",
           description:
-            "Exactly one of templateId and customImage. The deployment holds gpuCount of the node's GPUs (no other deployment gets them) and its cpuCores and memoryMb of the node's while it is live; a node takes it only while all fit and it is below maxDeployments, else the refusal names what is short. Its rate, fixed now, is the node's hourlyRateCents per GPU (once for no GPU); one hour of it is held from your available credits while it is live.",
+            "Exactly one of templateId and customImage. The deployment holds gpuCount of the node's GPUs (no other deployment gets them) and its cpuCores and memoryMb of the node's while it is live; a node takes it only while all fit and it is below maxDeployments, else the refusal names what is short. Its rate, fixed now, is the node's hourlyRateCents per GPU (once for no GPU); one hour of it is held from your available credits while it is live.\n\n" +
+            `Without nodeId the control plane places it: of the online nodes that meet region, maxHourlyRate, gpuModel and minGpuVram (as GET /nodes filters), the template's minimums and have room now for gpuCount, cpuCores and memoryMb, the cheapest (ties: most free GPUs, then id). When a parallel create took that room first, it tries the next, ${PLACEMENT_MAX_TRIES} nodes at most. When none fits: NO_NODE_FITS, its message counting the online nodes per reason ("12 nodes online: 7 lack 2 free GPUs, 4 are over your maximum rate, 1 is in another region"), details { online, reasons: { <reason>: count } }. POST /deployments/estimate answers the same without creating anything.`,
           request: { body: jsonBody(CreateDeploymentRequest) },
           responses: { 201: json(CreateDeploymentResponse, "The deployment, pending, and what it costs an hour") },
         },
@@ -69,6 +72,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
             "NODE_INSUFFICIENT_FREE_GPUS",
             "NODE_INSUFFICIENT_FREE_CPU",
             "NODE_INSUFFICIENT_FREE_RAM",
+            "NO_NODE_FITS",
             "INSUFFICIENT_CREDITS",
           ],
         },
@@ -77,6 +81,26 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
         const { deployment, estimatedHourlyCost } = await svc.create(c.get("user").id, c.req.valid("json"));
         return c.json({ deployment: await present(deployment), estimatedHourlyCost }, 201);
       },
+    )
+    .openapi(
+      route(
+        {
+          method: "post",
+          path: "/estimate",
+          operationId: "estimateDeployment",
+          tags,
+          summary: "What creating this deployment would do now, without creating it",
+          description:
+            "Takes POST /deployments's body and answers, creating nothing and holding nothing: the node it would run on (nodeId as given, or the one placement picks), its hourly rate, the credits it would hold (one hour of that rate, as create holds), what it would hold of the node (gpuCount, cpuCores, memoryMb, diskGb) and whether it fits now. When it does not, fits is false and refusal is the error create would answer now, the same code, message and details (NODE_INSUFFICIENT_FREE_GPUS, NO_NODE_FITS with its counts per reason, INSUFFICIENT_CREDITS...). It is advice: another create may take the room or the credits before yours. A request that is wrong whatever the nodes (no template or image, an unknown template or nodeId) answers its error as create does.",
+          request: { body: jsonBody(CreateDeploymentRequest) },
+          responses: { 200: json(DeploymentEstimateResponse, "The estimate") },
+        },
+        {
+          auth: true,
+          errors: ["TEMPLATE_OR_IMAGE_REQUIRED", "TEMPLATE_AND_IMAGE_CONFLICT", "RESTART_POLICY_CONFLICT", "TEMPLATE_NOT_FOUND", "NODE_NOT_FOUND"],
+        },
+      ),
+      async (c) => c.json(await svc.estimate(c.get("user").id, c.req.valid("json")), 200),
     )
     .openapi(
       route(

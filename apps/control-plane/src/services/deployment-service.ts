@@ -1,12 +1,23 @@
 import { randomBytes } from "node:crypto";
-import type { DeploymentRow, NodeRow, OccupyRefusal, Repos, TemplateRow } from "@cm/db";
-import { type CreateDeploymentRequest, canDo, DEFAULT_MAX_RESTARTS, type DeploymentStatus, isLive, type TenantAction } from "@cm/protocol";
+import { type DeploymentRow, type NodeRow, nodeFree, type OccupyRefusal, type Repos, type TemplateRow } from "@cm/db";
+import {
+  type CreateDeploymentRequest,
+  canDo,
+  DEFAULT_MAX_RESTARTS,
+  type DeploymentEstimateResponse,
+  type DeploymentStatus,
+  isLive,
+  MILLICORES_PER_CORE,
+  PLACEMENT_MAX_TRIES,
+  type TenantAction,
+} from "@cm/protocol";
 import { ApiError } from "../errors";
 import { type DeploymentMoves, hourOfCreditsMicro, type MoveResult } from "./deployment-moves";
 import { holdingFor, hourlyRateFor } from "./deployment-resources";
 import type { EventBus } from "./events";
 import type { Clock, IdGenerator } from "./ids";
 import { insufficientCredits } from "./insufficient-credits";
+import { byPreference, type Candidate, noNodeFits, type PlacementReason, refusalNow, unmetRequirement } from "./placement";
 
 /** What the deployment rules need to know about the agents: is anyone there to act? */
 export interface NodeLink {
@@ -81,62 +92,155 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
     return dep;
   }
 
+  /** What create and estimate check before any node: one of template and image, the restart policy. */
+  async function prepare(body: CreateDeploymentRequest) {
+    const hasTemplate = body.templateId !== undefined;
+    const hasImage = body.customImage !== undefined && body.customImage !== null;
+    if (hasTemplate && hasImage) throw new ApiError("TEMPLATE_AND_IMAGE_CONFLICT", "give templateId or customImage, not both");
+    if (!hasTemplate && !hasImage)
+      throw new ApiError("TEMPLATE_OR_IMAGE_REQUIRED", "give templateId (from GET /templates) or customImage (an image reference)");
+    if (body.maxRestarts !== undefined && body.restart === "no")
+      throw new ApiError("RESTART_POLICY_CONFLICT", 'maxRestarts was given with restart "no": leave it out, or give restart "on-failure"');
+    const template = hasTemplate ? await repos.templates.getByIdOrSlug(body.templateId!) : undefined;
+    if (hasTemplate && !template) throw new ApiError("TEMPLATE_NOT_FOUND", `no template ${body.templateId}`);
+    return { template, image: template ? template.containerImage : body.customImage! };
+  }
+
+  /** The node could take the deployment, its free room aside: what it would hold and its rate, or the refusal. */
+  function assess(node: NodeRow, template: TemplateRow | undefined, image: string, body: CreateDeploymentRequest): Candidate | ApiError {
+    // Only the node sees its images: what its agent last said of them, before anything is held.
+    if (body.command === undefined && body.entrypoint === undefined && link.imageWithoutCommand?.(node.id, image))
+      return new ApiError(
+        "IMAGE_HAS_NO_COMMAND",
+        `node ${node.id} holds ${image} with neither a CMD nor an ENTRYPOINT, and runs its own copy as it is: give a command, e.g. cm deploy --image ${image} -- CMD ARGS..., or "command" in the body`,
+      );
+    const unmet = checkRequirements(node, template);
+    if (unmet) return unmet;
+    try {
+      const holding = holdingFor(node, template, body);
+      return { node, holding, hourlyRateCents: hourlyRateFor(node, holding.gpuCount) };
+    } catch (e) {
+      if (e instanceof ApiError) return e;
+      throw e;
+    }
+  }
+
+  /** The node the tenant named, as it was before placement existed; a placement requirement it misses answers NO_NODE_FITS. */
+  async function onNode(nodeId: string, template: TemplateRow | undefined, image: string, body: CreateDeploymentRequest): Promise<Candidate> {
+    const node = await repos.nodes.get(nodeId);
+    if (!node) throw new ApiError("NODE_NOT_FOUND", `no node ${nodeId}`);
+    if (node.status !== "online") throw new ApiError("NODE_OFFLINE", `node ${node.id} is ${node.status}`);
+    const missed = unmetRequirement(node, body);
+    if (missed) throw noNodeFits(1, new Map([[missed, 1]]), body);
+    const c = assess(node, template, image, body);
+    if (c instanceof ApiError) throw c;
+    return c;
+  }
+
+  /** The online nodes that fit now, best first, and each other one's first reason not to, counted. */
+  async function place(template: TemplateRow | undefined, image: string, body: CreateDeploymentRequest) {
+    const nodes = await repos.nodes.online();
+    const reasons = new Map<PlacementReason, number>();
+    const candidates: Candidate[] = [];
+    for (const node of nodes) {
+      const c = unmetRequirement(node, body) ?? assess(node, template, image, body);
+      const reason = typeof c === "string" ? c : c instanceof ApiError ? c.code : refusalNow(node, c.holding);
+      if (reason) reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
+      else candidates.push(c as Candidate);
+    }
+    return { candidates: candidates.sort(byPreference), online: nodes.length, reasons };
+  }
+
+  async function insert(userId: string, template: TemplateRow | undefined, image: string, body: CreateDeploymentRequest, c: Candidate) {
+    const now = clock.now();
+    return repos.deployments.create(
+      {
+        id: ids("dep"),
+        userId,
+        nodeId: c.node.id,
+        templateId: template?.id ?? null,
+        name: body.name ?? null,
+        image,
+        env: { ...(template?.defaultEnv ?? {}), ...(body.env ?? {}) },
+        ports: body.ports ?? template?.ports.map((p) => p.internal) ?? [],
+        command: body.command ?? null,
+        entrypoint: body.entrypoint ?? null,
+        ...restartOf(body),
+        ...c.holding,
+        hourlyRateCents: c.hourlyRateCents,
+        endpointKey: endpointKey(),
+        createdAt: now,
+      },
+      hourOfCreditsMicro(c.hourlyRateCents),
+      now,
+    );
+  }
+
   return {
     mine,
 
     async create(userId: string, body: CreateDeploymentRequest) {
-      const hasTemplate = body.templateId !== undefined;
-      const hasImage = body.customImage !== undefined && body.customImage !== null;
-      if (hasTemplate && hasImage) throw new ApiError("TEMPLATE_AND_IMAGE_CONFLICT", "give templateId or customImage, not both");
-      if (!hasTemplate && !hasImage)
-        throw new ApiError("TEMPLATE_OR_IMAGE_REQUIRED", "give templateId (from GET /templates) or customImage (an image reference)");
+      const { template, image } = await prepare(body);
+      if (body.nodeId !== undefined) {
+        const c = await onNode(body.nodeId, template, image, body);
+        const created = await insert(userId, template, image, body, c);
+        if ("refused" in created && created.refused === "INSUFFICIENT_CREDITS") throw await insufficientCredits(repos, userId, c.hourlyRateCents);
+        if ("refused" in created) throw new ApiError(created.refused, refusalMessage[created.refused], created.free);
+        events.emit("deployment-changed", created);
+        return { deployment: created, estimatedHourlyCost: c.hourlyRateCents };
+      }
+      const { candidates, online, reasons } = await place(template, image, body);
+      for (const [i, c] of candidates.entries()) {
+        if (i === PLACEMENT_MAX_TRIES) {
+          reasons.set("untried", candidates.length - i);
+          break;
+        }
+        // The node's row is checked and taken in one UPDATE: a parallel create may have taken the room since it was read.
+        const created = await insert(userId, template, image, body, c);
+        if (!("refused" in created)) {
+          events.emit("deployment-changed", created);
+          return { deployment: created, estimatedHourlyCost: c.hourlyRateCents };
+        }
+        // The cheapest fitting node's hour is the least any would hold.
+        if (created.refused === "INSUFFICIENT_CREDITS") throw await insufficientCredits(repos, userId, c.hourlyRateCents);
+        reasons.set(created.refused, (reasons.get(created.refused) ?? 0) + 1);
+      }
+      throw noNodeFits(online, reasons, body);
+    },
 
-      if (body.maxRestarts !== undefined && body.restart === "no")
-        throw new ApiError("RESTART_POLICY_CONFLICT", 'maxRestarts was given with restart "no": leave it out, or give restart "on-failure"');
-
-      const template = hasTemplate ? await repos.templates.getByIdOrSlug(body.templateId!) : undefined;
-      if (hasTemplate && !template) throw new ApiError("TEMPLATE_NOT_FOUND", `no template ${body.templateId}`);
-      const node = await repos.nodes.get(body.nodeId);
-      if (!node) throw new ApiError("NODE_NOT_FOUND", `no node ${body.nodeId}`);
-      if (node.status !== "online") throw new ApiError("NODE_OFFLINE", `node ${node.id} is ${node.status}`);
-      const image = template ? template.containerImage : body.customImage!;
-      // Only the node sees its images: what its agent last said of them, before anything is held.
-      if (body.command === undefined && body.entrypoint === undefined && link.imageWithoutCommand?.(node.id, image))
-        throw new ApiError(
-          "IMAGE_HAS_NO_COMMAND",
-          `node ${node.id} holds ${image} with neither a CMD nor an ENTRYPOINT, and runs its own copy as it is: give a command, e.g. cm deploy --image ${image} -- CMD ARGS..., or "command" in the body`,
-        );
-      const unmet = checkRequirements(node, template);
-      if (unmet) throw unmet;
-      const holding = holdingFor(node, template, body);
-      const hourlyRateCents = hourlyRateFor(node, holding.gpuCount);
-
-      const now = clock.now();
-      const created = await repos.deployments.create(
-        {
-          id: ids("dep"),
-          userId,
-          nodeId: node.id,
-          templateId: template?.id ?? null,
-          name: body.name ?? null,
-          image,
-          env: { ...(template?.defaultEnv ?? {}), ...(body.env ?? {}) },
-          ports: body.ports ?? template?.ports.map((p) => p.internal) ?? [],
-          command: body.command ?? null,
-          entrypoint: body.entrypoint ?? null,
-          ...restartOf(body),
-          ...holding,
-          hourlyRateCents,
-          endpointKey: endpointKey(),
-          createdAt: now,
-        },
-        hourOfCreditsMicro(hourlyRateCents),
-        now,
-      );
-      if ("refused" in created && created.refused === "INSUFFICIENT_CREDITS") throw await insufficientCredits(repos, userId, hourlyRateCents);
-      if ("refused" in created) throw new ApiError(created.refused, refusalMessage[created.refused], created.free);
-      events.emit("deployment-changed", created);
-      return { deployment: created, estimatedHourlyCost: hourlyRateCents };
+    /** What create would do now, holding nothing: the node, the rate, the hold, what it holds, or the refusal create would answer. */
+    async estimate(userId: string, body: CreateDeploymentRequest): Promise<DeploymentEstimateResponse> {
+      const { template, image } = await prepare(body);
+      const none = { nodeId: body.nodeId ?? null, hourlyRateCents: null, holdCredits: null, gpuCount: null, cpuCores: null, memoryMb: null, diskGb: null };
+      const refused = (e: ApiError) => ({ code: e.code, message: e.message, ...(e.details !== undefined ? { details: e.details } : {}) });
+      let c: Candidate;
+      try {
+        if (body.nodeId !== undefined) c = await onNode(body.nodeId, template, image, body);
+        else {
+          const p = await place(template, image, body);
+          if (!p.candidates[0]) throw noNodeFits(p.online, p.reasons, body);
+          c = p.candidates[0];
+        }
+      } catch (e) {
+        // A node that does not exist is a wrong request, as at create; anything else is the node's answer.
+        if (e instanceof ApiError && e.code !== "NODE_NOT_FOUND") return { fits: false, refusal: refused(e), ...none };
+        throw e;
+      }
+      const planned = {
+        nodeId: c.node.id,
+        hourlyRateCents: c.hourlyRateCents,
+        holdCredits: c.hourlyRateCents,
+        gpuCount: c.holding.gpuCount,
+        cpuCores: c.holding.cpuMillicores / MILLICORES_PER_CORE,
+        memoryMb: c.holding.memoryMb,
+        diskGb: c.holding.diskGb,
+      };
+      const busy = refusalNow(c.node, c.holding);
+      if (busy) return { fits: false, refusal: refused(new ApiError(busy, refusalMessage[busy], nodeFree(c.node))), ...planned };
+      const available = (await repos.ledger.balance(userId)).availableMicro;
+      if (available < hourOfCreditsMicro(c.hourlyRateCents))
+        return { fits: false, refusal: refused(await insufficientCredits(repos, userId, c.hourlyRateCents)), ...planned };
+      return { fits: true, refusal: null, ...planned };
     },
 
     /** Starts a stopped deployment again: a slot and an hour of credits, as at creation, and a new run. */

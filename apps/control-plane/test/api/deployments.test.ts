@@ -67,7 +67,8 @@ describeEachDatabase("deployment records on $name", (db) => {
   });
 
   it("validates nodeId, env and the image reference", async () => {
-    expect((await create({ templateId: "ollama" })).json.error.code).toBe("VALIDATION_ERROR");
+    // nodeId may be left out (placement), but not given empty or as anything but a string.
+    for (const nodeId of ["", 5, null]) expect((await create({ nodeId, templateId: "ollama" })).json.error.code).toBe("VALIDATION_ERROR");
     expect((await create({ nodeId: gpuNode, templateId: "ollama", env: { "BAD NAME": "x" } })).json.error.code).toBe("VALIDATION_ERROR");
     expect((await create({ nodeId: gpuNode, templateId: "ollama", env: { A: 1 } })).json.error.code).toBe("VALIDATION_ERROR");
     expect((await create({ nodeId: gpuNode, templateId: "ollama", env: { A: "x".repeat(40_000) } })).json.error.code).toBe("VALIDATION_ERROR");

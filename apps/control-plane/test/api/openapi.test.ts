@@ -106,6 +106,14 @@ describe("OpenAPI document and docs", () => {
     expect(createDeployment.command).toMatchObject({ type: "array", minItems: 1, maxItems: 256, items: { maxLength: 4096, pattern: expect.any(String) } });
     expect(createDeployment.maxRestarts).toMatchObject({ type: "integer", minimum: 1, maximum: 10 });
     expect(createDeployment.restart).toMatchObject({ enum: ["no", "on-failure"] });
+    // Placement (issue 30): nodeId may be left out, the catalogue's filter names place it, and the refusal is documented.
+    expect(doc.paths["/deployments"].post.requestBody.content["application/json"].schema.required ?? []).not.toContain("nodeId");
+    for (const f of ["gpuCount", "minGpuVram", "gpuModel", "region", "maxHourlyRate"]) expect(createDeployment[f], f).toBeDefined();
+    expect(doc.paths["/deployments"].post.responses["409"].description).toContain("NO_NODE_FITS");
+    const estimate = doc.paths["/deployments/estimate"].post;
+    expect(estimate.security).toEqual([{ bearer: [] }]);
+    expect(estimate.description).toContain("creating nothing and holding nothing");
+    expect(estimate.responses["200"].content["application/json"].schema.$ref).toBe("#/components/schemas/DeploymentEstimate");
     expect(doc.components.schemas.Deployment.properties.command.type).toEqual(["array", "null"]);
     expect(doc.components.schemas.Deployment.required).toEqual(expect.arrayContaining(["command", "entrypoint", "restart", "maxRestarts", "restartCount"]));
     expect(doc.components.schemas.NodeDetail.properties.lastHeartbeat.type).toEqual(["string", "null"]);

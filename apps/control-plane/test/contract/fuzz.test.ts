@@ -128,6 +128,7 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
     "GET /templates",
     "GET /templates/{idOrSlug}",
     "POST /deployments",
+    "POST /deployments/estimate",
     "GET /deployments",
     "GET /deployments/{id}",
     "DELETE /deployments/{id}",

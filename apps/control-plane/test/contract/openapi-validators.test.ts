@@ -142,7 +142,8 @@ const SPEC_OPERATIONS: SpecOperation[] = [
     method: "post",
     path: "/deployments",
     auth: true,
-    body: { fields: { nodeId: "string", templateId: "string", customImage: "string", name: "string", env: "object" }, required: ["nodeId"] },
+    // The spec requires nodeId; a body with it is taken as the spec says, and one without it is placed on the cheapest node that fits (issue 30).
+    body: { fields: { nodeId: "string", templateId: "string", customImage: "string", name: "string", env: "object" }, required: [] },
     response: { deployment: "object", estimatedHourlyCost: "number" },
   },
   {

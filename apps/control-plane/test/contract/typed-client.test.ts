@@ -105,8 +105,8 @@ export function typesRefuse(api: ReturnType<typeof createClient<paths>>) {
   void api.GET("/nodes", { params: { query: { region: "mars" } } });
   // @ts-expect-error hasGpu is a boolean
   void api.GET("/nodes", { params: { query: { hasGpu: "yes" } } });
-  // @ts-expect-error nodeId is required
-  void api.POST("/deployments", { body: { customImage: "nginx" } });
+  // @ts-expect-error gpuCount is a number
+  void api.POST("/deployments", { body: { customImage: "nginx", gpuCount: "2" } });
   // @ts-expect-error no such path
   void api.GET("/nodez");
   // @ts-expect-error walletAddress is a string

@@ -109,6 +109,16 @@ export function createNodesRepo(h: DbHandle) {
       });
     },
 
+    /** Every online node in service, for placement: it counts each one's reason not to fit, so it reads them all. */
+    async online(): Promise<NodeRow[]> {
+      return h.run((db) =>
+        db
+          .select()
+          .from(nodes)
+          .where(and(eq(nodes.status, "online"), visible)),
+      );
+    },
+
     async get(id: string, opts: { includeRetired?: boolean } = {}): Promise<NodeRow | undefined> {
       return h.run(async (db) => {
         const [row] = await db

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { EnvMap, nameText, Pagination, pageQuery, queryInteger, Timestamp, text, utf8Bytes } from "./common";
-import { MAX_GPUS_PER_NODE } from "./nodes";
+import { EnvMap, INT32_MAX, nameText, Pagination, pageQuery, queryInteger, Timestamp, text, utf8Bytes } from "./common";
+import { MAX_GPUS_PER_NODE, Region } from "./nodes";
 
 /**
  * Every status a deployment can have. The spec names pending, starting, running,
@@ -115,8 +115,26 @@ export type Deployment = z.infer<typeof Deployment>;
 
 const Port = z.number().int().min(1).max(65535);
 
+/** Candidates create tries, cheapest first, when a node it picked was taken by a parallel create meanwhile. */
+export const PLACEMENT_MAX_TRIES = 3;
+
 export const CreateDeploymentRequest = z.strictObject({
-  nodeId: text().min(1).max(64),
+  nodeId: text().min(1).max(64).optional().meta({
+    description:
+      "the node to run on; left out, the control plane picks the cheapest online node that fits gpuCount, the resources, minGpuVram, gpuModel, region and maxHourlyRate (ties: most free GPUs, then id), or answers NO_NODE_FITS counting the nodes per reason",
+  }),
+  minGpuVram: z.number().int().min(0).max(INT32_MAX).optional().meta({
+    description: "MB of memory the node's largest GPU has at least (the catalogue's filter); with nodeId, that node must have it",
+  }),
+  gpuModel: text()
+    .min(1)
+    .max(256)
+    .optional()
+    .meta({ description: "a GPU name the node must have, matched case-insensitively as a part of its GPUs' names (H100 matches NVIDIA H100 80GB HBM3)" }),
+  region: Region.optional().meta({ description: "only a node in this region (the catalogue's filter)" }),
+  maxHourlyRate: z.number().min(0).max(INT32_MAX).optional().meta({
+    description: "credits per GPU-hour at most: the node's hourlyRateCents, as the catalogue's filter (a fraction is allowed: 1.5 takes nodes at 1 or less)",
+  }),
   templateId: text().min(1).max(64).optional(),
   customImage: z
     .string()
@@ -179,6 +197,26 @@ export const CreateDeploymentResponse = z.object({
   deployment: Deployment,
   estimatedHourlyCost: z.number().meta({ description: "credits per hour (1 credit = 1 US cent)" }),
 });
+export const DeploymentEstimateResponse = z
+  .object({
+    fits: z.boolean().meta({ description: "true when POST /deployments with this body would create it now (on nodeId, or the node it would pick)" }),
+    refusal: z
+      .object({ code: z.string(), message: z.string(), details: z.unknown().optional() })
+      .nullable()
+      .meta({ description: "when it does not fit: the error POST /deployments would answer now (same code, message and details); null when it fits" }),
+    nodeId: z.string().nullable().meta({ description: "the node it would run on: nodeId as given, or the one placement picks; null when no node fits" }),
+    hourlyRateCents: z.number().nullable().meta({ description: "credits per hour it would be charged while running; null when no node was found to price it" }),
+    holdCredits: z
+      .number()
+      .nullable()
+      .meta({ description: "credits held from your available balance while it is live: one hour of its rate, as create holds" }),
+    gpuCount: z.number().int().nullable(),
+    cpuCores: z.number().nullable(),
+    memoryMb: z.number().int().nullable(),
+    diskGb: z.number().int().nullable().meta({ description: "as asked; null: the template's or the node's default" }),
+  })
+  .meta({ id: "DeploymentEstimate" });
+export type DeploymentEstimateResponse = z.infer<typeof DeploymentEstimateResponse>;
 export const DeploymentListQuery = z.strictObject({ status: DeploymentStatus.optional(), ...pageQuery(100) });
 export const DeploymentListResponse = z.object({ deployments: z.array(Deployment), pagination: Pagination });
 export const DeploymentResponse = z.object({ deployment: Deployment });
