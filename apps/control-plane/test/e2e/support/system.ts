@@ -1,4 +1,4 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import type { TestDatabase } from "@cm/db/testing";
 import { type Agent, createAgent } from "../../../../agent/src/agent";
@@ -86,16 +86,23 @@ export async function startSystem(db: TestDatabase, config: Partial<Config> = {}
 }
 export type System = Awaited<ReturnType<typeof startSystem>>;
 
-/** Removes the containers, then the networks, carrying a label (`key=value`): what a test's agents left. */
+/**
+ * Removes the containers, then the networks, carrying a label (`key=value`): what
+ * a test's agents left. One at a time and tolerant: an agent stopping at the same
+ * moment may be removing one already ("removal already in progress"), which made
+ * a whole `docker rm -f` fail; what is still there is tried again for a few seconds.
+ */
 export function removeLabelled(label: string) {
-  const ids = execFileSync("docker", ["ps", "-aq", "--filter", `label=${label}`], { encoding: "utf8" })
-    .split("\n")
-    .filter(Boolean);
-  if (ids.length) execFileSync("docker", ["rm", "-f", ...ids], { stdio: "ignore" });
-  const nets = execFileSync("docker", ["network", "ls", "-q", "--filter", `label=${label}`], { encoding: "utf8" })
-    .split("\n")
-    .filter(Boolean);
-  if (nets.length) execFileSync("docker", ["network", "rm", ...nets], { stdio: "ignore" });
+  const list = (args: string[]) =>
+    execFileSync("docker", [...args, "--filter", `label=${label}`], { encoding: "utf8" })
+      .split("\n")
+      .filter(Boolean);
+  for (let attempt = 0; attempt < 10; attempt++) {
+    for (const id of list(["ps", "-aq"])) spawnSync("docker", ["rm", "-f", id], { stdio: "ignore" });
+    for (const net of list(["network", "ls", "-q"])) spawnSync("docker", ["network", "rm", net], { stdio: "ignore" });
+    if (list(["ps", "-aq"]).length === 0 && list(["network", "ls", "-q"]).length === 0) return;
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+  }
 }
 
 export { until } from "../../support/until";
