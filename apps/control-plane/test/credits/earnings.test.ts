@@ -281,7 +281,8 @@ describeEachDatabase("operators' earnings on $name", (db) => {
     const books = await checkMoney();
     expect(books.refundsMicro).toBeGreaterThanOrEqual(micro(50));
     await n.agent.close();
-  });
+    // Each admin command is a process of its own started through tsx: seconds each on a loaded machine.
+  }, 180_000);
 
   it("keeps the books whole when refunds race the meter on a running deployment", async () => {
     const op = await operator();

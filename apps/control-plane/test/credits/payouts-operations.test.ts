@@ -20,7 +20,7 @@ import { loadPayoutKeypair, PayoutKeypairError } from "../../src/services/payout
 import { type AgentHarness, startAgentHarness } from "../agents/support/agent-harness";
 import { freePort } from "../faults/support/pg-cluster";
 import { startProgram } from "../faults/support/processes";
-import { type FakeSolanaRpc, startFakeSolanaRpc } from "../support/fake-solana-rpc";
+import { startFakeSolanaRpc } from "../support/fake-solana-rpc";
 import { operatorWithEarnings, payoutKeyFile } from "../support/payouts";
 
 const HOUR = 3_600_000;
@@ -148,7 +148,7 @@ describeEachDatabase("PAYOUTS=manual with the admin command on $name", (db) => {
     expect(await payout(op.token, other.json.payout.id)).toMatchObject({ status: "failed", error: "rejected by an administrator: wallet under review" });
     expect((await h.call("GET", "/operator/earnings", { token: op.token })).json.earnings.available).toBe(before);
     await expect(admin("reject", id, "too", "late")).rejects.toMatchObject({ stderr: expect.stringContaining("only a requested payout can be rejected") });
-  }, 60_000);
+  }, 180_000);
 });
 
 needs("postgres").describe("two control planes on one PostgreSQL database", () => {
