@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { EnvMap, INT32_MAX, nameText, Pagination, pageQuery, queryInteger, Timestamp, text, utf8Bytes } from "./common";
+import { EnvMap, INT32_MAX, nameText, Pagination, pageQuery, queryInteger, SuccessResponse, Timestamp, text, utf8Bytes } from "./common";
 import { MAX_GPUS_PER_NODE, Region } from "./nodes";
 
 /**
@@ -221,7 +221,7 @@ export const DeploymentListQuery = z.strictObject({ status: DeploymentStatus.opt
 export const DeploymentListResponse = z.object({ deployments: z.array(Deployment), pagination: Pagination });
 export const DeploymentResponse = z.object({ deployment: Deployment });
 export const DeploymentActionResponse = z.object({ deployment: Deployment });
-export const DeleteDeploymentResponse = z.object({ success: z.boolean(), message: z.string() });
+export const DeleteDeploymentResponse = SuccessResponse;
 
 export const LogEntry = z.object({ timestamp: Timestamp, stream: z.enum(["stdout", "stderr"]), message: z.string() }).meta({ id: "LogEntry" });
 /** Each deployment keeps its highest-numbered lines, this many at most: whatever order, gaps or repeats its agent sends them in. */
