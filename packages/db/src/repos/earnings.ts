@@ -1,4 +1,4 @@
-import { and, count, desc, eq, gt, gte, inArray, sql } from "drizzle-orm";
+import { and, count, desc, eq, gt, gte, sql } from "drizzle-orm";
 import type { Db, DbHandle } from "../client";
 import type { DeploymentRow, EarningRow } from "../types";
 import { ledgerOps } from "./ledger";
@@ -67,6 +67,18 @@ export function createEarningsRepo(h: DbHandle) {
     return num(r?.s);
   }
 
+  /** Payouts in flight (requested or sending) and paid, in micro-credits: one operator's, or everyone's. */
+  async function payoutSums(db: Db, operatorId?: string): Promise<{ inFlightMicro: number; paidMicro: number }> {
+    const [q] = await db
+      .select({
+        inFlight: sql<string>`coalesce(sum(case when ${payouts.status} in ('requested', 'sending') then ${payouts.amountMicro} else 0 end), 0)`,
+        paid: sql<string>`coalesce(sum(case when ${payouts.status} = 'paid' then ${payouts.amountMicro} else 0 end), 0)`,
+      })
+      .from(payouts)
+      .where(operatorId === undefined ? undefined : eq(payouts.operatorId, operatorId));
+    return { inFlightMicro: num(q?.inFlight), paidMicro: num(q?.paid) };
+  }
+
   /**
    * Where an operator's earnings stand. What they hold is everything earned net
    * of refunds, less payouts in flight and paid; of that, what the last
@@ -79,21 +91,15 @@ export function createEarningsRepo(h: DbHandle) {
     const mine = and(eq(e.operatorId, operatorId), eq(e.account, "operator"));
     const totalMicro = await sumFor(db, mine);
     const youngMicro = await sumFor(db, mine, eq(e.type, "usage"), gt(e.createdAt, nowMs - holdMs));
-    const [q] = await db
-      .select({
-        inFlight: sql<string>`coalesce(sum(case when ${payouts.status} in ('requested', 'sending') then ${payouts.amountMicro} else 0 end), 0)`,
-        paid: sql<string>`coalesce(sum(case when ${payouts.status} = 'paid' then ${payouts.amountMicro} else 0 end), 0)`,
-      })
-      .from(payouts)
-      .where(eq(payouts.operatorId, operatorId));
-    const inFlightMicro = num(q?.inFlight);
-    const paidMicro = num(q?.paid);
+    const { inFlightMicro, paidMicro } = await payoutSums(db, operatorId);
     const holding = Math.max(0, totalMicro - inFlightMicro - paidMicro);
     const pendingMicro = Math.min(youngMicro, holding);
     return { totalMicro, pendingMicro, availableMicro: holding - pendingMicro, inFlightMicro, paidMicro };
   }
 
   return {
+    payoutSums,
+
     /** Inside the charge's transaction: the operator's row and the fee's row for one usage row. */
     async credit(db: Db, dep: DeploymentRow, s: ChargeSplit) {
       const operatorId = await operatorOf(db, dep.nodeId);
@@ -129,11 +135,8 @@ export function createEarningsRepo(h: DbHandle) {
       const mine = eq(e.account, "operator");
       const onDeployment = await sumFor(db, mine, eq(e.deploymentId, dep.id));
       // What the operator still holds: paid out or in-flight payouts are not theirs to give back.
-      const [out] = await db
-        .select({ s: sql<string>`coalesce(sum(${payouts.amountMicro}), 0)` })
-        .from(payouts)
-        .where(and(eq(payouts.operatorId, operatorId), inArray(payouts.status, ["requested", "sending", "paid"])));
-      const inAll = (await sumFor(db, mine, eq(e.operatorId, operatorId))) - num(out?.s);
+      const out = await payoutSums(db, operatorId);
+      const inAll = (await sumFor(db, mine, eq(e.operatorId, operatorId))) - out.inFlightMicro - out.paidMicro;
       const fromOperatorMicro = Math.max(0, Math.min(r.amountMicro, onDeployment, inAll));
       const fromFeeMicro = r.amountMicro - fromOperatorMicro;
       const txn = await ledger.post(db, {

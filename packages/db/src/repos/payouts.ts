@@ -1,5 +1,5 @@
 import { and, asc, count, desc, eq, gte, inArray, isNotNull, isNull, lt, ne, or, sql } from "drizzle-orm";
-import type { Db, DbHandle } from "../client";
+import type { DbHandle } from "../client";
 import type { PayoutRow } from "../types";
 import { createEarningsRepo } from "./earnings";
 import { execRaw } from "./raw";
@@ -285,15 +285,7 @@ export function createPayoutsRepo(h: DbHandle) {
 
     /** Ledger-wide sums, for audits and the tests' invariants. */
     async books(): Promise<PayoutBooks> {
-      return h.run(async (db) => {
-        const [r] = await db
-          .select({
-            inFlight: sql<string>`coalesce(sum(case when ${p.status} in ('requested', 'sending') then ${p.amountMicro} else 0 end), 0)`,
-            paid: sql<string>`coalesce(sum(case when ${p.status} = 'paid' then ${p.amountMicro} else 0 end), 0)`,
-          })
-          .from(p);
-        return { inFlightMicro: num(r?.inFlight), paidMicro: num(r?.paid) };
-      });
+      return h.run((db) => earnings.payoutSums(db));
     },
   };
 }
