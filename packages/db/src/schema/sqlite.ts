@@ -77,11 +77,16 @@ export const nodes = sqliteTable(
     usedGpus: integer("used_gpus").notNull().default(0),
     usedCpuMillicores: integer("used_cpu_millicores").notNull().default(0),
     usedMemoryMb: integer("used_memory_mb").notNull().default(0),
+    usedDiskGb: integer("used_disk_gb").notNull().default(0),
     // As the agent last said in its specs; null until it has (an older agent never does).
     egressPolicy: text("egress_policy", { enum: EGRESS_POLICIES }),
     diskDefaultGb: integer("disk_default_gb"),
     lastHeartbeat: integer("last_heartbeat"),
     onlineSince: integer("online_since"),
+    // Set by the operator (POST /operator/nodes/{id}/maintenance): non-null puts the node in maintenance,
+    // whatever its heartbeats say; the reason is what tenants are shown.
+    maintenanceReason: text("maintenance_reason"),
+    maintenanceSince: integer("maintenance_since"),
     onlineMsTotal: integer("online_ms_total").notNull().default(0),
     createdAt: integer("created_at").notNull(),
     retiredAt: integer("retired_at"),
@@ -135,6 +140,10 @@ export const deployments = sqliteTable(
     maxRestarts: integer("max_restarts").notNull().default(0),
     // Restarts since the last start by the tenant (or creation): on-failure stops restarting at maxRestarts.
     restartCount: integer("restart_count").notNull().default(0),
+    // Raw TCP ports reached through the control plane (cm port-forward), beside the HTTP `ports`.
+    tcpPorts: text("tcp_ports", { mode: "json" }).notNull().default([]).$type<number[]>(),
+    // The tenant's stored registry credential the agent pulls the image with; null: a public or local image.
+    registryCredentialId: text("registry_credential_id"),
     endpoints: text("endpoints", { mode: "json" }).notNull().$type<StoredEndpoint[]>(),
     hourlyRateCents: integer("hourly_rate_cents").notNull(),
     // What it holds on its node while live (0 on rows older than per-GPU scheduling: they held nothing counted).
@@ -301,6 +310,39 @@ export const deploymentLogs = sqliteTable(
     message: text("message").notNull(),
   },
   (t) => [uniqueIndex("deployment_logs_seq_idx").on(t.deploymentId, t.seq), index("deployment_logs_ts_idx").on(t.deploymentId, t.tsMs)],
+);
+
+/**
+ * A tenant's login to a private container registry. The password is sealed
+ * (AES-256-GCM under the configured key) and only ever opened to go, inside one
+ * start command, to the agent that pulls the image.
+ */
+export const registryCredentials = sqliteTable(
+  "registry_credentials",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id").notNull(),
+    /** The registry's host (and port), as image references name it: `ghcr.io`, `127.0.0.1:5000`. */
+    registry: text("registry").notNull(),
+    username: text("username").notNull(),
+    /** base64 of iv | tag | ciphertext. */
+    secretSealed: text("secret_sealed").notNull(),
+    createdAt: integer("created_at").notNull(),
+    lastUsedAt: integer("last_used_at"),
+  },
+  (t) => [index("registry_credentials_user_idx").on(t.userId, t.createdAt)],
+);
+
+/** Seconds each node was heard from, per clock hour: uptime over 24 h, 7 d and 30 d is summed from these. */
+export const nodeUptimeHours = sqliteTable(
+  "node_uptime_hours",
+  {
+    nodeId: text("node_id").notNull(),
+    /** Epoch hour: floor(ms / 3,600,000). */
+    hour: integer("hour").notNull(),
+    onlineMs: integer("online_ms").notNull().default(0),
+  },
+  (t) => [uniqueIndex("node_uptime_hours_pk").on(t.nodeId, t.hour)],
 );
 
 export const settings = sqliteTable("settings", {
