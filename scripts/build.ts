@@ -23,6 +23,8 @@ interface AppBuild {
   external: string[];
   /** files the bundle reads at run time, copied beside it: [from (repo-relative), to (dist-relative)] */
   copy?: [string, string][];
+  /** more programs of the same app, bundled alike beside the first: [entry, out] */
+  more?: [string, string][];
 }
 
 const NATIVE_OPTIONAL = ["cpu-features", "bufferutil", "utf-8-validate", "*.node"];
@@ -36,6 +38,8 @@ export const APPS: Record<string, AppBuild> = {
     external: [...NATIVE_OPTIONAL, "better-sqlite3", "postgres", "swagger-ui-dist"],
     // packages/db reads its migrations at ../migrations/<dialect> from its own module.
     copy: [["packages/db/migrations", "migrations"]],
+    // `npm run admin`'s tools, for a control plane run from a release.
+    more: [["apps/control-plane/src/admin.ts", "lib/admin.mjs"]],
   },
 };
 
@@ -64,8 +68,16 @@ export async function buildApp(name: string, options: BuildOptions = {}): Promis
   rmSync(dist, { recursive: true, force: true });
   mkdirSync(dist, { recursive: true });
   const file = path.join(dist, app.out);
+  for (const [entry, out] of app.more ?? []) await bundle(name, path.join(ROOT, entry), path.join(dist, out), options);
+  await bundle(name, path.join(ROOT, app.entry), file, options);
+  for (const [from, to] of app.copy ?? []) cpSync(path.join(ROOT, from), path.join(dist, to), { recursive: true });
+  return { file, bytes: statSync(file).size };
+}
+
+async function bundle(name: string, entry: string, file: string, options: BuildOptions): Promise<void> {
+  const app = APPS[name]!;
   const result = await build({
-    entryPoints: [path.join(ROOT, app.entry)],
+    entryPoints: [entry],
     outfile: file,
     bundle: true,
     platform: "node",
@@ -79,16 +91,32 @@ export async function buildApp(name: string, options: BuildOptions = {}): Promis
     legalComments: "linked",
     logLevel: "warning",
     logOverride: { "empty-import-meta": "silent" },
-    plugins: options.version === undefined ? [] : [agentVersion(options.version)],
+    plugins: [pureBigint, ...(options.version === undefined ? [] : [agentVersion(options.version)])],
   });
   if (result.errors.length > 0) throw new Error(`esbuild failed for ${name}`);
   // The source's own hashbang (cm's runs tsx) is kept by esbuild: the bundle needs node only.
   const text = readFileSync(file, "utf8");
   writeFileSync(file, `#!/usr/bin/env node\n${text.startsWith("#!") ? text.slice(text.indexOf("\n") + 1) : text}`);
   chmodSync(file, 0o755);
-  for (const [from, to] of app.copy ?? []) cpSync(path.join(ROOT, from), path.join(dist, to), { recursive: true });
-  return { file, bytes: statSync(file).size };
 }
+
+/**
+ * bigint-buffer (under @solana/web3.js) tries its native addon, which a bundle never ships,
+ * and warns on every start that it fell back to pure JS: the fallback is the bundle's
+ * intent, so it is taken without the attempt or the warning.
+ */
+const pureBigint: Plugin = {
+  name: "pure-bigint-buffer",
+  setup(build) {
+    build.onLoad({ filter: /[\\/]bigint-buffer[\\/]dist[\\/]node\.js$/ }, ({ path: file }) => {
+      const source = readFileSync(file, "utf8");
+      const contents = source
+        .replace("converter = require('bindings')('bigint_buffer');", "throw new Error('bundled: pure JS');")
+        .replace(/console\.warn\('bigint: [^\n]*/, "");
+      return { contents, loader: "js" };
+    });
+  },
+};
 
 /** Builds apps/agent/src/version.ts as reporting `version`. */
 function agentVersion(version: string): Plugin {

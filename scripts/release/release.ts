@@ -3,6 +3,10 @@
  * in dist/release/ (issue 28, part 1):
  *   cm-agent-<version>-linux-<arch>.tar.gz  the bundle, a pinned Node runtime, the unit, install.sh
  *   install-cm-agent.sh                     the same install.sh, to download beside the tarball
+ *   cm-control-plane-<version>-linux-<arch>.tar.gz
+ *                                           the control plane's bundle and admin tools, its
+ *                                           database drivers, a pinned Node runtime, the unit
+ *                                           and an env file
  *   cm-<version>.mjs                        cm as one file, for a tenant's own Node
  *   SHA256SUMS                              what install.sh checks the tarball against
  * The Node runtime is the npm registry's `node-linux-<arch>` package (Node's own binary
@@ -12,7 +16,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -107,6 +111,131 @@ export async function releaseCli(options: Pick<ReleaseOptions, "outDir">): Promi
   }
 }
 
+const CONTROL_PLANE_WRAPPER = (program: string) => `#!/bin/sh
+# ${program === "control-plane" ? "cm-control-plane" : "cm-admin"}, run by the Node runtime it was released with (../node).
+here="$(dirname "$(readlink -f "$0")")"
+${
+  program === "admin"
+    ? `# The control plane's settings (DATABASE_URL, CM_HOME), when this user may read them.
+env_file="\${CM_CONTROL_PLANE_ENV:-/etc/cm-control-plane/control-plane.env}"
+if [ -r "$env_file" ]; then set -a; . "$env_file"; set +a; fi
+`
+    : ""
+}exec "$here/../node/bin/node" "$here/../lib/${program}.mjs" "$@"
+`;
+
+/**
+ * What the bundle leaves to node_modules beside it: better-sqlite3 (native), postgres
+ * (patched at install by scripts/patch-postgres.mjs, so taken as installed) and
+ * swagger-ui-dist (files the docs page serves). Only what they load at run time.
+ */
+const CONTROL_PLANE_MODULES: [string, string[]][] = [
+  ["better-sqlite3", ["package.json", "LICENSE", "lib", "build/Release/better_sqlite3.node"]],
+  ["bindings", ["package.json", "LICENSE.md", "bindings.js"]],
+  ["file-uri-to-path", ["package.json", "LICENSE", "index.js"]],
+  ["postgres", ["package.json", "UNLICENSE", "cf", "cjs", "src"]],
+  [
+    "swagger-ui-dist",
+    [
+      "package.json",
+      "LICENSE",
+      "NOTICE",
+      "absolute-path.js",
+      "index.js",
+      "swagger-ui.css",
+      "swagger-ui-bundle.js",
+      "swagger-ui-bundle.js.LICENSE.txt",
+      "swagger-ui-standalone-preset.js",
+      "favicon-16x16.png",
+      "favicon-32x32.png",
+      "oauth2-redirect.html",
+    ],
+  ],
+];
+
+/** The machine an ELF file (a native addon) is built for, from its header's e_machine. */
+export function elfArch(file: string): Arch | "other" {
+  const header = readFileSync(file).subarray(0, 20);
+  const machine = header.readUInt16LE(18);
+  return machine === 0x3e ? "x64" : machine === 0xb7 ? "arm64" : "other";
+}
+
+/**
+ * The control plane's tarball for each architecture whose build of better-sqlite3 is here:
+ * the one npm ci compiled for this machine. Another architecture's needs that
+ * architecture's compiler (prebuilt binaries come from GitHub, which a build here cannot
+ * reach): it is skipped with the reason, in the returned `skipped`.
+ */
+export async function releaseControlPlane(options: ReleaseOptions): Promise<{ made: string[]; skipped: string[] }> {
+  const version = options.version ?? appVersion("control-plane");
+  if (!/^[0-9A-Za-z.+-]+$/.test(version)) throw new Error(`"${version}" is not a version`);
+  mkdirSync(options.outDir, { recursive: true });
+  const addon = path.join(ROOT, "node_modules/better-sqlite3/build/Release/better_sqlite3.node");
+  const addonArch = existsSync(addon) ? elfArch(addon) : "other";
+  const made: string[] = [];
+  const skipped: string[] = [];
+  const bundleDir = mkdtempSync(path.join(tmpdir(), "cm-release-cp-"));
+  try {
+    await buildApp("control-plane", { outDir: bundleDir });
+    for (const arch of options.arches) {
+      if (arch !== addonArch) {
+        skipped.push(`cm-control-plane for linux-${arch}: better-sqlite3 here is built for ${addonArch}; release it on a linux-${arch} machine`);
+        continue;
+      }
+      made.push(packControlPlane(arch, version, bundleDir, options));
+    }
+  } finally {
+    rmSync(bundleDir, { recursive: true, force: true });
+  }
+  writeSums(options.outDir);
+  return { made, skipped };
+}
+
+function packControlPlane(arch: Arch, version: string, bundleDir: string, options: ReleaseOptions): string {
+  const name = `cm-control-plane-${version}-linux-${arch}`;
+  const work = mkdtempSync(path.join(tmpdir(), "cm-release-"));
+  try {
+    const dir = path.join(work, name);
+    for (const sub of ["bin", "node/bin"]) mkdirSync(path.join(dir, sub), { recursive: true });
+    cpSync(path.join(bundleDir, "lib"), path.join(dir, "lib"), { recursive: true });
+    cpSync(path.join(bundleDir, "migrations"), path.join(dir, "migrations"), { recursive: true });
+    writeFileSync(path.join(dir, "bin/cm-control-plane"), CONTROL_PLANE_WRAPPER("control-plane"), { mode: 0o755 });
+    writeFileSync(path.join(dir, "bin/cm-admin"), CONTROL_PLANE_WRAPPER("admin"), { mode: 0o755 });
+    for (const [pkg, files] of CONTROL_PLANE_MODULES) {
+      for (const file of files) {
+        const from = path.join(ROOT, "node_modules", pkg, file);
+        if (!existsSync(from)) continue; // a licence file some version renamed: not worth failing a release
+        cpSync(from, path.join(dir, "node_modules", pkg, file), { recursive: true });
+      }
+    }
+    unpackNode(arch, work, dir);
+    copyFileSync(path.join(ROOT, "deploy/control-plane/cm-control-plane.service"), path.join(dir, "cm-control-plane.service"));
+    copyFileSync(path.join(ROOT, "deploy/control-plane/control-plane.env"), path.join(dir, "control-plane.env"));
+    copyFileSync(path.join(ROOT, "README.md"), path.join(dir, "README.md"));
+    writeFileSync(path.join(dir, "VERSION"), `${version}\n`);
+    writeFileSync(path.join(dir, "ARCH"), `${arch}\n`);
+    return tar(work, name, options);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/** The pinned Node runtime's binary and licence, into dir/node. */
+function unpackNode(arch: Arch, work: string, dir: string): void {
+  execFileSync("tar", ["-xzf", nodeRuntimePackage(arch), "-C", work, "package/bin/node", "package/LICENSE"]);
+  copyFileSync(path.join(work, "package/bin/node"), path.join(dir, "node/bin/node"));
+  chmodSync(path.join(dir, "node/bin/node"), 0o755);
+  copyFileSync(path.join(work, "package/LICENSE"), path.join(dir, "node/LICENSE"));
+}
+
+function tar(work: string, name: string, options: ReleaseOptions): string {
+  const tarball = path.join(options.outDir, `${name}.tar.gz`);
+  // Owned by root whatever built it: an install moves the tree into /opt as it is.
+  const gzip = `gzip -${options.gzipLevel ?? 6} -n`;
+  execFileSync("tar", ["-c", "-I", gzip, "-f", tarball, "--owner=0", "--group=0", "--numeric-owner", "-C", work, name]);
+  return tarball;
+}
+
 /** One architecture's tarball; returns its path. */
 function packArch(arch: Arch, version: string, bundle: string, installer: string, options: ReleaseOptions): string {
   const name = `cm-agent-${version}-linux-${arch}`;
@@ -117,20 +246,13 @@ function packArch(arch: Arch, version: string, bundle: string, installer: string
     copyFileSync(bundle, path.join(dir, "lib/cm-agent.mjs"));
     copyFileSync(`${bundle}.LEGAL.txt`, path.join(dir, "lib/cm-agent.mjs.LEGAL.txt"));
     writeFileSync(path.join(dir, "bin/cm-agent"), WRAPPER, { mode: 0o755 });
-    execFileSync("tar", ["-xzf", nodeRuntimePackage(arch), "-C", work, "package/bin/node", "package/LICENSE"]);
-    copyFileSync(path.join(work, "package/bin/node"), path.join(dir, "node/bin/node"));
-    chmodSync(path.join(dir, "node/bin/node"), 0o755);
-    copyFileSync(path.join(work, "package/LICENSE"), path.join(dir, "node/LICENSE"));
+    unpackNode(arch, work, dir);
     copyFileSync(path.join(ROOT, "deploy/agent/cm-agent.service"), path.join(dir, "cm-agent.service"));
     writeFileSync(path.join(dir, "install.sh"), installer, { mode: 0o755 });
     copyFileSync(path.join(ROOT, "apps/agent/README.md"), path.join(dir, "README.md"));
     writeFileSync(path.join(dir, "VERSION"), `${version}\n`);
     writeFileSync(path.join(dir, "ARCH"), `${arch}\n`);
-    const tarball = path.join(options.outDir, `${name}.tar.gz`);
-    // Owned by root whatever built it: install.sh moves the tree into /opt as it is.
-    const gzip = `gzip -${options.gzipLevel ?? 6} -n`;
-    execFileSync("tar", ["-c", "-I", gzip, "-f", tarball, "--owner=0", "--group=0", "--numeric-owner", "-C", work, name]);
-    return tarball;
+    return tar(work, name, options);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
@@ -169,7 +291,9 @@ function parseOptions(argv: string[]): ReleaseOptions {
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const started = Date.now();
   const options = parseOptions(process.argv.slice(2));
-  const made = [...(await releaseAgent(options)), await releaseCli(options)];
+  const controlPlane = await releaseControlPlane(options);
+  const made = [...(await releaseAgent(options)), ...controlPlane.made, await releaseCli(options)];
+  for (const line of controlPlane.skipped) process.stdout.write(`skipped ${line}\n`);
   for (const file of made) process.stdout.write(`${path.relative(process.cwd(), file)} (${(statSync(file).size / 1e6).toFixed(1)} MB)\n`);
   process.stdout.write(
     `${path.relative(process.cwd(), path.join(path.dirname(made[0]!), "SHA256SUMS"))}\nreleased in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,

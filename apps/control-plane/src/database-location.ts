@@ -6,8 +6,12 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** The repository's root: relative SQLite paths, the default `file:./data/marketplace.db` included, are read from here. */
-export const REPO_ROOT = path.resolve(fileURLToPath(new URL("../../..", import.meta.url)));
+/**
+ * Where relative SQLite paths, the default `file:./data/marketplace.db` included, are read
+ * from: CM_HOME when set (a release's env file sets it to its state directory, since a
+ * bundle's own location says nothing about where state belongs), else the repository's root.
+ */
+export const REPO_ROOT = process.env.CM_HOME ? path.resolve(process.env.CM_HOME) : path.resolve(fileURLToPath(new URL("../../..", import.meta.url)));
 
 /** Where `npm start` keeps its state: the default database and the local node's token. */
 export const DATA_DIR = path.join(REPO_ROOT, "data");

@@ -1,0 +1,159 @@
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { arch as hostArch, tmpdir } from "node:os";
+import { join } from "node:path";
+import { createPgDatabase } from "@cm/db/testing";
+import { needs } from "@cm/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { appVersion } from "../../../../scripts/build";
+import { type Arch, elfArch, releaseCli, releaseControlPlane } from "../../../../scripts/release/release";
+import { until } from "./support/system";
+
+// The control plane's release as an administrator gets it (issue 28): the tarball unpacked
+// on a machine with no checkout, no node_modules and no node on its PATH, run by its own
+// wrapper on the embedded database and on PostgreSQL; the released `cm` talks to it.
+
+const ARCH: Arch = hostArch() === "arm64" ? "arm64" : "x64";
+const OTHER: Arch = ARCH === "x64" ? "arm64" : "x64";
+const TOOLS = ["sh", "dirname", "readlink", "sha256sum", "tar", "gzip"];
+
+const freePort = () =>
+  new Promise<number>((resolve, reject) => {
+    const s = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+    s.on("error", reject);
+  });
+
+describe("the control plane's release tarball, unpacked on a clean machine", () => {
+  let work = "";
+  let bin = "";
+  let home = "";
+  let dir = "";
+  let cm = "";
+  let made: string[] = [];
+  let skipped: string[] = [];
+  const version = `${appVersion("control-plane")}+test.1`;
+  const running: ChildProcess[] = [];
+
+  beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), "cm-cp-release-"));
+    bin = join(work, "bin");
+    home = join(work, "state");
+    mkdirSync(bin);
+    mkdirSync(home);
+    for (const tool of TOOLS) symlinkSync(execFileSync("sh", ["-c", `command -v ${tool}`], { encoding: "utf8" }).trim(), join(bin, tool));
+    const out = join(work, "release");
+    ({ made, skipped } = await releaseControlPlane({ arches: [ARCH, OTHER], outDir: out, version, gzipLevel: 1 }));
+    cm = await releaseCli({ outDir: out });
+    if (made.length > 0) execFileSync("tar", ["-xzf", made[0]!, "-C", work], { env: { PATH: bin } });
+    dir = join(work, `cm-control-plane-${version}-linux-${ARCH}`);
+  }, 240_000);
+
+  afterAll(() => {
+    for (const p of running) p.kill("SIGTERM");
+    if (work) rmSync(work, { recursive: true, force: true });
+  });
+
+  /** bin/cm-control-plane with the plain PATH and `env`; resolves once /health answers. */
+  async function start(env: Record<string, string>): Promise<{ url: string; output: () => string }> {
+    const port = await freePort();
+    let output = "";
+    const child = spawn(join(dir, "bin/cm-control-plane"), [], { cwd: work, env: { PATH: bin, HOME: work, PORT: String(port), ...env } });
+    running.push(child);
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    const url = `http://127.0.0.1:${port}`;
+    await until(
+      "the released control plane's /health",
+      async () => {
+        if (child.exitCode !== null) throw new Error(`the control plane exited ${child.exitCode}:\n${output}`);
+        return (await fetch(`${url}/health`).catch(() => undefined))?.ok === true;
+      },
+      60_000,
+      async () => output,
+    );
+    return { url, output: () => output };
+  }
+
+  it("holds this machine's build, names why the other architecture's is not made, and SHA256SUMS covers it", () => {
+    expect(made.map((f) => f.split("/").pop())).toEqual([`cm-control-plane-${version}-linux-${ARCH}.tar.gz`]);
+    expect(skipped.join("\n")).toMatch(new RegExp(`linux-${OTHER}: better-sqlite3 here is built for ${ARCH}`));
+    const sums = execFileSync("sha256sum", ["-c", "SHA256SUMS"], { cwd: join(work, "release"), encoding: "utf8" });
+    expect(sums).toContain(`cm-control-plane-${version}-linux-${ARCH}.tar.gz: OK`);
+    for (const file of [
+      "bin/cm-control-plane",
+      "bin/cm-admin",
+      "node/bin/node",
+      "lib/control-plane.mjs",
+      "lib/admin.mjs",
+      "cm-control-plane.service",
+      "control-plane.env",
+    ])
+      expect(existsSync(join(dir, file)), file).toBe(true);
+    expect(elfArch(join(dir, "node_modules/better-sqlite3/build/Release/better_sqlite3.node"))).toBe(ARCH);
+    expect(readFileSync(join(dir, "VERSION"), "utf8").trim()).toBe(version);
+    // The machine it runs on has no node: the wrapper runs the one shipped.
+    expect(execFileSync("sh", ["-c", "command -v node || echo none"], { encoding: "utf8", env: { PATH: bin } }).trim()).toBe("none");
+  });
+
+  it("runs on the embedded database under CM_HOME, serves its API and docs, and the released cm reads it", async () => {
+    const cp = await start({ CM_HOME: home });
+    expect(statSync(join(home, "data/marketplace.db")).isFile()).toBe(true);
+    const docs = await fetch(`${cp.url}/docs/swagger-ui-bundle.js`);
+    expect(docs.status).toBe(200);
+    const spec = (await (await fetch(`${cp.url}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+    expect(Object.keys(spec.paths)).toContain("/nodes");
+    // No native-addon fallback warnings: what ships is what runs.
+    expect(cp.output()).not.toMatch(/Failed to load bindings/);
+    // cm as a tenant gets it, run by the tarball's Node (any Node 20.19+ would do).
+    const nodes = execFileSync(join(dir, "node/bin/node"), [cm, "nodes", "--json"], {
+      encoding: "utf8",
+      env: { PATH: bin, HOME: work, CM_API_URL: cp.url },
+    });
+    expect(JSON.parse(nodes)).toMatchObject({ nodes: [] });
+    // The administrator's tools read the same database, from the env file the unit reads.
+    const envFile = join(work, "control-plane.env");
+    execFileSync("sh", ["-c", `printf 'CM_HOME=%s\\n' '${home}' > '${envFile}'`], { env: { PATH: bin } });
+    const admin = execFileSync(join(dir, "bin/cm-admin"), ["payouts", "list"], {
+      encoding: "utf8",
+      env: { PATH: bin, CM_CONTROL_PLANE_ENV: envFile },
+    });
+    expect(admin).toContain(join(home, "data/marketplace.db"));
+  }, 120_000);
+
+  needs("systemd-analyze").it("systemd accepts the unit, run from the unpacked release", () => {
+    // ExecStart pointed at this unpacking (systemd checks that it is executable); the
+    // trailing ":" keeps systemd's own directories (network-online.target and the rest).
+    const units = join(work, "units");
+    mkdirSync(units, { recursive: true });
+    const unit = readFileSync(join(dir, "cm-control-plane.service"), "utf8");
+    expect(unit).toContain("ExecStart=/opt/cm-control-plane/current/bin/cm-control-plane");
+    writeFileSync(join(units, "cm-control-plane.service"), unit.replace("ExecStart=/opt/cm-control-plane/current/", `ExecStart=${dir}/`));
+    execFileSync("systemd-analyze", ["verify", join(units, "cm-control-plane.service")], {
+      stdio: "pipe",
+      env: { ...process.env, SYSTEMD_UNIT_PATH: `${units}:` },
+    });
+  });
+
+  needs("postgres").it(
+    "runs on PostgreSQL given DATABASE_URL, migrating a new database",
+    async () => {
+      const db = await createPgDatabase();
+      try {
+        const cp = await start({ DATABASE_URL: db.url, CM_HOME: join(work, "unused") });
+        const res = await fetch(`${cp.url}/nodes`);
+        expect(res.status).toBe(200);
+        expect(cp.output()).toContain('"database":"postgres"');
+        expect(existsSync(join(work, "unused/data/marketplace.db"))).toBe(false);
+      } finally {
+        for (const p of running.splice(0)) p.kill("SIGTERM");
+        await new Promise((r) => setTimeout(r, 500));
+        await db.drop();
+      }
+    },
+    120_000,
+  );
+});
