@@ -13,7 +13,16 @@ import { createTemplatesRepo } from "./repos/templates";
 
 export { createDb, type DbHandle, type Dialect, isDatabaseUnavailable } from "./client";
 export type { Consumption } from "./repos/billing";
-export { type MoveFields, type NodeFree, type NodeHolding, nodeFree, type OccupyRefusal, OccupyRefused, type TransitionPatch } from "./repos/deployments";
+export {
+  heldDiskGb,
+  type MoveFields,
+  type NodeFree,
+  type NodeHolding,
+  nodeFree,
+  type OccupyRefusal,
+  OccupyRefused,
+  type TransitionPatch,
+} from "./repos/deployments";
 export type { ConfirmOutcome } from "./repos/deposits";
 export type { EarningsBooks, EarningsSummaryMicro, RefundOutcome } from "./repos/earnings";
 export { type BalanceMicro, type LedgerTotals, type LedgerType, toBalance } from "./repos/ledger";

@@ -45,6 +45,10 @@ export const ERROR_CODES = {
   },
   NODE_INSUFFICIENT_RAM: { status: 422, description: "The node has less RAM than the template needs, or than memoryMb asks." },
   NODE_INSUFFICIENT_GPUS: { status: 422, description: "gpuCount is more than the node's GPUs." },
+  NODE_INSUFFICIENT_DISK: {
+    status: 422,
+    description: "The deployment's disk allowance (diskGb, else its template's minDiskGb) is more than the node's disk (specs.diskGb).",
+  },
   NODE_INSUFFICIENT_FREE_GPUS: {
     status: 409,
     description: "The node's GPUs not held by its live deployments are fewer than gpuCount; details.freeGpus says how many are free.",
@@ -56,6 +60,11 @@ export const ERROR_CODES = {
   NODE_INSUFFICIENT_FREE_RAM: {
     status: 409,
     description: "The node's memory not held by its live deployments is less than the deployment's memoryMb; details.freeMemoryMb says how much is free.",
+  },
+  NODE_INSUFFICIENT_FREE_DISK: {
+    status: 409,
+    description:
+      "The node's disk not held by its live deployments is less than the deployment's disk allowance (diskGb); details.freeDiskGb says how much is free.",
   },
   NO_NODE_FITS: {
     status: 409,

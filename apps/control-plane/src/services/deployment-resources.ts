@@ -14,7 +14,7 @@ import { ApiError } from "../errors";
 
 export type Holding = { gpuCount: number; cpuMillicores: number; memoryMb: number; diskGb: number | null };
 type Asked = Pick<CreateDeploymentRequest, "gpuCount" | "cpuCores" | "memoryMb" | "diskGb">;
-type NodeSize = Pick<NodeRow, "id" | "gpuCount" | "cpuCores" | "ramMb" | "maxDeployments">;
+type NodeSize = Pick<NodeRow, "id" | "gpuCount" | "cpuCores" | "ramMb" | "maxDeployments" | "specs" | "diskDefaultGb">;
 
 /**
  * What the deployment holds: what the tenant asked for, else the node's share
@@ -44,6 +44,15 @@ export function holdingFor(node: NodeSize, template: TemplateRow | undefined, as
       usableRamMb: ramMb,
     });
   }
+  // Fixed at creation, as the rate is: the node counts this figure until the deployment ends, whatever
+  // default its agent says later. Unknown (a custom image on a node that never said its default): null, counted as 0.
+  const diskGb = asked.diskGb ?? template?.minDiskGb ?? node.diskDefaultGb ?? null;
+  const nodeDiskGb = node.specs.diskGb ?? 0;
+  if (diskGb !== null && nodeDiskGb > 0 && diskGb > nodeDiskGb) {
+    throw new ApiError("NODE_INSUFFICIENT_DISK", `a disk allowance of ${diskGb} GB is more than node ${node.id}'s ${nodeDiskGb} GB disk`, {
+      diskGb: nodeDiskGb,
+    });
+  }
   const perSlot = (total: number) => Math.floor(total / Math.max(1, node.maxDeployments));
   const share = (total: number, cpuOnlyDefault: number) =>
     gpuCount > 0 ? Math.floor((total * gpuCount) / node.gpuCount) : Math.min(cpuOnlyDefault, perSlot(total));
@@ -60,7 +69,7 @@ export function holdingFor(node: NodeSize, template: TemplateRow | undefined, as
     // A node that has not said its size (0 cores) holds nothing countable; else at least the floor Docker can run with.
     cpuMillicores: cpuMillicores > 0 ? Math.max(cpuMillicores, Math.min(nodeMillicores, MIN_CPU_CORES * MILLICORES_PER_CORE)) : 0,
     memoryMb: memoryMb > 0 ? Math.max(memoryMb, Math.min(ramMb, MIN_MEMORY_MB)) : 0,
-    diskGb: asked.diskGb ?? null,
+    diskGb,
   };
 }
 

@@ -32,6 +32,7 @@ const refusalMessage: Record<OccupyRefusal, string> = {
   NODE_INSUFFICIENT_FREE_GPUS: "the node has fewer free GPUs than this deployment holds",
   NODE_INSUFFICIENT_FREE_CPU: "the node has fewer free CPU cores than this deployment holds",
   NODE_INSUFFICIENT_FREE_RAM: "the node has less free memory than this deployment holds",
+  NODE_INSUFFICIENT_FREE_DISK: "the node has less free disk than this deployment's disk allowance",
   INSUFFICIENT_CREDITS: "your available credits do not cover one hour of this deployment",
 };
 

@@ -34,6 +34,7 @@ export function refusalNow(node: NodeRow, h: Holding): OccupyRefusal | undefined
   if (h.gpuCount > 0 && h.gpuCount > free.freeGpus) return "NODE_INSUFFICIENT_FREE_GPUS";
   if (h.cpuMillicores > 0 && h.cpuMillicores > Math.round(free.freeCpuCores * MILLICORES_PER_CORE)) return "NODE_INSUFFICIENT_FREE_CPU";
   if (h.memoryMb > 0 && h.memoryMb > free.freeMemoryMb) return "NODE_INSUFFICIENT_FREE_RAM";
+  if ((h.diskGb ?? 0) > 0 && (node.specs.diskGb ?? 0) > 0 && (h.diskGb ?? 0) > free.freeDiskGb) return "NODE_INSUFFICIENT_FREE_DISK";
   return undefined;
 }
 
@@ -75,6 +76,10 @@ function phrase(reason: PlacementReason, n: number, r: Requirements): string {
       return verb(n, "lacks the free CPU cores it needs", "lack the free CPU cores it needs");
     case "NODE_INSUFFICIENT_FREE_RAM":
       return verb(n, "lacks the free memory it needs", "lack the free memory it needs");
+    case "NODE_INSUFFICIENT_DISK":
+      return verb(n, "has a smaller disk than it needs", "have a smaller disk than it needs");
+    case "NODE_INSUFFICIENT_FREE_DISK":
+      return verb(n, "lacks the free disk it needs", "lack the free disk it needs");
     case "NODE_AT_CAPACITY":
       return verb(n, "already runs its maxDeployments", "already run their maxDeployments");
     case "IMAGE_HAS_NO_COMMAND":

@@ -81,7 +81,7 @@ describeEachDatabase("deployment resources on $name", (db) => {
     expect(a.status).toBe(201);
     const gpusShort = await create({ nodeId: node, customImage: "busybox", gpuCount: 2 });
     expect([gpusShort.status, gpusShort.json.error.code]).toEqual([409, "NODE_INSUFFICIENT_FREE_GPUS"]);
-    expect(gpusShort.json.error.details).toEqual({ freeGpus: 1, freeCpuCores: 8, freeMemoryMb: 28_800 });
+    expect(gpusShort.json.error.details).toEqual({ freeGpus: 1, freeCpuCores: 8, freeMemoryMb: 28_800, freeDiskGb: 2000 });
     const cpuShort = await create({ nodeId: node, customImage: "busybox", cpuCores: 9 });
     expect([cpuShort.status, cpuShort.json.error.code]).toEqual([409, "NODE_INSUFFICIENT_FREE_CPU"]);
     const ramShort = await create({ nodeId: node, customImage: "busybox", cpuCores: 1, memoryMb: 28_801 });
@@ -103,7 +103,7 @@ describeEachDatabase("deployment resources on $name", (db) => {
     expect(b.status).toBe(201);
     const again = await h.call("POST", `/deployments/${a}/start`, { token: tenant.token });
     expect([again.status, again.json.error.code]).toEqual([409, "NODE_INSUFFICIENT_FREE_GPUS"]);
-    expect(again.json.error.details).toEqual({ freeGpus: 1, freeCpuCores: 8, freeMemoryMb: 28_800 });
+    expect(again.json.error.details).toEqual({ freeGpus: 1, freeCpuCores: 8, freeMemoryMb: 28_800, freeDiskGb: 2000 });
     await h.call("DELETE", `/deployments/${b.json.deployment.id}`, { token: tenant.token });
     expect((await h.call("POST", `/deployments/${a}/start`, { token: tenant.token })).status).toBe(200);
     expect((await held(node)).gpus).toBe(2);

@@ -78,6 +78,7 @@ describeEachDatabase("nodes on $name", (db) => {
         "country",
         "egressPolicy",
         "freeCpuCores",
+        "freeDiskGb",
         "freeGpus",
         "freeMemoryMb",
         "gpus",

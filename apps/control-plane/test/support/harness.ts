@@ -93,6 +93,9 @@ export async function startHarness(db: TestDatabase, opts: { config?: Partial<Co
       hourlyRateCents?: number;
       maxDeployments?: number;
       region?: string;
+      /** the node's disk (specs.diskGb), 2000 by default, and the allowance its agent gives a custom image (AGENT_DISK_DEFAULT_GB), unsaid by default */
+      diskGb?: number;
+      diskDefaultGb?: number;
     } = {},
   ) {
     const r = await call("POST", "/operator/nodes", {
@@ -108,13 +111,14 @@ export async function startHarness(db: TestDatabase, opts: { config?: Partial<Co
         cpuCores: o.cpuCores ?? 32,
         cpuThreads: (o.cpuCores ?? 32) * 2,
         ramMb: o.ramMb ?? 128_000,
-        diskGb: 2000,
+        diskGb: o.diskGb ?? 2000,
         diskType: "NVMe",
         networkSpeedMbps: 10_000,
         os: "Ubuntu 22.04",
         containerVersion: "27.0.3",
       },
       (o.gpus ?? []).map((g) => ({ ...g, computeVersion: "9.0", brand: "NVIDIA", computeCores: 16896, tensorCores: 528, driverVersion: "550.54.15" })),
+      { egressPolicy: null, diskDefaultGb: o.diskDefaultGb ?? null },
     );
     await deps.repos.nodes.markOnline(id, clock.now());
     deps.events.emit("node-changed", id);

@@ -10,11 +10,12 @@ export type OccupyRefusal =
   | "NODE_INSUFFICIENT_FREE_GPUS"
   | "NODE_INSUFFICIENT_FREE_CPU"
   | "NODE_INSUFFICIENT_FREE_RAM"
+  | "NODE_INSUFFICIENT_FREE_DISK"
   | "INSUFFICIENT_CREDITS";
 /** What a live deployment holds of its node besides its slot. */
-export type NodeHolding = Pick<DeploymentRow, "nodeId" | "userId" | "gpuCount" | "cpuMillicores" | "memoryMb">;
-/** What the node had free when it refused, for the refusal's details: freeGpus, freeCpuCores, freeMemoryMb. */
-export type NodeFree = { freeGpus: number; freeCpuCores: number; freeMemoryMb: number };
+export type NodeHolding = Pick<DeploymentRow, "nodeId" | "userId" | "gpuCount" | "cpuMillicores" | "memoryMb" | "diskGb">;
+/** What the node had free when it refused, for the refusal's details: freeGpus, freeCpuCores, freeMemoryMb, freeDiskGb. */
+export type NodeFree = { freeGpus: number; freeCpuCores: number; freeMemoryMb: number; freeDiskGb: number };
 export type NewDeployment = Omit<
   DeploymentRow,
   | "totalCostMicro"
@@ -43,13 +44,19 @@ export type MoveFields = TransitionPatch & Partial<Pick<DeploymentRow, "reserved
 
 /** Thrown inside a transaction to roll it back; turned into a result outside it. */
 /** What of the node no live deployment holds (never below 0: an inventory may shrink under its deployments). */
-export function nodeFree(n: Pick<NodeRow, "gpuCount" | "usedGpus" | "cpuCores" | "usedCpuMillicores" | "ramMb" | "usedMemoryMb">): NodeFree {
+export function nodeFree(
+  n: Pick<NodeRow, "gpuCount" | "usedGpus" | "cpuCores" | "usedCpuMillicores" | "ramMb" | "usedMemoryMb" | "specs" | "usedDiskGb">,
+): NodeFree {
   return {
     freeGpus: Math.max(0, n.gpuCount - n.usedGpus),
     freeCpuCores: Math.max(0, n.cpuCores * MILLICORES_PER_CORE - n.usedCpuMillicores) / MILLICORES_PER_CORE,
     freeMemoryMb: Math.max(0, usableRamMb(n.ramMb) - n.usedMemoryMb),
+    freeDiskGb: Math.max(0, (n.specs.diskGb ?? 0) - n.usedDiskGb),
   };
 }
+
+/** The deployment's disk allowance as its node counts it: none while unknown (a custom image on a node whose agent never said its default). */
+export const heldDiskGb = (d: Pick<DeploymentRow, "diskGb">) => d.diskGb ?? 0;
 
 export class OccupyRefused extends Error {
   constructor(
@@ -64,9 +71,11 @@ export function createDeploymentsRepo(h: DbHandle) {
   const { deployments, nodes } = h.t;
   const ledger = ledgerOps(h);
   const notDeleted = isNull(deployments.deletedAt);
+  // The node's disk is in its specs only (the agent's figure, as it last said): read from the JSON in the UPDATE itself.
+  const nodeDiskGb = h.dialect === "pg" ? sql`coalesce((${nodes.specs}->>'diskGb')::integer, 0)` : sql`coalesce(json_extract(${nodes.specs}, '$.diskGb'), 0)`;
 
   /**
-   * Takes a slot on the node with the deployment's GPUs, CPU and memory, and
+   * Takes a slot on the node with the deployment's GPUs, CPU, memory and disk, and
    * holds an hour of credits, or refuses (and the caller's transaction rolls
    * back). One conditional UPDATE checks and takes: it locks the node's row on
    * PostgreSQL (a second waits, then checks the row as the first left it), and
@@ -80,6 +89,9 @@ export function createDeploymentsRepo(h: DbHandle) {
     if (d.cpuMillicores > 0) fits.push(sql`${nodes.usedCpuMillicores} + ${d.cpuMillicores} <= ${nodes.cpuCores} * ${MILLICORES_PER_CORE}`);
     // usableRamMb in SQL: a tenth of the RAM (integer division on both databases) stays for the host.
     if (d.memoryMb > 0) fits.push(sql`${nodes.usedMemoryMb} + ${d.memoryMb} <= ${nodes.ramMb} - ${nodes.ramMb} / ${sql.raw(String(HOST_RAM_RESERVE_DIVISOR))}`);
+    // A node that has not said its disk's size (0) is not counted against, as one that has not said its cores.
+    const diskGb = heldDiskGb(d);
+    if (diskGb > 0) fits.push(sql`(${nodeDiskGb} = 0 or ${nodes.usedDiskGb} + ${diskGb} <= ${nodeDiskGb})`);
     const slot = await db
       .update(nodes)
       .set({
@@ -87,6 +99,7 @@ export function createDeploymentsRepo(h: DbHandle) {
         usedGpus: sql`${nodes.usedGpus} + ${d.gpuCount}`,
         usedCpuMillicores: sql`${nodes.usedCpuMillicores} + ${d.cpuMillicores}`,
         usedMemoryMb: sql`${nodes.usedMemoryMb} + ${d.memoryMb}`,
+        usedDiskGb: sql`${nodes.usedDiskGb} + ${diskGb}`,
       })
       .where(and(eq(nodes.id, d.nodeId), eq(nodes.status, "online"), isNull(nodes.retiredAt), ...fits))
       .returning({ id: nodes.id });
@@ -98,7 +111,8 @@ export function createDeploymentsRepo(h: DbHandle) {
       if (d.gpuCount > 0 && n.usedGpus + d.gpuCount > n.gpuCount) throw new OccupyRefused("NODE_INSUFFICIENT_FREE_GPUS", free);
       if (d.cpuMillicores > 0 && n.usedCpuMillicores + d.cpuMillicores > n.cpuCores * MILLICORES_PER_CORE)
         throw new OccupyRefused("NODE_INSUFFICIENT_FREE_CPU", free);
-      throw new OccupyRefused("NODE_INSUFFICIENT_FREE_RAM", free);
+      if (d.memoryMb > 0 && n.usedMemoryMb + d.memoryMb > usableRamMb(n.ramMb)) throw new OccupyRefused("NODE_INSUFFICIENT_FREE_RAM", free);
+      throw new OccupyRefused("NODE_INSUFFICIENT_FREE_DISK", free);
     }
     if (!(await ledger.reserve(db, d.userId, reserveMicro))) throw new OccupyRefused("INSUFFICIENT_CREDITS");
   }
@@ -123,7 +137,7 @@ export function createDeploymentsRepo(h: DbHandle) {
       return row ?? null;
     },
 
-    /** Gives back the deployment's slot on its node, its GPUs, CPU and memory, and what is still held for it. */
+    /** Gives back the deployment's slot on its node, its GPUs, CPU, memory and disk, and what is still held for it. */
     async vacate(db: Db, dep: DeploymentRow) {
       await db
         .update(nodes)
@@ -132,6 +146,7 @@ export function createDeploymentsRepo(h: DbHandle) {
           usedGpus: less(nodes.usedGpus, dep.gpuCount),
           usedCpuMillicores: less(nodes.usedCpuMillicores, dep.cpuMillicores),
           usedMemoryMb: less(nodes.usedMemoryMb, dep.memoryMb),
+          usedDiskGb: less(nodes.usedDiskGb, heldDiskGb(dep)),
         })
         .where(eq(nodes.id, dep.nodeId));
       await ledger.release(db, dep.userId, dep.reservedMicro);

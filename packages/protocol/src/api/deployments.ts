@@ -167,13 +167,10 @@ export const CreateDeploymentRequest = z.strictObject({
     .meta({
       description: `MB of memory the container may use, held of the node's ramMb; default: as cpuCores, ${CPU_ONLY_DEFAULT_MEMORY_MB} MB for gpuCount 0 (or the node's RAM over its maxDeployments when less); never less than a template's minRamMb`,
     }),
-  diskGb: z
-    .number()
-    .int()
-    .min(1)
-    .max(10_000_000)
-    .optional()
-    .meta({ description: "GB the container may write; default: its template's minDiskGb, or the node's default for a custom image" }),
+  diskGb: z.number().int().min(1).max(10_000_000).optional().meta({
+    description:
+      "GB the container may write, held of the node's disk (specs.diskGb) while the deployment is live; default: its template's minDiskGb, or the node's default for a custom image",
+  }),
   command: Argv.optional().meta({
     description: `the command to run (argv: program, then arguments), replacing the image's CMD (Docker's Cmd): at most ${ARGV_MAX_ITEMS} items of ${ARGV_ITEM_MAX_LENGTH} characters, ${ARGV_MAX_TOTAL_BYTES / 1024} KiB in all. An image its node holds with neither a CMD nor an ENTRYPOINT needs one: refused at create (IMAGE_HAS_NO_COMMAND) when the node has reported it, else failed on the node with a reason saying so`,
   }),
@@ -213,7 +210,10 @@ export const DeploymentEstimateResponse = z
     gpuCount: z.number().int().nullable(),
     cpuCores: z.number().nullable(),
     memoryMb: z.number().int().nullable(),
-    diskGb: z.number().int().nullable().meta({ description: "as asked; null: the template's or the node's default" }),
+    diskGb: z.number().int().nullable().meta({
+      description:
+        "the disk allowance it would hold: as asked, else the template's minDiskGb, else the node's default; null while the node's agent has not told its default",
+    }),
   })
   .meta({ id: "DeploymentEstimate" });
 export type DeploymentEstimateResponse = z.infer<typeof DeploymentEstimateResponse>;

@@ -69,6 +69,10 @@ export const NodeSummary = z
     freeMemoryMb: z.number().int().meta({
       description: "MB of memory no live deployment holds, of the nine tenths of specs.ramMb that deployments may hold (a tenth stays for the host)",
     }),
+    freeDiskGb: z.number().int().meta({
+      description:
+        "GB of the node's disk (specs.diskGb) no live deployment's disk allowance holds: the most diskGb a new deployment here can have now (0 while the node has not said its disk's size, which is then not counted)",
+    }),
     uptimePercent: z.number(),
     egressPolicy: EgressPolicy.nullable().meta({
       description:
