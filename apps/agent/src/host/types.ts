@@ -1,44 +1,19 @@
-// Local shapes of what the agent reports about its machine. They mirror
-// @cm/protocol's NodeSpecs and Gpu (same field names, integers where the schema
-// says int) so the lead can swap them for the shared zod types without renames.
+// What the agent reports about its machine: the protocol's shapes, so the probe
+// and the control plane's schema cannot drift apart (they were once copied here).
+import type { GpuReport, NodeSpecs } from "@cm/protocol";
 
-export interface NodeSpecs {
-  /** "manufacturer brand", e.g. "AMD EPYC 7763" */
-  cpuModel: string;
-  /** physical cores */
-  cpuCores: number;
-  /** logical processors (hardware threads) */
-  cpuThreads: number;
-  ramMb: number;
-  /** size of the filesystem holding the Docker data root, in decimal GB */
-  diskGb: number;
-  diskType: DiskType;
-  /** link speed of the default-route interface; 0 when the kernel does not say */
-  networkSpeedMbps: number;
-  /** "distro release (kernel)", e.g. "Ubuntu 22.04.4 LTS (5.15.0-105-generic)" */
-  os: string;
-  /** Docker engine version, learned by runtime/ and passed in to the probe */
-  containerVersion: string;
-}
+export type { NodeSpecs };
 
+/** What the probe calls a disk; the protocol takes any short label, the agent only says these. */
 export type DiskType = "NVMe" | "SSD" | "HDD";
 
-export interface GpuInfo {
-  /** nvidia-smi index: what `--gpus device=N` and NVIDIA_VISIBLE_DEVICES accept */
-  index: number;
-  /** "GPU-<uuid>", stable across reboots unlike the index */
-  uuid: string;
-  name: string;
-  vramMb: number;
-  /** CUDA compute capability "major.minor"; "" when neither driver nor model table knows it */
-  computeVersion: string;
-  driverVersion: string;
-  brand: string;
-  /** FP32 CUDA cores; 0 when the model's SM count is unknown (see gpu-architecture.ts) */
-  computeCores: number;
-  /** tensor cores; 0 when unknown or the architecture has none */
-  tensorCores: number;
-}
+/**
+ * One GPU as the agent reports it. `index` is nvidia-smi's (what `--gpus device=N`
+ * and NVIDIA_VISIBLE_DEVICES accept); `uuid` ("GPU-<uuid>") is stable across reboots;
+ * `computeCores` and `tensorCores` are 0 when the model's SM count is unknown
+ * (see gpu-architecture.ts).
+ */
+export type GpuInfo = GpuReport;
 
 export interface GpuProbeResult {
   gpus: GpuInfo[];
