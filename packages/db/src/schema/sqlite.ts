@@ -81,6 +81,8 @@ export const nodes = sqliteTable(
     // As the agent last said in its specs; null until it has (an older agent never does).
     egressPolicy: text("egress_policy", { enum: EGRESS_POLICIES }),
     diskDefaultGb: integer("disk_default_gb"),
+    // What the agent said at its last hello (its package version); null until one has.
+    agentVersion: text("agent_version"),
     lastHeartbeat: integer("last_heartbeat"),
     onlineSince: integer("online_since"),
     // Set by the operator (POST /operator/nodes/{id}/maintenance): non-null puts the node in maintenance,

@@ -1,0 +1,1 @@
+ALTER TABLE `nodes` ADD `agent_version` text;
