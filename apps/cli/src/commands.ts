@@ -144,7 +144,7 @@ export const COMMANDS: CommandSpec[] = [
     name: "deploy",
     summary: "Create a deployment from a template or an image; --wait follows it until it runs and its endpoints answer.",
     usage:
-      "(--template ID_OR_SLUG | --image IMAGE) [--node ID | [--region R] [--max-rate CENTS] [--gpu-model NAME] [--min-vram MB]] [--estimate] [--gpus N] [--cpus N] [--memory MB] [--disk GB] [--name N] [--env K=V]... [--port P]... [--entrypoint PROG] [--restart POLICY] [--wait] [-- CMD ARGS...]",
+      "(--template ID_OR_SLUG | --image IMAGE) [--node ID | [--region R] [--max-rate CENTS] [--gpu-model NAME] [--min-vram MB]] [--estimate] [--gpus N] [--cpus N] [--memory MB] [--disk GB] [--name N] [--env K=V]... [--port P]... [--entrypoint PROG] [--registry-credential ID] [--restart POLICY] [--wait] [-- CMD ARGS...]",
     args: ["CMD...?"],
     options: {
       template: { type: "string", value: "ID_OR_SLUG", description: "a template (see cm templates)" },
@@ -166,6 +166,11 @@ export const COMMANDS: CommandSpec[] = [
       env: { type: "string", multiple: true, value: "K=V", description: "an environment variable" },
       port: { type: "string", multiple: true, value: "P", description: "a container port to expose as an endpoint" },
       entrypoint: { type: "string", value: "PROG", description: 'replaces the image\'s ENTRYPOINT ("" clears it); the CMD after -- are its arguments' },
+      "registry-credential": {
+        type: "string",
+        value: "ID",
+        description: "pull --image with this registry login (see cm registry list); it must be for the image's registry",
+      },
       restart: {
         type: "string",
         value: "POLICY",
@@ -183,8 +188,36 @@ export const COMMANDS: CommandSpec[] = [
       "cm deploy --image nginx:1.27 --port 80 --node node_2f9c1a --env MODE=prod --wait",
       "cm deploy --image vllm/vllm-openai:v0.6.4 --gpus 2 --port 8000 --node node_2f9c1a -- --model Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size 2",
       "cm deploy --image python:3.12-slim --node node_2f9c1a --restart on-failure:5 -- python -m http.server 8000",
+      "cm deploy --image ghcr.io/acme/trainer:1.4 --registry-credential rcred_3kq0x9 --gpus 1 -- python train.py",
     ],
     load: async () => (await import("./commands/deployments")).deploy,
+  },
+  {
+    name: "registry add",
+    summary: "Store a login to a private registry (the password sealed, never shown back); prints its id for cm deploy --registry-credential.",
+    usage: "REGISTRY --username U [--password-stdin]",
+    args: ["REGISTRY"],
+    options: {
+      username: { type: "string", value: "U", description: "the registry user name" },
+      "password-stdin": { type: "boolean", description: "read the password or token from stdin (without it, asked on the terminal, not echoed)" },
+    },
+    examples: ['echo "$GHCR_TOKEN" | cm registry add ghcr.io --username octocat --password-stdin', "cm registry add registry.example.com:5000 --username ci"],
+    load: async () => (await import("./commands/registry")).add,
+  },
+  {
+    name: "registry list",
+    summary: "Your registry logins, without their passwords.",
+    usage: "",
+    examples: ["cm registry list", "cm registry list --json"],
+    load: async () => (await import("./commands/registry")).list,
+  },
+  {
+    name: "registry rm",
+    summary: "Delete a registry login.",
+    usage: "ID",
+    args: ["ID"],
+    examples: ["cm registry rm rcred_3kq0x9"],
+    load: async () => (await import("./commands/registry")).rm,
   },
   {
     name: "ls",

@@ -22,6 +22,7 @@ import { operationsRoutes } from "./routes/operations";
 import { operatorRoutes } from "./routes/operator";
 import { operatorEarningsRoutes } from "./routes/operator-earnings";
 import { operatorPayoutsRoutes } from "./routes/operator-payouts";
+import { registryCredentialRoutes } from "./routes/registry-credentials";
 import { templateRoutes } from "./routes/templates";
 
 export function createApp(deps: Deps) {
@@ -65,7 +66,8 @@ export function createApp(deps: Deps) {
     .route("/templates", templateRoutes(deps, route))
     .route("/deployments", deploymentRoutes(deps, route))
     .route("/deployments", execRoutes(deps, route))
-    .route("/credits", creditRoutes(deps, route));
+    .route("/credits", creditRoutes(deps, route))
+    .route("/registry-credentials", registryCredentialRoutes(deps, route));
 
   app.route("/", docsRoutes(app));
 

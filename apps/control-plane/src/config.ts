@@ -2,6 +2,7 @@ import { z } from "zod";
 import { resolveDatabaseUrl } from "./database-location";
 import { parseTrustedProxies } from "./http/client-address";
 import { sharedCookieScope } from "./http/cookie-scope";
+import { parseRegistryKey } from "./services/registry-secrets";
 
 /**
  * Everything the control plane reads from its environment, parsed once. Nothing
@@ -138,6 +139,20 @@ export const ConfigSchema = z
      * start unless only its owner may read it (mode 0600); the key is never logged.
      */
     PAYOUT_KEYPAIR: z.string().default(""),
+    /**
+     * The key that seals tenants' registry passwords (AES-256-GCM): 32 bytes as 64
+     * hex digits or base64 (openssl rand -base64 32), the same on every replica.
+     * Unset: the embedded database keeps a key of its own in registry-credentials.key
+     * beside it (made 0600 at first start); with PostgreSQL, credentials are
+     * refused (REGISTRY_CREDENTIALS_NOT_CONFIGURED) until it is set. Never logged.
+     */
+    REGISTRY_CREDENTIALS_KEY: z
+      .string()
+      .default("")
+      .refine(
+        (k) => k === "" || parseRegistryKey(k) !== undefined,
+        "must be 32 bytes, written as 64 hex digits or 44 characters of base64 (openssl rand -base64 32)",
+      ),
     /** manual: requests wait for `npm run admin -- payouts approve`; auto: they are sent at once, within PAYOUT_DAILY_LIMIT_CREDITS. */
     PAYOUTS: z.enum(["manual", "auto"]).default("manual"),
     /** The smallest payout an operator may request, in credits (1 credit = 1 US cent). */

@@ -29,6 +29,8 @@ import { createOperatorService, type OperatorService } from "./services/operator
 import { loadPayoutKeypair } from "./services/payout-keypair";
 import { createPayoutSender, type PayoutSender } from "./services/payout-sender";
 import { createPayoutService, type PayoutService } from "./services/payout-service";
+import { createRegistryCredentials, type RegistryCredentials } from "./services/registry-credentials";
+import { createRegistrySecrets, resolveRegistryKey } from "./services/registry-secrets";
 import { ResponseCache } from "./services/response-cache";
 import { StreamHolds } from "./services/stream-holds";
 
@@ -56,6 +58,8 @@ export type Deps = {
   earnings: EarningsService;
   /** Operators' withdrawals: requests and their states. */
   payouts: PayoutService;
+  /** Tenants' registry logins, sealed at rest. */
+  registryCredentials: RegistryCredentials;
   /** Sends approved payouts in USDC, exactly once; absent without PAYOUT_KEYPAIR. */
   payoutSender: PayoutSender | undefined;
   link: NodeLink;
@@ -97,6 +101,13 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   const repos = await openRepos(config.DATABASE_URL);
   await repos.templates.seed(TEMPLATE_SEED);
   await repos.deposits.seedPackages(CREDIT_PACKAGE_SEED);
+  // Read before anything listens: a key file others can read stops the start, as PAYOUT_KEYPAIR's does.
+  const registryKey = resolveRegistryKey(config.REGISTRY_CREDENTIALS_KEY, config.DATABASE_URL);
+  if (!registryKey)
+    log.warn(
+      "REGISTRY_CREDENTIALS_KEY is not set: tenants cannot store registry credentials on this PostgreSQL installation until it is (the same key on every replica)",
+    );
+  const registryCredentials = createRegistryCredentials({ repos, clock, ids, log, secrets: registryKey && createRegistrySecrets(registryKey) });
   const chain = o.chain ?? createWeb3ChainClient({ rpcUrl: config.SOLANA_RPC_URL, commitment: config.SOLANA_COMMITMENT });
   const events = new EventBus();
   // The meter and the moves ask the link only once running, by which time the hub below exists.
@@ -124,6 +135,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     helloTimeoutMs: config.AGENT_HELLO_TIMEOUT_MS,
     maxFrameBytes: config.AGENT_MAX_FRAME_BYTES,
     logIngestBytesPerS: config.LOG_INGEST_BYTES_PER_S,
+    registryAuth: (id) => registryCredentials.authFor(id),
   });
   const link: NodeLink = o.link ?? agents;
   const tunnels = new TunnelBroker({
@@ -231,7 +243,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     auth,
     grants,
     streams: new StreamHolds({ grants, limits: { perAccount: config.MAX_STREAMS_PER_ACCOUNT, perDeployment: config.MAX_STREAMS_PER_DEPLOYMENT } }),
-    deployments: createDeploymentService({ repos, clock, ids, events, link, moves }),
+    deployments: createDeploymentService({ repos, clock, ids, events, link, moves, registryCredentials }),
     depositService: createDepositService(repos, chain, clock, ids, {
       treasuryWallet: config.TREASURY_WALLET,
       stableMint: config.STABLE_MINT,
@@ -244,6 +256,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     earnings: createEarningsService({ repos, clock, feePercent: config.PLATFORM_FEE_PERCENT, holdHours: config.EARNINGS_HOLD_HOURS }),
     payouts,
     payoutSender,
+    registryCredentials,
     gateway: () => ({ domain: config.GATEWAY_DOMAIN, ...(listenPort !== undefined ? { localPort: listenPort } : {}) }),
     setListenPort: (p) => {
       listenPort = p;

@@ -2,10 +2,11 @@ import { loadConfigOrExit } from "./config";
 import { createDeps } from "./deps";
 import { startServer } from "./server";
 import { PayoutKeypairError } from "./services/payout-keypair";
+import { RegistryKeyError } from "./services/registry-secrets";
 
 const config = loadConfigOrExit("control plane");
 const deps = await createDeps(config).catch((error: unknown) => {
-  if (!(error instanceof PayoutKeypairError)) throw error;
+  if (!(error instanceof PayoutKeypairError || error instanceof RegistryKeyError)) throw error;
   process.stderr.write(`control plane: ${error.message}\n`);
   process.exit(78);
 });

@@ -9,6 +9,7 @@ import { createLogIngest } from "./repos/log-ingest";
 import { createLogsRepo } from "./repos/logs";
 import { createNodesRepo } from "./repos/nodes";
 import { createPayoutsRepo } from "./repos/payouts";
+import { createRegistryCredentialsRepo } from "./repos/registry-credentials";
 import { createTemplatesRepo } from "./repos/templates";
 
 export { createDb, type DbHandle, type Dialect, isDatabaseUnavailable } from "./client";
@@ -30,6 +31,7 @@ export type { StoredLogCursor } from "./repos/log-ingest";
 export type { NewLogLine } from "./repos/logs";
 export { type AgentPolicies, type NodeFilter, uptimePercent } from "./repos/nodes";
 export type { Attempt, NewPayout, PayoutBooks, RequestOutcome } from "./repos/payouts";
+export type { NewRegistryCredential } from "./repos/registry-credentials";
 export * from "./types";
 
 /** Every repository over one database handle: what the rest of the system sees of storage. */
@@ -47,6 +49,7 @@ export function createRepos(h: DbHandle) {
     deposits: createDepositsRepo(h),
     earnings: createEarningsRepo(h),
     payouts: createPayoutsRepo(h),
+    registryCredentials: createRegistryCredentialsRepo(h),
   };
 }
 export type Repos = ReturnType<typeof createRepos>;

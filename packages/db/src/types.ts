@@ -20,6 +20,7 @@ export type DepositRow = typeof pg.deposits.$inferSelect;
 export type LogRow = typeof pg.deploymentLogs.$inferSelect;
 export type EarningRow = typeof pg.operatorEarnings.$inferSelect;
 export type PayoutRow = typeof pg.payouts.$inferSelect;
+export type RegistryCredentialRow = typeof pg.registryCredentials.$inferSelect;
 
 /** 1 credit = 1 US cent = 1,000,000 micro-credits: fine enough to charge per second. */
 export const MICRO_PER_CREDIT = 1_000_000;

@@ -76,6 +76,21 @@ export const ERROR_CODES = {
     description:
       "Available credits do not cover the hour of the deployment's rate it holds while it runs; details.requiredCredits says how many that is, details.availableCredits how many are available. Add credits with POST /credits/deposit/initiate (cm credits buy).",
   },
+  // Registry credentials.
+  REGISTRY_CREDENTIAL_NOT_FOUND: { status: 404, description: "No registry credential of yours has this id." },
+  REGISTRY_CREDENTIAL_MISMATCH: {
+    status: 422,
+    description: "The registry credential is for another registry than the one the image is pulled from; details.registry and details.imageRegistry say which.",
+  },
+  REGISTRY_CREDENTIAL_QUOTA_EXCEEDED: {
+    status: 403,
+    description: "This account already stores as many registry credentials as one account may (REGISTRY_CREDENTIALS_MAX); delete one first.",
+  },
+  REGISTRY_CREDENTIALS_NOT_CONFIGURED: {
+    status: 503,
+    description:
+      "This installation keeps its database in PostgreSQL and has no REGISTRY_CREDENTIALS_KEY, so it cannot seal a registry password; its operator must set one (the same on every replica). Nothing was stored.",
+  },
   // Credits.
   DEPOSIT_EXPIRED: { status: 410, description: "The deposit is past its expiresAt; start a new one." },
   DEPOSIT_WALLET_MISMATCH: { status: 400, description: "walletAddress is not the wallet you signed in with." },

@@ -13,3 +13,26 @@ export function hasTagOrDigest(ref: string): boolean {
 export function localImageCandidates(ref: string): string[] {
   return hasTagOrDigest(ref) ? [ref] : [ref, `${ref}:latest`];
 }
+
+/** Docker Hub's names: an image with no registry in its name is pulled from it, and a credential for any of these is one for it. */
+export const DOCKER_HUB_REGISTRY = "docker.io";
+const DOCKER_HUB_ALIASES = new Set(["docker.io", "index.docker.io", "registry-1.docker.io"]);
+
+/** A registry as compared: host[:port] lowercased, Docker Hub's aliases as docker.io. */
+export function normalizeRegistry(registry: string): string {
+  const lower = registry.toLowerCase();
+  return DOCKER_HUB_ALIASES.has(lower) ? DOCKER_HUB_REGISTRY : lower;
+}
+
+/**
+ * The registry an image is pulled from, as Docker reads a reference: the first
+ * path component when it has a dot or a port or is localhost ("ghcr.io/x/y",
+ * "127.0.0.1:5000/app"), else Docker Hub ("ubuntu", "pytorch/pytorch").
+ */
+export function imageRegistry(ref: string): string {
+  const slash = ref.indexOf("/");
+  if (slash === -1) return DOCKER_HUB_REGISTRY;
+  const first = ref.slice(0, slash);
+  const isHost = /[.:]/.test(first) || first === "localhost" || first !== first.toLowerCase();
+  return isHost ? normalizeRegistry(first) : DOCKER_HUB_REGISTRY;
+}

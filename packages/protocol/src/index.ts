@@ -7,6 +7,7 @@ export * from "./api/deployments";
 export * from "./api/earnings";
 export * from "./api/nodes";
 export * from "./api/payouts";
+export * from "./api/registry-credentials";
 export * from "./api/templates";
 export * from "./control-characters";
 export * from "./deployment-states";

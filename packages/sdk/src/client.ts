@@ -101,6 +101,14 @@ export function createClient(options: ClientOptions) {
     exec: (id: string, options: ExecOptions) => exec(t, id, options),
   };
 
+  /** Your logins to private registries: a deployment names one (registryCredentialId) to pull its image with. The password is never answered back. */
+  const registryCredentials = {
+    create: async (body: T.CreateRegistryCredentialRequest): Promise<T.RegistryCredential> =>
+      (await post<T.RegistryCredentialResponse>("/registry-credentials", body)).credential,
+    list: async (): Promise<T.RegistryCredential[]> => (await get<T.RegistryCredentialListResponse>("/registry-credentials")).credentials,
+    remove: (id: string) => del<T.SuccessResponse>(`/registry-credentials/${seg(id)}`),
+  };
+
   const credits = {
     balance: () => get<T.BalanceResponse>("/credits/balance"),
     packages: () => get<T.PackagesResponse>("/credits/packages"),
@@ -140,6 +148,7 @@ export function createClient(options: ClientOptions) {
     nodes,
     templates,
     deployments,
+    registryCredentials,
     credits,
     operator,
     health: () => t.json<{ status: "ok" }>("GET", "/health"),

@@ -135,7 +135,7 @@ export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): 
 async function ensureImage(ctx: StartContext, spec: DeploymentSpec): Promise<string> {
   try {
     if (!(await ctx.runtime.imagePresent(spec.image))) ctx.reporter.status(spec.deploymentId, spec.runSeq, "pulling");
-    const ensured = await ctx.runtime.ensureImage(spec.image, (progress) => ctx.reporter.pullProgress(spec.deploymentId, progress));
+    const ensured = await ctx.runtime.ensureImage(spec.image, (progress) => ctx.reporter.pullProgress(spec.deploymentId, progress), spec.registryAuth);
     return ensured.ref;
   } catch (error) {
     if (error instanceof ImageUnavailableError) throw new DeploymentFailure(error.message);

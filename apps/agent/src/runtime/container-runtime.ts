@@ -1,6 +1,7 @@
 // The agent's only view of the container engine, split per concern like
 // testcontainers-node's container-runtime clients. DockerRuntime implements it;
 // tests and the agent's state machine can use fakes.
+import type { RegistryAuth } from "@cm/protocol";
 import type { SandboxOwner } from "./sandboxes";
 import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine, LogOptions, LogStreamHandle, PullProgress } from "./types";
 
@@ -22,7 +23,7 @@ export interface ImageClient {
    * preload images, and a node without registry access must still run them).
    * Otherwise pulls, reporting progress. Rejects with ImageUnavailableError.
    */
-  ensureImage(ref: string, onProgress?: (progress: PullProgress) => void): Promise<EnsuredImage>;
+  ensureImage(ref: string, onProgress?: (progress: PullProgress) => void, auth?: RegistryAuth): Promise<EnsuredImage>;
   /**
    * The names (RepoTags) of local images with neither a CMD nor an ENTRYPOINT,
    * at most `max`: a deployment naming one with no command cannot start here.

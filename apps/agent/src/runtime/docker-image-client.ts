@@ -1,4 +1,4 @@
-import { localImageCandidates } from "@cm/protocol";
+import { localImageCandidates, type RegistryAuth } from "@cm/protocol";
 import type Docker from "dockerode";
 import type { EnsuredImage, ImageClient } from "./container-runtime";
 import { dockerMessage, dockerStatusCode, ImageUnavailableError } from "./errors";
@@ -21,14 +21,15 @@ export class DockerImageClient implements ImageClient {
     return (await this.localName(ref)) !== undefined;
   }
 
-  async ensureImage(ref: string, onProgress?: (progress: PullProgress) => void): Promise<EnsuredImage> {
+  async ensureImage(ref: string, onProgress?: (progress: PullProgress) => void, auth?: RegistryAuth): Promise<EnsuredImage> {
     const local = await this.localName(ref);
     if (local !== undefined) {
       this.logger.debug("Image present locally, not pulling", { ref, local });
       return { ref: local, pulled: false };
     }
-    this.logger.debug("Pulling image", { ref });
-    await this.pull(ref, onProgress);
+    // Whose login it pulls with is the operator's business; the password never is.
+    this.logger.debug("Pulling image", { ref, ...(auth ? { registry: auth.serveraddress, username: auth.username } : {}) });
+    await this.pull(ref, onProgress, auth);
     this.logger.debug("Pulled image", { ref });
     return { ref, pulled: true };
   }
@@ -63,10 +64,11 @@ export class DockerImageClient implements ImageClient {
     return undefined;
   }
 
-  private async pull(ref: string, onProgress?: (progress: PullProgress) => void): Promise<void> {
+  private async pull(ref: string, onProgress?: (progress: PullProgress) => void, auth?: RegistryAuth): Promise<void> {
     let stream: NodeJS.ReadableStream;
     try {
-      stream = await this.docker.pull(ref);
+      // dockerode sends authconfig as X-Registry-Auth, for this request only.
+      stream = await this.docker.pull(ref, auth ? { authconfig: auth } : {});
     } catch (error) {
       throw this.unavailable(ref, dockerMessage(error));
     }

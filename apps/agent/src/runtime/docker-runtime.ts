@@ -1,6 +1,7 @@
 // ContainerRuntime on a Docker engine through dockerode: the only place in the
 // agent that imports dockerode. Each concern lives in its own client; this class
 // only puts them behind the one interface.
+import type { RegistryAuth } from "@cm/protocol";
 import Docker from "dockerode";
 import { type Clock, systemClock } from "../clock";
 import type { ContainerRuntime, EnsuredImage, ExecOptions, ExecProcess } from "./container-runtime";
@@ -81,8 +82,8 @@ export class DockerRuntime implements ContainerRuntime, DiskClient, EngineRestar
     return this.images.imagePresent(ref);
   }
 
-  ensureImage(ref: string, onProgress?: (progress: PullProgress) => void): Promise<EnsuredImage> {
-    return this.images.ensureImage(ref, onProgress);
+  ensureImage(ref: string, onProgress?: (progress: PullProgress) => void, auth?: RegistryAuth): Promise<EnsuredImage> {
+    return this.images.ensureImage(ref, onProgress, auth);
   }
 
   imagesWithoutCommand(max: number): Promise<string[]> {

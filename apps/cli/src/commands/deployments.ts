@@ -64,6 +64,7 @@ export const deploy: Run = async (ctx, { flags, args }) => {
     // Everything after -- is the container's argv, as docker run takes it: no shell splits it.
     ...(args.length ? { command: args } : {}),
     ...(entrypoint !== undefined ? { entrypoint: [entrypoint] } : {}),
+    ...(str(flags, "registry-credential") ? { registryCredentialId: str(flags, "registry-credential") } : {}),
     ...restart,
   };
   if (flags.estimate) return printEstimate(ctx, await ctx.client.deployments.estimate(body));

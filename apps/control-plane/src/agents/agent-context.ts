@@ -1,4 +1,5 @@
 import type { Repos } from "@cm/db";
+import type { RegistryAuth } from "@cm/protocol";
 import type { DatabaseHealth } from "../services/database-health";
 import type { DeploymentMoves } from "../services/deployment-moves";
 import type { EventBus } from "../services/events";
@@ -41,4 +42,6 @@ export type AgentContext = {
   maxFrameBytes: number;
   /** Log text (plus a per-line overhead) one node's connection may store per second, on average. */
   logIngestBytesPerS: number;
+  /** A stored registry login, opened for one start command; absent or undefined: the image is pulled anonymously. */
+  registryAuth?: (credentialId: string) => Promise<RegistryAuth | undefined>;
 };

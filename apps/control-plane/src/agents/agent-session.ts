@@ -14,7 +14,7 @@ import WebSocket, { type RawData } from "ws";
 import { hashSecret } from "../services/ids";
 import type { Logger } from "../services/logger";
 import type { AgentContext } from "./agent-context";
-import { commandAction, diskGbFor, specKey, syncParts, toSpec } from "./desired-state";
+import { commandAction, diskGbFor, needsPull, specKey, syncParts, toSpec } from "./desired-state";
 import { handleFrame } from "./frame-handlers";
 
 type HelloFrame = Extract<AgentFrame, { type: "hello" }>;
@@ -187,7 +187,7 @@ export class AgentSession {
       this.known.set(dep.id, specKey(dep));
       const cursor = (await this.ctx.repos.logIngest.cursors([dep.id])).get(dep.id);
       const templates = await this.ctx.hub.templateNeeds();
-      const spec = toSpec(dep, cursor, diskGbFor(dep, templates));
+      const spec = toSpec(dep, cursor, diskGbFor(dep, templates), await this.registryAuthFor(dep));
       if (!this.send({ type: "command", commandId: this.ctx.ids("cmd"), action: commandAction(dep, prev !== undefined), deployment: spec }))
         await this.unsendable(spec);
     });
@@ -313,12 +313,18 @@ export class AgentSession {
     const cursors = await repos.logIngest.cursors(deps.map((d) => d.id));
     const templates = await hub.templateNeeds();
     for (const d of deps) this.known.set(d.id, specKey(d));
-    const specs = deps.map((d) => toSpec(d, cursors.get(d.id), diskGbFor(d, templates)));
+    const specs: DeploymentSpec[] = [];
+    for (const d of deps) specs.push(toSpec(d, cursors.get(d.id), diskGbFor(d, templates), await this.registryAuthFor(d)));
     const { parts, tooBig } = syncParts(specs, Math.min(SYNC_PART_MAX_BYTES, this.agentMaxFrameBytes), this.agentMaxFrameBytes);
     for (const [i, part] of parts.entries()) {
       if (!this.send({ type: "sync", deployments: part, ...(i < parts.length - 1 ? { more: true } : {}) })) return;
     }
     for (const spec of tooBig) await this.unsendable(spec);
+  }
+
+  /** The registry login the spec carries, opened only when the agent may pull with it (needsPull). Never logged. */
+  private async registryAuthFor(d: DeploymentRow) {
+    return needsPull(d) && this.ctx.registryAuth ? this.ctx.registryAuth(d.registryCredentialId!) : undefined;
   }
 
   /**

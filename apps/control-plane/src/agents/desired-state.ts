@@ -1,5 +1,5 @@
 import type { DeploymentRow, StoredLogCursor } from "@cm/db";
-import { type CommandAction, type DeploymentSpec, MILLICORES_PER_CORE } from "@cm/protocol";
+import { type CommandAction, type DeploymentSpec, MILLICORES_PER_CORE, type RegistryAuth } from "@cm/protocol";
 
 /** What the agent needs to know about a deployment's wanted state; equal keys need no new command. */
 export const specKey = (d: Pick<DeploymentRow, "desiredState" | "runSeq">) => `${d.desiredState}:${d.runSeq}`;
@@ -26,7 +26,7 @@ export function diskAllowanceGb(
   return diskGbFor(d, templates) ?? nodeDiskDefaultGb ?? null;
 }
 
-export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, diskGb?: number): DeploymentSpec {
+export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, diskGb?: number, registryAuth?: RegistryAuth): DeploymentSpec {
   return {
     deploymentId: d.id,
     userId: d.userId,
@@ -47,8 +47,17 @@ export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, di
     ...(diskGb !== undefined ? { diskGb } : {}),
     // The cursor lets a restarted agent resume shipping logs with neither loss nor duplicates.
     logCursor: cursor ?? { seq: 0, dockerTs: null },
+    ...(registryAuth && needsPull(d) ? { registryAuth } : {}),
   };
 }
+
+/**
+ * Whether the agent may have to pull the deployment's image for this spec: it is
+ * wanted running and has not started yet (a create or start command, or the sync
+ * that replays one after a reconnect). Only then does its registry login go out.
+ */
+export const needsPull = (d: Pick<DeploymentRow, "desiredState" | "status" | "registryCredentialId">) =>
+  d.registryCredentialId !== null && d.desiredState === "running" && (d.status === "pending" || d.status === "pulling" || d.status === "starting");
 
 /** The command that tells an agent about a change; `seenBefore`: the agent was already told of this deployment. */
 export function commandAction(d: Pick<DeploymentRow, "desiredState">, seenBefore: boolean): CommandAction {

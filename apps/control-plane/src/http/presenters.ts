@@ -111,6 +111,7 @@ export function presentDeployment(d: DeploymentRow, gateway: { domain: string; l
     ports: d.ports,
     command: d.command,
     entrypoint: d.entrypoint,
+    registryCredentialId: d.registryCredentialId,
     restart: d.restartPolicy,
     maxRestarts: d.maxRestarts,
     restartCount: d.restartCount,

@@ -18,6 +18,7 @@ import type { EventBus } from "./events";
 import type { Clock, IdGenerator } from "./ids";
 import { insufficientCredits } from "./insufficient-credits";
 import { byPreference, type Candidate, noNodeFits, type PlacementReason, refusalNow, unmetRequirement } from "./placement";
+import type { RegistryCredentials } from "./registry-credentials";
 
 /** What the deployment rules need to know about the agents: is anyone there to act? */
 export interface NodeLink {
@@ -68,10 +69,19 @@ export const endpointKey = () => {
   return [...randomBytes(16)].map((b) => alphabet[b & 31]).join("");
 };
 
-export type DeploymentServiceOptions = { repos: Repos; clock: Clock; ids: IdGenerator; events: EventBus; link: NodeLink; moves: DeploymentMoves };
+export type DeploymentServiceOptions = {
+  repos: Repos;
+  clock: Clock;
+  ids: IdGenerator;
+  events: EventBus;
+  link: NodeLink;
+  moves: DeploymentMoves;
+  /** Checks a registryCredentialId a create names; absent, naming one is refused as unknown. */
+  registryCredentials?: Pick<RegistryCredentials, "checkFor">;
+};
 
 /** What the tenant may do with a deployment; every change of status goes through `moves`. */
-export function createDeploymentService({ repos, clock, ids, events, link, moves }: DeploymentServiceOptions) {
+export function createDeploymentService({ repos, clock, ids, events, link, moves, registryCredentials }: DeploymentServiceOptions) {
   function invalid(dep: DeploymentRow, action: TenantAction | "delete"): ApiError {
     return new ApiError("INVALID_STATE_TRANSITION", `cannot ${action} a deployment that is ${dep.status}`, { currentStatus: dep.status, action });
   }
@@ -105,6 +115,13 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
     const template = hasTemplate ? await repos.templates.getByIdOrSlug(body.templateId!) : undefined;
     if (hasTemplate && !template) throw new ApiError("TEMPLATE_NOT_FOUND", `no template ${body.templateId}`);
     return { template, image: template ? template.containerImage : body.customImage! };
+  }
+
+  /** The registry credential the body names is the tenant's and for the image's registry: checked before any node or hold. */
+  async function checkCredential(userId: string, body: CreateDeploymentRequest, image: string) {
+    if (body.registryCredentialId === undefined) return;
+    if (!registryCredentials) throw new ApiError("REGISTRY_CREDENTIAL_NOT_FOUND", `no registry credential ${body.registryCredentialId}`);
+    await registryCredentials.checkFor(userId, body.registryCredentialId, image);
   }
 
   /** The node could take the deployment, its free room aside: what it would hold and its rate, or the refusal. */
@@ -165,6 +182,7 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
         env: { ...(template?.defaultEnv ?? {}), ...(body.env ?? {}) },
         ports: body.ports ?? template?.ports.map((p) => p.internal) ?? [],
         command: body.command ?? null,
+        registryCredentialId: body.registryCredentialId ?? null,
         entrypoint: body.entrypoint ?? null,
         ...restartOf(body),
         ...c.holding,
@@ -182,6 +200,7 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
 
     async create(userId: string, body: CreateDeploymentRequest) {
       const { template, image } = await prepare(body);
+      await checkCredential(userId, body, image);
       if (body.nodeId !== undefined) {
         const c = await onNode(body.nodeId, template, image, body);
         const created = await insert(userId, template, image, body, c);
@@ -212,6 +231,7 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
     /** What create would do now, holding nothing: the node, the rate, the hold, what it holds, or the refusal create would answer. */
     async estimate(userId: string, body: CreateDeploymentRequest): Promise<DeploymentEstimateResponse> {
       const { template, image } = await prepare(body);
+      await checkCredential(userId, body, image);
       const none = { nodeId: body.nodeId ?? null, hourlyRateCents: null, holdCredits: null, gpuCount: null, cpuCores: null, memoryMb: null, diskGb: null };
       const refused = (e: ApiError) => ({ code: e.code, message: e.message, ...(e.details !== undefined ? { details: e.details } : {}) });
       let c: Candidate;

@@ -18,6 +18,7 @@ const dep = (o: Partial<DeploymentRow> = {}): DeploymentRow => ({
   ports: [],
   command: null,
   entrypoint: null,
+  registryCredentialId: null,
   restartPolicy: "no",
   maxRestarts: 0,
   restartCount: 0,

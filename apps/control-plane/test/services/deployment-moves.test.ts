@@ -40,6 +40,7 @@ describe("the moves table", () => {
       ports: [],
       command: null,
       entrypoint: null,
+      registryCredentialId: null,
       restartPolicy: "no",
       maxRestarts: 0,
       restartCount: 0,

@@ -74,6 +74,19 @@ export type DesiredState = z.infer<typeof DesiredState>;
 export const LogCursor = z.object({ seq: z.number().int().min(0), dockerTs: z.string().nullable() });
 export type LogCursor = z.infer<typeof LogCursor>;
 
+/**
+ * A tenant's registry login, as Docker's pull takes it (X-Registry-Auth). Sent
+ * only inside the create or start command of the deployment whose image it
+ * pulls (and in a sync while that deployment is still to start): the agent
+ * never keeps it, logs it or puts it on the container.
+ */
+export const RegistryAuth = z.object({
+  serveraddress: z.string().max(300),
+  username: z.string().max(300),
+  password: z.string().max(16 * 1024),
+});
+export type RegistryAuth = z.infer<typeof RegistryAuth>;
+
 /** Everything the agent needs to make one deployment real. */
 export const DeploymentSpec = z.object({
   deploymentId: z.string(),
@@ -93,6 +106,8 @@ export const DeploymentSpec = z.object({
   /** The deployment's disk allowance (its template's minDiskGb); absent, the node's default for custom images. */
   diskGb: z.number().int().min(1).optional(),
   logCursor: LogCursor,
+  /** The login to pull `image` with, when it is private and not on the node yet; absent: pulled anonymously. */
+  registryAuth: RegistryAuth.optional(),
 });
 export type DeploymentSpec = z.infer<typeof DeploymentSpec>;
 

@@ -82,6 +82,10 @@ export const Deployment = z
     ports: z.array(z.number().int()),
     command: z.array(z.string()).nullable().meta({ description: "the container's command (argv), replacing the image's CMD; null: the image's" }),
     entrypoint: z.array(z.string()).nullable().meta({ description: "the container's entrypoint (argv), replacing the image's ENTRYPOINT; null: the image's" }),
+    registryCredentialId: z
+      .string()
+      .nullable()
+      .meta({ description: "the registry credential its image is pulled with (its id only, never the secret); null: pulled anonymously or local" }),
     restart: RestartPolicy.meta({
       description: "on-failure: a container that exits with a non-zero code is started again, up to maxRestarts times per start; no: never",
     }),
@@ -144,6 +148,10 @@ export const CreateDeploymentRequest = z.strictObject({
     .nullable()
     .optional(),
   name: nameText(100).optional(),
+  registryCredentialId: text().min(1).max(64).optional().meta({
+    description:
+      "a registry credential of yours (POST /registry-credentials) for customImage's registry: the node pulls the image with it when it does not hold the image yet. Never picked for you: without it the image is pulled anonymously. Not yours or unknown: REGISTRY_CREDENTIAL_NOT_FOUND; for another registry than the image's: REGISTRY_CREDENTIAL_MISMATCH, both before anything is held",
+  }),
   env: EnvMap.optional(),
   ports: z.array(Port).max(16).optional().meta({ description: "container ports to expose as endpoints; defaults to the template's or the image's" }),
   gpuCount: z.number().int().min(0).max(MAX_GPUS_PER_NODE).optional().meta({
