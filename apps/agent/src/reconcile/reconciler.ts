@@ -39,6 +39,10 @@ export class Reconciler {
   private readonly deliberate = new Set<string>();
   /** runs that failed to start, so a repeated sync reports instead of retrying */
   private readonly failedRuns = new Map<string, { runSeq: number; reason: string }>();
+  /** deployments whose next run waits out a restart's backoff: calling it ends the wait early (a newer desired state came) */
+  private readonly backingOff = new Map<string, () => void>();
+  /** when each waiting restart is due: the same run sent again (a sync after a reconnect) waits only what is left */
+  private readonly restartDue = new Map<string, { runSeq: number; atMs: number }>();
   private nodeId = "";
 
   constructor(private readonly options: ReconcilerOptions) {
@@ -175,6 +179,8 @@ export class Reconciler {
 
   private enqueue(spec: DeploymentSpec): Promise<ConvergeResult> {
     this.latest.set(spec.deploymentId, spec);
+    // A stop or a newer run must not wait behind a backoff that no longer matters.
+    this.backingOff.get(spec.deploymentId)?.();
     return this.queue.run(spec.deploymentId, () => this.converge(spec));
   }
 
@@ -201,6 +207,7 @@ export class Reconciler {
         for (const container of containers) await this.options.runtime.remove(container.id);
         this.options.logs.stop(spec.deploymentId);
         this.failedRuns.delete(spec.deploymentId);
+        this.restartDue.delete(spec.deploymentId);
       }
       this.options.reporter.status(spec.deploymentId, spec.runSeq, spec.desiredState);
       return { ok: true };
@@ -243,7 +250,29 @@ export class Reconciler {
       this.options.reporter.status(deploymentId, runSeq, "failed", { reason: failed.reason });
       return { ok: false, error: failed.reason };
     }
+    if (spec.startDelayMs && !(await this.backOff(spec, spec.startDelayMs))) return { ok: true };
     return this.startRun(spec);
+  }
+
+  /** A restart's wait before its run starts: true once waited, false when a newer desired state for the deployment came first. */
+  private backOff(spec: DeploymentSpec, delayMs: number): Promise<boolean> {
+    const { deploymentId, runSeq } = spec;
+    const nowMs = this.options.clock.now();
+    const due = this.restartDue.get(deploymentId);
+    const atMs = due?.runSeq === runSeq ? Math.min(due.atMs, nowMs + delayMs) : nowMs + delayMs;
+    this.restartDue.set(deploymentId, { runSeq, atMs });
+    this.options.logger.info("Waiting before restarting a deployment", { deploymentId, runSeq, delayMs: atMs - nowMs });
+    return new Promise((resolve) => {
+      const done = (waited: boolean) => {
+        this.options.clock.clearTimeout(timer);
+        if (this.backingOff.get(deploymentId) === cancel) this.backingOff.delete(deploymentId);
+        if (waited) this.restartDue.delete(deploymentId);
+        resolve(waited && this.latest.get(deploymentId) === spec);
+      };
+      const cancel = () => done(false);
+      const timer = this.options.clock.setTimeout(() => done(true), atMs - nowMs);
+      this.backingOff.set(deploymentId, cancel);
+    });
   }
 
   private async startRun(spec: DeploymentSpec): Promise<ConvergeResult> {

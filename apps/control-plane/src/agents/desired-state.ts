@@ -1,5 +1,5 @@
 import type { DeploymentRow, StoredLogCursor } from "@cm/db";
-import { type CommandAction, type DeploymentSpec, MILLICORES_PER_CORE, type RegistryAuth } from "@cm/protocol";
+import { type CommandAction, type DeploymentSpec, MILLICORES_PER_CORE, type RegistryAuth, restartDelayMs } from "@cm/protocol";
 
 /** What the agent needs to know about a deployment's wanted state; equal keys need no new command. */
 export const specKey = (d: Pick<DeploymentRow, "desiredState" | "runSeq">) => `${d.desiredState}:${d.runSeq}`;
@@ -31,6 +31,8 @@ export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, di
     deploymentId: d.id,
     userId: d.userId,
     runSeq: d.runSeq,
+    // A run the restart policy began waits its backoff on the node; a tenant's start (restartCount 0) does not.
+    ...(d.desiredState === "running" && d.restartCount > 0 ? { startDelayMs: restartDelayMs(d.restartCount) } : {}),
     desiredState: d.desiredState,
     image: d.image,
     // Only a deployment wanted running is (re)created from its spec; one being

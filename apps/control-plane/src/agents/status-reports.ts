@@ -1,5 +1,5 @@
 import type { DeploymentRow, TransitionPatch } from "@cm/db";
-import { type DeploymentStatus, isLive, type StatusFrame } from "@cm/protocol";
+import { type DeploymentStatus, isLive, restartDelayMs, type StatusFrame } from "@cm/protocol";
 import type { z } from "zod";
 
 type Report = Pick<z.infer<typeof StatusFrame>, "runSeq" | "status" | "reason" | "exitCode" | "at">;
@@ -102,6 +102,8 @@ export function planReport(dep: DeploymentRow, r: Report, nowMs: number): Report
  * run as it does a tenant's start. The control plane decides, not the agent or
  * Docker, so each restart is one move in the deployment's history, counted in
  * the database across agent restarts, and a run that did not run is never billed.
+ * The new run starts after restartDelayMs (the agent waits, told by the spec),
+ * which the reason names: starting, unbilled, until then.
  */
 function restartPlan(dep: DeploymentRow, code: number, reason: string, atMs: number): ReportPlan | undefined {
   if (code === 0 || dep.status !== "running" || dep.restartPolicy !== "on-failure" || dep.restartCount >= dep.maxRestarts) return undefined;
@@ -109,7 +111,7 @@ function restartPlan(dep: DeploymentRow, code: number, reason: string, atMs: num
   return {
     kind: "move",
     to: "starting",
-    patch: { exitCode: code, restartCount: n, statusReason: `${reason}; restarting (${n} of ${dep.maxRestarts})` },
+    patch: { exitCode: code, restartCount: n, statusReason: `${reason}; restarting (${n} of ${dep.maxRestarts}) in ${restartDelayMs(n) / 1000} s` },
     settleUntilMs: atMs,
   };
 }

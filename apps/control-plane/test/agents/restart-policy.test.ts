@@ -118,12 +118,13 @@ describeEachDatabase("command and restart policy on $name", (db) => {
       node.agent.report(run, "exited", { exitCode: 1, reason: "the container exited with code 1" });
       // One move: running to starting, as a new run the agent is told to start; the slot and the hold are kept.
       const restart = await node.agent.command(id, "start");
-      expect(restart.deployment).toMatchObject({ runSeq: run.runSeq + 1, desiredState: "running", command: body.command });
+      // The node waits the restart's backoff first: 1 s, then 2 s.
+      expect(restart.deployment).toMatchObject({ runSeq: run.runSeq + 1, desiredState: "running", command: body.command, startDelayMs: n * 1000 });
       expect(await h.getDeployment(id, t.token)).toMatchObject({
         status: "starting",
         restartCount: n,
         exitCode: 1,
-        statusReason: `the container exited with code 1; restarting (${n} of 2)`,
+        statusReason: `the container exited with code 1; restarting (${n} of 2) in ${n} s`,
       });
       // Charged up to the exit; the hold is what is left of the hour (the meter tops it up while it runs).
       expect(await row(id)).toMatchObject({ totalCostMicro: costMicro(50, n * 60 * S) });

@@ -1,4 +1,5 @@
 import type { DeploymentRow } from "@cm/db";
+import { restartDelayMs } from "@cm/protocol";
 import { describe, expect, it } from "vitest";
 import { planReport, pullReason, reportTimeMs } from "../../src/agents/status-reports";
 import { affordableMs, costMicro } from "../../src/services/charges";
@@ -95,13 +96,20 @@ describe("planReport", () => {
     expect(planReport(onFailure(0), { at, runSeq: 2, status: "exited", exitCode: 1 }, at + 500)).toEqual({
       kind: "move",
       to: "starting",
-      patch: { exitCode: 1, restartCount: 1, statusReason: "the container exited with code 1; restarting (1 of 3)" },
+      patch: { exitCode: 1, restartCount: 1, statusReason: "the container exited with code 1; restarting (1 of 3) in 1 s" },
       // Charged up to the exit, and nothing until the next run reports running.
       settleUntilMs: at,
     });
     expect(planReport(onFailure(3), { at, runSeq: 2, status: "exited", exitCode: 1 }, at)).toMatchObject({
       to: "failed",
       patch: { desiredState: "stopped", exitCode: 1, statusReason: "the container exited with code 1; not restarted: all 3 restarts were used" },
+    });
+    // Each restart waits longer, doubling from 1 s, never more than 30 s.
+    expect([1, 2, 3, 4, 5, 6, 10].map(restartDelayMs)).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]);
+    const sixth = dep({ status: "running", restartPolicy: "on-failure", maxRestarts: 10, restartCount: 5 });
+    expect(planReport(sixth, { at, runSeq: 2, status: "exited", exitCode: 1 }, at)).toMatchObject({
+      to: "starting",
+      patch: { restartCount: 6, statusReason: "the container exited with code 1; restarting (6 of 10) in 30 s" },
     });
     // A clean exit is not a failure; "no" never restarts; a stop asked for is not undone.
     expect(planReport(onFailure(0), { at, runSeq: 2, status: "exited", exitCode: 0 }, at)).toMatchObject({ to: "exited" });

@@ -111,8 +111,8 @@ needs("docker", "busybox").describe("command and restart policy end to end", () 
       // Each restart is a move from running back to starting, saying which it is.
       const restarts = states.filter((d) => d.status === "starting" && d.restartCount > 0).map((d) => d.statusReason);
       expect([...new Set(restarts)]).toEqual([
-        "the container exited with code 3; restarting (1 of 2)",
-        "the container exited with code 3; restarting (2 of 2)",
+        "the container exited with code 3; restarting (1 of 2) in 1 s",
+        "the container exited with code 3; restarting (2 of 2) in 2 s",
       ]);
       // Running once per run (shown again as its cost grows).
       expect([...new Set(states.filter((d) => d.status === "running").map((d) => d.restartCount))]).toEqual([0, 1, 2]);
@@ -124,6 +124,8 @@ needs("docker", "busybox").describe("command and restart policy end to end", () 
       // Charged for three runs of about 2 s each, not for the starts between them.
       const row = (await s.h.deps.repos.deployments.get(id))!;
       expect(row.billedMs).toBeGreaterThanOrEqual(3 * 1_500);
+      // The restarts' backoffs (1 s, then 2 s) were waited, unbilled: the runs took 3 s less than the deployment's life.
+      expect(row.billedMs).toBeLessThanOrEqual(row.stoppedAt! - row.createdAt - 3_000);
       expect(row.reservedMicro).toBe(0);
     }, 120_000);
   });

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { text } from "../api/common";
+import { RESTART_BACKOFF_MAX_MS } from "../api/deployments";
 import { EgressPolicy, Gpu, MAX_GPUS_PER_NODE, NodeSpecs } from "../api/nodes";
 import { ExecCommand } from "../exec";
 
@@ -93,6 +94,11 @@ export const DeploymentSpec = z.object({
   userId: z.string(),
   /** Bumped on every start: a report for an older run is stale and ignored. */
   runSeq: z.number().int().min(0),
+  /**
+   * Wait this long before starting this run (restartDelayMs: a restart's
+   * backoff), unless a newer desired state comes first. Absent: at once.
+   */
+  startDelayMs: z.number().int().min(0).max(RESTART_BACKOFF_MAX_MS).optional(),
   desiredState: DesiredState,
   image: z.string(),
   env: z.record(z.string(), z.string()),

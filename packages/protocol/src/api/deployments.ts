@@ -34,6 +34,17 @@ export type RestartPolicy = z.infer<typeof RestartPolicy>;
 /** Restarts of one start at most (Docker's MaximumRetryCount): a command that always fails costs the tenant a bounded number of runs. */
 export const MAX_RESTARTS_LIMIT = 10;
 export const DEFAULT_MAX_RESTARTS = 3;
+/**
+ * The wait before restart n of a run that failed, doubling from 1 s up to
+ * RESTART_BACKOFF_MAX_MS (1, 2, 4, 8, 16, 30, 30... s), as Docker's and
+ * Kubernetes' restart policies wait: a command that fails at once neither
+ * spins on the node nor gives up before what it waits on (a database, a
+ * model download) is up. The deployment is starting meanwhile, never billed.
+ */
+export const RESTART_BACKOFF_BASE_MS = 1_000;
+export const RESTART_BACKOFF_MAX_MS = 30_000;
+export const restartDelayMs = (restartCount: number) =>
+  restartCount <= 0 ? 0 : Math.min(RESTART_BACKOFF_MAX_MS, RESTART_BACKOFF_BASE_MS * 2 ** (restartCount - 1));
 
 /** cpuCores are held and stored in thousandths of a core: integer arithmetic on both databases. */
 export const MILLICORES_PER_CORE = 1000;
@@ -91,7 +102,8 @@ export const Deployment = z
     }),
     maxRestarts: z.number().int().meta({ description: "restarts allowed per start under on-failure; 0 under no" }),
     restartCount: z.number().int().meta({
-      description: "restarts since the deployment was last started (by its creation or the tenant); each one shows as a move from running to starting",
+      description:
+        "restarts since the deployment was last started (by its creation or the tenant); each one shows as a move from running to starting, its statusReason saying which and how long it waits (restarting (2 of 3) in 2 s)",
     }),
     diskGb: z.number().int().nullable().meta({
       description:
@@ -185,7 +197,9 @@ export const CreateDeploymentRequest = z.strictObject({
   entrypoint: Argv.optional().meta({
     description: `replaces the image's ENTRYPOINT (Docker's Entrypoint), bounded as command; [""] clears it`,
   }),
-  restart: RestartPolicy.optional().meta({ description: "no (the default), or on-failure: restart a container that exits with a non-zero code" }),
+  restart: RestartPolicy.optional().meta({
+    description: `no (the default), or on-failure: restart a container that exits with a non-zero code, restart n after a wait of ${RESTART_BACKOFF_BASE_MS / 1000} s doubling each time up to ${RESTART_BACKOFF_MAX_MS / 1000} s (starting, not billed, meanwhile)`,
+  }),
   maxRestarts: z
     .number()
     .int()
