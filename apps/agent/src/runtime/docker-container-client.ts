@@ -5,7 +5,7 @@ import { buildContainerCreateOptions, mayCapWritableLayers } from "./create-opti
 import { ContainerNotFoundError, dockerStatusCode, ignoringStatus } from "./errors";
 import { deploymentNetworkName, LABEL_DEPLOYMENT_ID, LABEL_SANDBOX_NAME, managedLabelFilter } from "./labels";
 import type { RuntimeLogger } from "./logger";
-import type { DockerSandboxes } from "./sandboxes";
+import type { SandboxPool } from "./sandboxes";
 import type { ContainerExit, ContainerSpec, ContainerState } from "./types";
 
 const NOT_FOUND = 404;
@@ -22,7 +22,7 @@ export class DockerContainerClient implements ContainerClient {
   constructor(
     private readonly docker: Docker,
     private readonly logger: RuntimeLogger,
-    private readonly sandboxes: DockerSandboxes,
+    private readonly sandboxes: SandboxPool,
   ) {}
 
   async createContainer(spec: ContainerSpec): Promise<string> {

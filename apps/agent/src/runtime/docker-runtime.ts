@@ -12,10 +12,11 @@ import { DockerEngineEvents, type EngineRestarts } from "./docker-engine-events"
 import { DockerExecClient } from "./docker-exec-client";
 import { DockerImageClient } from "./docker-image-client";
 import { DockerLogClient } from "./docker-log-client";
+import { DockerSandboxEngine } from "./docker-sandbox-engine";
 import type { RuntimeLogger } from "./logger";
 import { silentLogger } from "./logger";
 import type { SandboxOwner } from "./sandboxes";
-import { DEFAULT_SANDBOX_POOL, DockerSandboxes } from "./sandboxes";
+import { DEFAULT_SANDBOX_POOL, SandboxPool } from "./sandboxes";
 import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine, LogOptions, LogStreamHandle, PullProgress } from "./types";
 
 export interface DockerRuntimeOptions {
@@ -38,7 +39,7 @@ export class DockerRuntime implements ContainerRuntime, DiskClient, EngineRestar
   private readonly images: DockerImageClient;
   private readonly containers: DockerContainerClient;
   private readonly logClient: DockerLogClient;
-  private readonly sandboxes: DockerSandboxes;
+  private readonly sandboxes: SandboxPool;
   private readonly disk: DockerDiskClient;
   private readonly engineEvents: DockerEngineEvents;
   private readonly execClient: DockerExecClient;
@@ -48,7 +49,7 @@ export class DockerRuntime implements ContainerRuntime, DiskClient, EngineRestar
     this.logger = options.logger ?? silentLogger;
     this.images = new DockerImageClient(this.docker, this.logger);
     this.engineEvents = new DockerEngineEvents(this.docker, this.logger, options.clock ?? systemClock);
-    this.sandboxes = new DockerSandboxes(this.docker, this.logger, options.sandboxPool ?? DEFAULT_SANDBOX_POOL, {
+    this.sandboxes = new SandboxPool(new DockerSandboxEngine(this.docker, this.logger), this.logger, options.sandboxPool ?? DEFAULT_SANDBOX_POOL, {
       events: this.engineEvents,
       ...(options.bridgePrefix ? { bridgePrefix: options.bridgePrefix } : {}),
     });

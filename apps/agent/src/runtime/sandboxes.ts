@@ -15,21 +15,19 @@
 // the engine says so (its event stream), or at its next look (converge()):
 // otherwise each would hold a bridge network, from Docker's limited address
 // pools, until the tenant removed the deployment.
+//
+// This file is the pool's policy; what it asks of the engine is sandbox-engine.ts
+// (on Docker: docker-sandbox-engine.ts).
 import { randomBytes } from "node:crypto";
-import type Docker from "dockerode";
-import { BRIDGE_NAME_OPTION, bridgeName, buildSandboxCreateOptions, buildSandboxNetworkOptions, DEFAULT_BRIDGE_PREFIX } from "./create-options";
-import { dockerStatusCode, ignoringStatus } from "./errors";
+import { bridgeName, DEFAULT_BRIDGE_PREFIX } from "./create-options";
 import { LABEL_INSTALL_ID, LABEL_NODE_ID, LABEL_SANDBOX, LABEL_SANDBOX_NAME } from "./labels";
 import type { RuntimeLogger } from "./logger";
-import { SandboxImage } from "./sandbox-image";
+import { type SandboxEngine, type SandboxHolder, SandboxVanishedError } from "./sandbox-engine";
 import {
-  CONFLICT,
   DEFAULT_MAKING_GRACE_MS,
   DEFAULT_SANDBOX_POOL,
   DEFAULT_SPARE_CHECK_INTERVAL_MS,
-  NOT_FOUND,
   REFILL_DELAY_MS,
-  REMOVAL_WAIT_MS,
   type SandboxOwner,
   type SandboxPoolOptions,
 } from "./sandbox-settings";
@@ -40,12 +38,11 @@ export { DEFAULT_MAKING_GRACE_MS, DEFAULT_SANDBOX_POOL, DEFAULT_SPARE_CHECK_INTE
 /** A tenant's container in these states is over: the agent never starts a run again, so its sandbox has no more use. */
 const ENDED_STATES = new Set(["exited", "dead"]);
 
-export class DockerSandboxes {
+export class SandboxPool {
   private owner: SandboxOwner | undefined;
   /** ready and unclaimed; changed in place only (an await may hold on to it) */
   private readonly spares: string[] = [];
   private readonly addresses = new Map<string, string>();
-  private readonly sandboxImage: SandboxImage;
   private filling: Promise<void> | undefined;
   private refillTimer: NodeJS.Timeout | undefined;
   private checkTimer: NodeJS.Timeout | undefined;
@@ -68,13 +65,11 @@ export class DockerSandboxes {
   private adoptedFor: string | undefined;
 
   constructor(
-    private readonly docker: Docker,
+    private readonly engine: SandboxEngine,
     private readonly logger: RuntimeLogger,
     private readonly poolSize = DEFAULT_SANDBOX_POOL,
     private readonly options: SandboxPoolOptions = {},
-  ) {
-    this.sandboxImage = new SandboxImage(docker, logger);
-  }
+  ) {}
 
   /** Keeps `poolSize` sandboxes ready for `owner`: adopts those a previous agent left, makes the rest. */
   keepWarm(owner: SandboxOwner): void {
@@ -132,17 +127,14 @@ export class DockerSandboxes {
   async discard(owner: SandboxOwner): Promise<void> {
     await this.stopWarming();
     await this.adoption;
-    const filters = { label: [`${LABEL_SANDBOX}=true`, `${LABEL_NODE_ID}=${owner.nodeId}`, ...Object.entries(owner.labels).map(([k, v]) => `${k}=${v}`)] };
-    const joined = await this.docker.listContainers({ all: true, filters: { label: [LABEL_SANDBOX_NAME] } });
-    const inUse = new Set(joined.map((container) => container.Labels[LABEL_SANDBOX_NAME]));
-    const holders = await this.docker.listContainers({ all: true, filters });
-    for (const holder of holders) {
-      const name = holder.Names[0]?.replace(/^\//, "") ?? "";
-      if (name && !inUse.has(name)) await this.remove(name);
+    const labels = this.ownerLabels(owner);
+    const inUse = new Set((await this.engine.listUsers()).map((user) => user.sandbox));
+    for (const holder of await this.engine.listSandboxes(labels)) {
+      if (holder.name && !inUse.has(holder.name)) await this.remove(holder.name);
     }
-    for (const network of await this.docker.listNetworks({ filters })) {
-      if (inUse.has(network.Name)) continue;
-      await ignoringStatus(NOT_FOUND, () => this.docker.getNetwork(network.Name).remove()).catch(() => {});
+    for (const network of await this.engine.listNetworks(labels)) {
+      if (inUse.has(network.name)) continue;
+      await this.engine.removeNetwork(network.name).catch(() => {});
     }
   }
 
@@ -156,7 +148,7 @@ export class DockerSandboxes {
       this.taken.add(candidate); // claimed before the await below: nothing else may hand it out meanwhile
       this.joining.add(candidate);
       // An operator may have stopped it, or the host rebooted since it was made.
-      if (await this.running(candidate).catch(() => false)) name = candidate;
+      if (await this.engine.running(candidate).catch(() => false)) name = candidate;
       else void this.remove(candidate).catch(() => {});
     }
     if (pooled) this.fillSoon(REFILL_DELAY_MS);
@@ -181,8 +173,8 @@ export class DockerSandboxes {
     if (spare >= 0) this.spares.splice(spare, 1);
     this.logger.debug("Removing sandbox", { sandbox: name });
     try {
-      await this.removeContainer(name);
-      await ignoringStatus(NOT_FOUND, () => this.docker.getNetwork(name).remove());
+      await this.engine.removeContainer(name);
+      await this.engine.removeNetwork(name);
     } finally {
       this.removing.delete(name);
       this.taken.delete(name);
@@ -191,42 +183,13 @@ export class DockerSandboxes {
     }
   }
 
-  /** Gone when this settles: a removal someone else began (`docker rm -f`) is waited for, since its network is in use until then. */
-  private async removeContainer(name: string): Promise<void> {
-    const container = this.docker.getContainer(name);
-    try {
-      await container.remove({ force: true });
-    } catch (error) {
-      const status = dockerStatusCode(error);
-      if (status === NOT_FOUND) return;
-      // Only "removal already in progress" is waited for, and not forever: any other conflict is an error to report.
-      if (status !== CONFLICT || !/already in progress/i.test((error as Error).message)) throw error;
-      let timer: NodeJS.Timeout | undefined;
-      const patience = new Promise<never>(
-        (_, reject) =>
-          (timer = setTimeout(() => reject(new Error(`sandbox ${name} was still being removed after ${REMOVAL_WAIT_MS / 1000} s`)), REMOVAL_WAIT_MS)),
-      );
-      try {
-        await Promise.race([ignoringStatus(NOT_FOUND, () => container.wait({ condition: "removed" })), patience]);
-      } finally {
-        clearTimeout(timer);
-      }
-    }
-  }
-
   /** The sandbox's address on its network: the address of every container that joined it. */
   async address(name: string): Promise<string | null> {
     const known = this.addresses.get(name);
     if (known) return known;
-    try {
-      const info = await this.docker.getContainer(name).inspect();
-      const address = info.State.Running ? info.NetworkSettings?.Networks?.[name]?.IPAddress || null : null;
-      if (address) this.addresses.set(name, address);
-      return address;
-    } catch (error) {
-      if (dockerStatusCode(error) === NOT_FOUND) return null;
-      throw error;
-    }
+    const address = await this.engine.address(name);
+    if (address) this.addresses.set(name, address);
+    return address;
   }
 
   /**
@@ -258,7 +221,7 @@ export class DockerSandboxes {
     if (!owner) return;
     let lost = 0;
     for (const name of [...this.spares]) {
-      const running = await this.running(name).catch(() => true); // Docker unreachable: nothing learnt
+      const running = await this.engine.running(name).catch(() => true); // the engine unreachable: nothing learnt
       // Taken meanwhile: it is the taker's now (take() looks again itself).
       if (running || !this.spares.includes(name)) continue;
       lost += 1;
@@ -279,14 +242,13 @@ export class DockerSandboxes {
     const before = new Set([...this.creating, ...this.spares, ...this.joining]);
     const held = (name: string) =>
       before.has(name) || this.spares.includes(name) || this.creating.has(name) || this.removing.has(name) || this.joining.has(name);
-    const filters = this.ownerFilters(owner);
+    const labels = this.ownerLabels(owner);
     const users = new Map<string, boolean>(); // sandbox -> whether a container that has not ended uses it
-    for (const user of await this.docker.listContainers({ all: true, filters: { label: [LABEL_SANDBOX_NAME] } })) {
-      const name = user.Labels[LABEL_SANDBOX_NAME] ?? "";
-      users.set(name, users.get(name) === true || !ENDED_STATES.has(user.State));
+    for (const user of await this.engine.listUsers()) {
+      users.set(user.sandbox, users.get(user.sandbox) === true || !ENDED_STATES.has(user.state));
     }
-    const holders = await this.docker.listContainers({ all: true, filters });
-    const networks = await this.docker.listNetworks({ filters });
+    const holders = await this.engine.listSandboxes(labels);
+    const networks = await this.engine.listNetworks(labels);
     let freed = 0;
     const free = async (name: string) => {
       freed += 1;
@@ -294,17 +256,16 @@ export class DockerSandboxes {
         this.logger.warn("Could not remove an unused network sandbox", { sandbox: name, error: (error as Error).message }),
       );
     };
-    for (const holder of holders) {
-      const name = holder.Names[0]?.replace(/^\//, "") ?? "";
+    for (const { name, ...holder } of holders) {
       if (!name || held(name) || users.get(name) || this.beingMade(holder)) continue;
       await free(name);
     }
     // A sandbox removed by hand leaves its network; one this pool does not know and made just now is another pool's being made.
-    const names = new Set(holders.map((holder) => holder.Names[0]?.replace(/^\//, "")));
+    const names = new Set(holders.map((holder) => holder.name));
     for (const network of networks) {
-      if (names.has(network.Name) || held(network.Name) || users.get(network.Name)) continue;
-      if (!this.known(network.Name) && this.young(Date.parse(network.Created))) continue;
-      await free(network.Name);
+      if (names.has(network.name) || held(network.name) || users.get(network.name)) continue;
+      if (!this.known(network.name) && this.young(network.createdMs)) continue;
+      await free(network.name);
     }
     return freed;
   }
@@ -346,27 +307,23 @@ export class DockerSandboxes {
 
   /** Takes back the unused sandboxes of this owner (a restarted agent's), and removes the broken ones. */
   private async adopt(owner: SandboxOwner): Promise<void> {
-    const filters = this.ownerFilters(owner);
-    const joined = await this.docker.listContainers({ all: true, filters: { label: [LABEL_SANDBOX_NAME] } });
-    const inUse = new Set(joined.map((container) => container.Labels[LABEL_SANDBOX_NAME]));
-    const holders = await this.docker.listContainers({ all: true, filters });
-    const networks = await this.docker.listNetworks({ filters });
+    const labels = this.ownerLabels(owner);
+    const inUse = new Set((await this.engine.listUsers()).map((user) => user.sandbox));
+    const holders = await this.engine.listSandboxes(labels);
+    const networks = await this.engine.listNetworks(labels);
     // A spare whose bridge is not named for the egress policy (an older agent made it) escapes the policy: never hand it out.
-    const policed = new Set(
-      networks.filter((network) => network.Options?.[BRIDGE_NAME_OPTION] === this.bridgeNameOf(network.Name)).map((network) => network.Name),
-    );
-    for (const holder of holders) {
-      const name = holder.Names[0]?.replace(/^\//, "") ?? "";
+    const policed = new Set(networks.filter((network) => network.bridge === this.bridgeNameOf(network.name)).map((network) => network.name));
+    for (const { name, ...holder } of holders) {
       if (!name || inUse.has(name) || this.known(name) || this.beingMade(holder)) continue;
-      if (holder.State === "running" && policed.has(name) && this.spares.length < this.poolSize) this.spares.push(name);
+      if (holder.state === "running" && policed.has(name) && this.spares.length < this.poolSize) this.spares.push(name);
       else await this.remove(name);
     }
     // A network whose sandbox container never got made (the agent died in between).
-    const names = new Set(holders.map((holder) => holder.Names[0]?.replace(/^\//, "")));
+    const names = new Set(holders.map((holder) => holder.name));
     for (const network of networks) {
-      if (names.has(network.Name) || this.known(network.Name) || this.young(Date.parse(network.Created))) continue;
-      // One made since the listing above is in use: Docker refuses, and that is fine.
-      await ignoringStatus(NOT_FOUND, () => this.docker.getNetwork(network.Name).remove()).catch(() => {});
+      if (names.has(network.name) || this.known(network.name) || this.young(network.createdMs)) continue;
+      // One made since the listing above is in use: the engine refuses, and that is fine.
+      await this.engine.removeNetwork(network.name).catch(() => {});
     }
     if (this.spares.length > 0) this.logger.debug("Adopted network sandboxes", { count: this.spares.length });
     if (owner.installId) await this.removePreviousEnrolments(owner, owner.installId, inUse);
@@ -377,27 +334,25 @@ export class DockerSandboxes {
    * machine was enrolled again and nothing will take them. In-use ones go with
    * their tenant's container, which the reconciler removes.
    */
-  private async removePreviousEnrolments(owner: SandboxOwner, installId: string, inUse: Set<string | undefined>): Promise<void> {
-    const filters = { label: [`${LABEL_SANDBOX}=true`, `${LABEL_INSTALL_ID}=${installId}`, ...Object.entries(owner.labels).map(([k, v]) => `${k}=${v}`)] };
-    const stale = (labels: Record<string, string> | undefined, name: string) =>
-      labels?.[LABEL_NODE_ID] !== owner.nodeId && !inUse.has(name) && !this.known(name);
+  private async removePreviousEnrolments(owner: SandboxOwner, installId: string, inUse: Set<string>): Promise<void> {
+    const labels = { [LABEL_INSTALL_ID]: installId, ...owner.labels };
+    const stale = (found: Record<string, string>, name: string) => found[LABEL_NODE_ID] !== owner.nodeId && !inUse.has(name) && !this.known(name);
     let removed = 0;
-    for (const holder of await this.docker.listContainers({ all: true, filters })) {
-      const name = holder.Names[0]?.replace(/^\//, "") ?? "";
-      if (!name || !stale(holder.Labels, name) || this.beingMade(holder)) continue;
+    for (const { name, ...holder } of await this.engine.listSandboxes(labels)) {
+      if (!name || !stale(holder.labels, name) || this.beingMade(holder)) continue;
       await this.remove(name);
       removed += 1;
     }
-    for (const network of await this.docker.listNetworks({ filters })) {
-      if (!stale(network.Labels, network.Name) || this.young(Date.parse(network.Created))) continue;
-      await ignoringStatus(NOT_FOUND, () => this.docker.getNetwork(network.Name).remove()).catch(() => {});
+    for (const network of await this.engine.listNetworks(labels)) {
+      if (!stale(network.labels, network.name) || this.young(network.createdMs)) continue;
+      await this.engine.removeNetwork(network.name).catch(() => {});
     }
     if (removed > 0) this.logger.warn("Removed network sandboxes a previous enrolment of this machine left", { count: removed });
   }
 
   /** This node's sandboxes (containers and networks) among this agent's. */
-  private ownerFilters(owner: SandboxOwner) {
-    return { label: [`${LABEL_SANDBOX}=true`, `${LABEL_NODE_ID}=${owner.nodeId}`, ...Object.entries(owner.labels).map(([k, v]) => `${k}=${v}`)] };
+  private ownerLabels(owner: SandboxOwner): Record<string, string> {
+    return { [LABEL_NODE_ID]: owner.nodeId, ...owner.labels };
   }
 
   private bridgeNameOf(sandbox: string): string {
@@ -409,8 +364,8 @@ export class DockerSandboxes {
   }
 
   /** Made, not started yet, and recently: see DEFAULT_MAKING_GRACE_MS. */
-  private beingMade(holder: Docker.ContainerInfo): boolean {
-    return holder.State === "created" && this.young(holder.Created * 1000);
+  private beingMade(holder: Pick<SandboxHolder, "state" | "createdMs">): boolean {
+    return holder.state === "created" && this.young(holder.createdMs);
   }
 
   /** In one of this pool's hands: ready, claimed, being made or being removed. */
@@ -420,33 +375,21 @@ export class DockerSandboxes {
 
   /** Left in `creating` when it answers: the caller records it (spare or taken), then lets go, so converge() never sees it in no hand. */
   private async create(owner: SandboxOwner, imageRetry = true): Promise<string> {
-    const image = await this.sandboxImage.get();
+    await this.engine.prepare();
     const name = `cm-sbx-${randomBytes(6).toString("hex")}`;
     const labels = { ...owner.labels, [LABEL_NODE_ID]: owner.nodeId, ...(owner.installId ? { [LABEL_INSTALL_ID]: owner.installId } : {}) };
     this.logger.debug("Creating network sandbox", { sandbox: name });
     this.creating.add(name);
     try {
-      await this.docker.createNetwork(buildSandboxNetworkOptions(name, labels, this.options.bridgePrefix));
-      const container = await this.docker.createContainer(buildSandboxCreateOptions(name, image, labels));
-      await container.start();
+      await this.engine.create({ name, labels, bridgePrefix: this.options.bridgePrefix });
       return name;
     } catch (error) {
       await this.remove(name).catch(() => {});
       this.creating.delete(name);
-      if (imageRetry && dockerStatusCode(error) === NOT_FOUND) {
+      if (imageRetry && error instanceof SandboxVanishedError) {
         // The image was removed (an operator's `docker image prune`): make it again, once.
-        this.sandboxImage.forget();
         return this.create(owner, false);
       }
-      throw error;
-    }
-  }
-
-  private async running(name: string): Promise<boolean> {
-    try {
-      return (await this.docker.getContainer(name).inspect()).State.Running;
-    } catch (error) {
-      if (dockerStatusCode(error) === NOT_FOUND) return false;
       throw error;
     }
   }

@@ -2,12 +2,16 @@
 
 import { needs } from "@cm/testkit";
 import { afterAll, expect, it, onTestFinished } from "vitest";
+import { DockerSandboxEngine } from "../../src/runtime/docker-sandbox-engine";
 import { silentLogger } from "../../src/runtime/logger";
-import { DockerSandboxes } from "../../src/runtime/sandboxes";
+import { SandboxPool, type SandboxPoolOptions } from "../../src/runtime/sandboxes";
 import { dockerTestRun } from "../support/docker-test-run";
 import { eventually } from "../support/eventually";
 
 const run = dockerTestRun();
+/** The pool as the agent wires it, on `docker`. */
+const dockerPool = (docker: typeof run.docker, poolSize: number, options: SandboxPoolOptions = {}) =>
+  new SandboxPool(new DockerSandboxEngine(docker, silentLogger), silentLogger, poolSize, options);
 afterAll(async () => {
   await run.cleanup();
 });
@@ -29,7 +33,7 @@ async function networksOf(nodeId: string) {
 
 needs("docker", "busybox").describe("sandbox pool faults", () => {
   it("replaces a spare removed out of band and removes its network", async () => {
-    const pool = new DockerSandboxes(run.docker, silentLogger, 2, { spareCheckIntervalMs: 200 });
+    const pool = dockerPool(run.docker, 2, { spareCheckIntervalMs: 200 });
     onTestFinished(() => pool.stopWarming()); // a failed test must not leave it filling after cleanup
     pool.keepWarm(ownerFor("node-rm"));
     const ready = await eventually(
@@ -86,11 +90,11 @@ needs("docker", "busybox").describe("sandbox pool faults", () => {
       }) as typeof container.start;
       return container;
     };
-    const maker = new DockerSandboxes(slow, silentLogger, 0);
+    const maker = dockerPool(slow, 0);
     const deploying = maker.take(ownerFor("node-two"));
     const made = await atStart;
 
-    const adopter = new DockerSandboxes(run.docker, silentLogger, 1);
+    const adopter = dockerPool(run.docker, 1);
     onTestFinished(() => adopter.stopWarming());
     adopter.keepWarm(ownerFor("node-two"));
     const own = await adopter.take(ownerFor("node-two")); // settles after its adoption

@@ -4,11 +4,11 @@
 // failing seed replays exactly. The real engine is in sandboxes*.test.ts.
 import { describe, expect, it } from "vitest";
 import { silentLogger } from "../../src/runtime/logger";
-import { DockerSandboxes } from "../../src/runtime/sandboxes";
-import { memoryDocker } from "../support/memory-docker";
+import { SandboxPool } from "../../src/runtime/sandboxes";
+import { MemorySandboxEngine } from "../support/memory-sandbox-engine";
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const fakeEngine = (seed: number) => memoryDocker({ seed });
+const fakeEngine = (seed: number) => new MemorySandboxEngine({ seed });
 
 const owner = { nodeId: "node-fake", labels: {} };
 const SEEDS = 30;
@@ -18,10 +18,10 @@ const REMOVAL_SEEDS = 10;
 describe("sandbox pool interleavings", () => {
   // A guard more than a proof: the orderings that broke this before are rare, and
   // sandbox-pool-faults.test.ts forces one on the real engine.
-  it("deploys while the pool fills: every sandbox started once, by its maker, and handed out once", async () => {
+  it("deploys while the pool fills: no sandbox is removed while its maker is making it, and each is handed out once", async () => {
     for (let seed = 1; seed <= SEEDS; seed++) {
       const engine = fakeEngine(seed);
-      const pool = new DockerSandboxes(engine.docker, silentLogger, 2, { spareCheckIntervalMs: 20 });
+      const pool = new SandboxPool(engine, silentLogger, 2, { spareCheckIntervalMs: 20 });
       pool.keepWarm(owner);
       const handed = await Promise.all(
         Array.from({ length: 5 }, async () => {
@@ -31,7 +31,7 @@ describe("sandbox pool interleavings", () => {
         }),
       );
       // The next agent of the node starts while this one still fills.
-      const next = new DockerSandboxes(engine.docker, silentLogger, 2);
+      const next = new SandboxPool(engine, silentLogger, 2);
       next.keepWarm(owner);
       await pool.stopWarming();
       await next.stopWarming();
@@ -43,7 +43,7 @@ describe("sandbox pool interleavings", () => {
   it("deploys while tenants' containers end out of band: no sandbox is removed before its container is made, and the engine ends at the pool's size", async () => {
     for (let seed = 1; seed <= REMOVAL_SEEDS; seed++) {
       const engine = fakeEngine(seed);
-      const pool = new DockerSandboxes(engine.docker, silentLogger, 2, { spareCheckIntervalMs: 5 });
+      const pool = new SandboxPool(engine, silentLogger, 2, { spareCheckIntervalMs: 5 });
       pool.keepWarm(owner);
       const lostBeforeJoin: string[] = [];
       await Promise.all(
@@ -53,7 +53,7 @@ describe("sandbox pool interleavings", () => {
           await sleep(Math.floor(engine.random() * 20)); // the tenant's container being made
           if (engine.containers.get(sandbox)?.state !== "running") lostBeforeJoin.push(sandbox);
           const tenant = `dep-${i}`;
-          engine.containers.set(tenant, { name: tenant, image: "busybox", labels: { "cm.sandbox-name": sandbox }, createdS: 0, state: "running", starts: 1 });
+          engine.containers.set(tenant, { name: tenant, labels: { "cm.sandbox-name": sandbox }, createdMs: 0, state: "running" });
           pool.joined(sandbox);
           await sleep(Math.floor(engine.random() * 40));
           if (engine.random() < 0.5)
@@ -79,7 +79,7 @@ describe("sandbox pool interleavings", () => {
   it("a spare removed out of band: the pool notices, removes its network and refills", async () => {
     for (let seed = 1; seed <= REMOVAL_SEEDS; seed++) {
       const engine = fakeEngine(seed);
-      const pool = new DockerSandboxes(engine.docker, silentLogger, 2, { spareCheckIntervalMs: 20 });
+      const pool = new SandboxPool(engine, silentLogger, 2, { spareCheckIntervalMs: 20 });
       pool.keepWarm(owner);
       const full = () => engine.containers.size === 2 && [...engine.containers.values()].every((c) => c.state === "running");
       while (!full()) await sleep(5);

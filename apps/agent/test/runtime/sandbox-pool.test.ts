@@ -1,4 +1,4 @@
-// The network sandbox pool's promises to the operator, on an in-memory dockerode
+// The network sandbox pool's promises to the operator, on an in-memory engine
 // and fake timers (the pool keeps its own unref'd timers and reads Date.now):
 // how many sandboxes wait ready, when they are refilled, what happens to those an
 // operator removed or a reboot stopped, and what a restarted or re-enrolled agent
@@ -7,12 +7,12 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { ContainerEnd, ContainerEnds } from "../../src/runtime/docker-engine-events";
 import { silentLogger } from "../../src/runtime/logger";
 import type { SandboxOwner, SandboxPoolOptions } from "../../src/runtime/sandboxes";
-import { DEFAULT_MAKING_GRACE_MS, DEFAULT_SPARE_CHECK_INTERVAL_MS, DockerSandboxes } from "../../src/runtime/sandboxes";
-import { memoryDocker } from "../support/memory-docker";
+import { DEFAULT_MAKING_GRACE_MS, DEFAULT_SPARE_CHECK_INTERVAL_MS, SandboxPool } from "../../src/runtime/sandboxes";
+import { MemorySandboxEngine } from "../support/memory-sandbox-engine";
 
 const AGENT_LABELS = { "cm.test": "pool" };
 const owner = (nodeId = "node_a", installId = "ins_1"): SandboxOwner => ({ nodeId, labels: AGENT_LABELS, installId });
-const pools: DockerSandboxes[] = [];
+const pools: SandboxPool[] = [];
 
 beforeEach(() => {
   vi.useFakeTimers({ now: Date.UTC(2026, 0, 1) });
@@ -22,8 +22,8 @@ afterEach(async () => {
   vi.useRealTimers();
 });
 
-function setup(engine = memoryDocker(), poolSize = 2, options: SandboxPoolOptions = {}) {
-  const pool = new DockerSandboxes(engine.docker, silentLogger, poolSize, options);
+function setup(engine = new MemorySandboxEngine(), poolSize = 2, options: SandboxPoolOptions = {}) {
+  const pool = new SandboxPool(engine, silentLogger, poolSize, options);
   pools.push(pool);
   const sandboxes = () => [...engine.containers.values()].filter((c) => c.labels["cm.sandbox"] === "true");
   return {
@@ -59,14 +59,12 @@ function engineEvents() {
 }
 
 /** A tenant's container in the sandbox's namespace, as DockerContainerClient makes it (the pool is told once it exists). */
-function tenantIn(engine: ReturnType<typeof memoryDocker>, pool: DockerSandboxes, sandbox: string, name = `dep-${sandbox}`) {
+function tenantIn(engine: MemorySandboxEngine, pool: SandboxPool, sandbox: string, name = `dep-${sandbox}`) {
   engine.containers.set(name, {
     name,
-    image: "busybox",
     labels: { ...AGENT_LABELS, "cm.managed": "true", "cm.sandbox-name": sandbox },
-    createdS: Math.floor(Date.now() / 1000),
+    createdMs: Date.now(),
     state: "running",
-    starts: 1,
   });
   pool.joined(sandbox);
   return name;
@@ -84,8 +82,7 @@ describe("sandbox pool", () => {
       expect(sandbox.labels).toMatchObject({ ...AGENT_LABELS, "cm.sandbox": "true", "cm.node-id": "node_a", "cm.install-id": "ins_1" });
       expect(engine.networks.get(sandbox.name)!.labels).toMatchObject({ "cm.sandbox": "true", "cm.node-id": "node_a" });
     }
-    // Made locally from the pause program: one image, no registry.
-    expect([...engine.images]).toEqual([expect.stringMatching(/^cm-sandbox:[0-9a-f]{12}$/)]);
+    expect(engine.imagesMade).toBe(1); // which image: sandboxes.test.ts, on Docker
     expect(engine.problems).toEqual([]);
   });
 
@@ -158,7 +155,7 @@ describe("sandbox pool", () => {
   });
 
   it("a restarted agent frees at once the sandbox of a container that ended while no agent ran", async () => {
-    const engine = memoryDocker();
+    const engine = new MemorySandboxEngine();
     const before = setup(engine);
     before.pool.keepWarm(owner());
     await advance(0);
@@ -177,7 +174,7 @@ describe("sandbox pool", () => {
   });
 
   it("with no spares to keep (AGENT_SANDBOX_POOL=0), still removes the sandbox of a container removed out of band", async () => {
-    const { pool, engine, sandboxes, strayNetworks } = setup(memoryDocker(), 0);
+    const { pool, engine, sandboxes, strayNetworks } = setup(new MemorySandboxEngine(), 0);
     pool.keepWarm(owner());
     const sandbox = await pool.take(owner());
     engine.containers.delete(tenantIn(engine, pool, sandbox));
@@ -188,7 +185,7 @@ describe("sandbox pool", () => {
 
   it("looks at once when the engine says a tenant's container ended, without waiting for its interval", async () => {
     const { events, ended, listening } = engineEvents();
-    const { pool, engine, running } = setup(memoryDocker(), 2, { events });
+    const { pool, engine, running } = setup(new MemorySandboxEngine(), 2, { events });
     pool.keepWarm(owner());
     await advance(0);
     const sandbox = await pool.take(owner());
@@ -221,7 +218,7 @@ describe("sandbox pool", () => {
   });
 
   it("a restarted agent takes over the spares the last one left, and cleans up what it left broken", async () => {
-    const engine = memoryDocker();
+    const engine = new MemorySandboxEngine();
     const before = setup(engine, 3);
     before.pool.keepWarm(owner());
     await advance(0);
@@ -231,11 +228,11 @@ describe("sandbox pool", () => {
     // Networks whose sandbox was never made: one the dead agent left long ago, one another pool is making right now.
     engine.networks.set("cm-sbx-dead", {
       labels: { ...AGENT_LABELS, "cm.sandbox": "true", "cm.node-id": "node_a" },
-      created: new Date(Date.now() - DEFAULT_MAKING_GRACE_MS - 1).toISOString(),
+      createdMs: Date.now() - DEFAULT_MAKING_GRACE_MS - 1,
     });
     engine.networks.set("cm-sbx-young", {
       labels: { ...AGENT_LABELS, "cm.sandbox": "true", "cm.node-id": "node_a" },
-      created: new Date(Date.now() - 1_000).toISOString(),
+      createdMs: Date.now() - 1_000,
     });
 
     const after = setup(engine, 2);
@@ -248,7 +245,7 @@ describe("sandbox pool", () => {
   });
 
   it("re-enrolled as another node, removes the old node's spares, in this agent or the next one of the same install", async () => {
-    const engine = memoryDocker();
+    const engine = new MemorySandboxEngine();
     const { pool, running } = setup(engine);
     pool.keepWarm(owner("node_a"));
     await advance(0);
@@ -285,12 +282,12 @@ describe("sandbox pool", () => {
   });
 
   it("makes its image again, once, when an operator pruned it", async () => {
-    const { pool, engine, running } = setup(memoryDocker(), 0);
+    const { pool, engine, running } = setup(new MemorySandboxEngine(), 0);
     await pool.take(owner());
-    engine.images.clear(); // `docker image prune -a`
+    engine.imagePresent = false; // `docker image prune -a`
     const taken = await pool.take(owner());
     expect(engine.containers.get(taken)?.state).toBe("running");
     expect(running()).toHaveLength(2);
-    expect(engine.images.size).toBe(1);
+    expect(engine.imagesMade).toBe(2);
   });
 });

@@ -3,13 +3,17 @@
 import { needs } from "@cm/testkit";
 import { afterAll, expect, it } from "vitest";
 import { DockerRuntime } from "../../src/runtime/docker-runtime";
+import { DockerSandboxEngine } from "../../src/runtime/docker-sandbox-engine";
 import { silentLogger } from "../../src/runtime/logger";
-import { DockerSandboxes } from "../../src/runtime/sandboxes";
+import { SandboxPool, type SandboxPoolOptions } from "../../src/runtime/sandboxes";
 import { ensureBusyboxImage } from "../support/busybox-image";
 import { dockerTestRun } from "../support/docker-test-run";
 import { eventually } from "../support/eventually";
 
 const run = dockerTestRun();
+/** The pool as the agent wires it, on `docker`. */
+const dockerPool = (docker: typeof run.docker, poolSize: number, options: SandboxPoolOptions = {}) =>
+  new SandboxPool(new DockerSandboxEngine(docker, silentLogger), silentLogger, poolSize, options);
 afterAll(async () => {
   await run.cleanup();
 });
@@ -31,9 +35,9 @@ async function sandboxesOf(nodeId: string) {
   return listed.map((c) => ({ name: c.Names[0]!.slice(1), running: c.State === "running" })).sort((a, b) => a.name.localeCompare(b.name));
 }
 
-needs("docker", "busybox").describe("DockerSandboxes", () => {
+needs("docker", "busybox").describe("the sandbox pool on Docker", () => {
   it("keeps the pool full, hands out ready sandboxes, and a restarted agent adopts the spares", async () => {
-    const pool = new DockerSandboxes(run.docker, silentLogger, 2);
+    const pool = dockerPool(run.docker, 2);
     pool.keepWarm(ownerFor("node-pool"));
     const ready = await eventually(
       async () => {
@@ -43,6 +47,8 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
       MAKING_MS,
       "two ready sandboxes",
     );
+    // Made locally from the pause program: one image, no registry.
+    for (const { name } of ready) expect((await run.docker.getContainer(name).inspect()).Config.Image).toMatch(/^cm-sandbox:[0-9a-f]{12}$/);
 
     const taken = await pool.take(ownerFor("node-pool"));
     expect(ready.map((s) => s.name)).toContain(taken);
@@ -55,7 +61,7 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
 
     // A new agent process: the two unused sandboxes are adopted, not made again; the taken one is not a spare.
     const before = await sandboxesOf("node-pool");
-    const restarted = new DockerSandboxes(run.docker, silentLogger, 2);
+    const restarted = dockerPool(run.docker, 2);
     restarted.keepWarm(ownerFor("node-pool"));
     const spares = before.map((s) => s.name).filter((name) => name !== taken);
     const next = await restarted.take(ownerFor("node-pool"));
@@ -66,7 +72,7 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
   }, 120_000);
 
   it("never hands out a stopped sandbox, and removes it", async () => {
-    const pool = new DockerSandboxes(run.docker, silentLogger, 1);
+    const pool = dockerPool(run.docker, 1);
     pool.keepWarm(ownerFor("node-stale"));
     const [spare] = await eventually(
       async () => {
@@ -86,7 +92,7 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
   });
 
   it("makes one on demand for a node it does not keep warm, and removes sandbox and network", async () => {
-    const pool = new DockerSandboxes(run.docker, silentLogger, 2);
+    const pool = dockerPool(run.docker, 2);
     const name = await pool.take(ownerFor("node-cold"));
     expect(await sandboxesOf("node-cold")).toEqual([{ name, running: true }]);
     expect((await run.docker.getNetwork(name).inspect()).Labels).toMatchObject({ "cm.sandbox": "true", "cm.node-id": "node-cold" });
@@ -98,7 +104,7 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
   });
 
   it("removes the old node's spares when the agent is enrolled as another node", async () => {
-    const pool = new DockerSandboxes(run.docker, silentLogger, 1);
+    const pool = dockerPool(run.docker, 1);
     pool.keepWarm(ownerFor("node-before"));
     await eventually(async () => (await sandboxesOf("node-before")).length === 1, MAKING_MS, "a spare for the first node");
     pool.keepWarm(ownerFor("node-after"));
@@ -122,7 +128,7 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
       }
       return run.docker.createContainer(options);
     };
-    const pool = new DockerSandboxes(pruned, silentLogger, 0);
+    const pool = dockerPool(pruned, 0);
     const name = await pool.take(ownerFor("node-pruned"));
     expect(missing).toBe(false);
     expect(await sandboxesOf("node-pruned")).toEqual([{ name, running: true }]);
@@ -131,7 +137,7 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
   it("says which machines it supports when the engine is another", async () => {
     const power = Object.create(run.docker) as typeof run.docker;
     power.info = async () => ({ ...(await run.docker.info()), Architecture: "ppc64le" });
-    const pool = new DockerSandboxes(power, silentLogger, 1);
+    const pool = dockerPool(power, 1);
     await expect(pool.take(ownerFor("node-power"))).rejects.toThrow('this agent runs containers on x86_64 and aarch64 Docker engines; this one is "ppc64le"');
     expect(await sandboxesOf("node-power")).toEqual([]);
   });
@@ -186,7 +192,7 @@ needs("docker", "busybox").describe("DockerSandboxes", () => {
     const labels = { ...run.labels, "cm.sandbox": "true", "cm.node-id": "node-debris" };
     await run.docker.createNetwork({ Name: `cm-sbx-debris${run.labels["cm.test-run"]}`, Driver: "bridge", Labels: labels });
     // Made just now: without a zero grace it would be taken for another pool's sandbox being made.
-    const pool = new DockerSandboxes(run.docker, silentLogger, 1, { makingGraceMs: 0 });
+    const pool = dockerPool(run.docker, 1, { makingGraceMs: 0 });
     pool.keepWarm(ownerFor("node-debris"));
     await eventually(async () => (await sandboxesOf("node-debris")).length === 1, MAKING_MS, "a ready sandbox");
     await pool.stopWarming();
