@@ -1,4 +1,5 @@
 export * from "./agent/wire";
+export * from "./agent-versions";
 export * from "./api/auth";
 export * from "./api/common";
 export * from "./api/credits";
