@@ -44,6 +44,11 @@ export const ERROR_CODES = {
     description: "The node holds the image with neither a CMD nor an ENTRYPOINT (as its agent last reported) and runs its local copy as it is: give a command.",
   },
   NODE_INSUFFICIENT_RAM: { status: 422, description: "The node has less RAM than the template needs, or than memoryMb asks." },
+  NODE_IN_MAINTENANCE: {
+    status: 409,
+    description:
+      "Its operator put the node in maintenance: it takes no new deployments (running ones go on); the message and details.maintenanceReason say why.",
+  },
   NODE_INSUFFICIENT_GPUS: { status: 422, description: "gpuCount is more than the node's GPUs." },
   NODE_INSUFFICIENT_DISK: {
     status: 422,

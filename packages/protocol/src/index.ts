@@ -7,6 +7,7 @@ export * from "./api/deployment-events";
 export * from "./api/deployments";
 export * from "./api/earnings";
 export * from "./api/nodes";
+export * from "./api/operator-nodes";
 export * from "./api/payouts";
 export * from "./api/registry-credentials";
 export * from "./api/templates";

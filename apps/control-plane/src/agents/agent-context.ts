@@ -18,6 +18,8 @@ export interface SessionHost {
   onClosed(session: AgentSession): void;
   /** The node's agent cannot take what it is sent: shown offline until it is back. */
   notServing(nodeId: string, why: string): void;
+  /** A session of the node's is ready now (this one, or a newer one). */
+  isConnected(nodeId: string): boolean;
   /** Runs fn after every earlier presence change of the node (online, lost), so they never interleave. */
   serialize<T>(nodeId: string, fn: () => Promise<T>): Promise<T>;
   readonly heartbeats: HeartbeatBatch;

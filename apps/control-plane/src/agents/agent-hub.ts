@@ -22,6 +22,8 @@ export type AgentHubOptions = Omit<AgentContext, "hub"> & { heartbeatFlushMs: nu
 export const BYTES_BEFORE_READY = 16 * 1024;
 /** Seconds of a node's log rate it may send at once. */
 const LOG_BURST_S = 4;
+/** Heartbeat intervals a node may stay silent before it is offline; also the most of one gap that counts as its uptime. */
+const SILENT_INTERVALS = 3;
 
 /** Destroys the socket of a session that sends more than BYTES_BEFORE_READY before it is ready. */
 function boundUntilReady(socket: Duplex, alreadyRead: number, session: AgentSession) {
@@ -71,7 +73,7 @@ export class AgentHub implements NodeLink, SessionHost {
   constructor(private readonly o: AgentHubOptions) {
     this.ctx = { ...o, hub: this };
     this.watchingSinceMs = o.clock.now();
-    this.heartbeats = new HeartbeatBatch(o.repos, o.log);
+    this.heartbeats = new HeartbeatBatch(o.repos, o.log, SILENT_INTERVALS * o.heartbeatIntervalMs);
     this.wss = new WebSocketServer({ noServer: true, maxPayload: o.maxFrameBytes, clientTracking: false, perMessageDeflate: false });
     o.events.on("deployment-changed", (dep) => this.sessions.get(dep.nodeId)?.onDeploymentChanged(dep));
     o.events.on("node-retired", (nodeId) => void this.retired(nodeId));
@@ -227,7 +229,7 @@ export class AgentHub implements NodeLink, SessionHost {
     // A stall of this process first: the heartbeats it did not read were not missed by the agents.
     this.stall?.check();
     await this.heartbeats.flush();
-    const cutoffMs = this.o.clock.now() - 3 * this.o.heartbeatIntervalMs - 1;
+    const cutoffMs = this.o.clock.now() - SILENT_INTERVALS * this.o.heartbeatIntervalMs - 1;
     if (this.justStarted(cutoffMs)) return;
     for (const node of await this.o.repos.nodes.staleOnline(cutoffMs)) {
       await this.serialize(node.id, async () => {

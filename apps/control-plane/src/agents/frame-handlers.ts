@@ -15,7 +15,10 @@ const handlers: Handlers = {
     const { repos, events, log } = s.ctx;
     // Index and uuid are for the agent's own assignment; the catalogue shows the rest.
     const gpus = f.gpus.map(({ index: _index, uuid: _uuid, ...gpu }) => gpu);
-    await repos.nodes.updateInventory(s.nodeId, f.specs, gpus, { egressPolicy: f.egressPolicy ?? null, diskDefaultGb: f.diskDefaultGb ?? null });
+    const policies = { egressPolicy: f.egressPolicy ?? null, diskDefaultGb: f.diskDefaultGb ?? null };
+    // A node is online only once its specs are known: the first report after hello brings it online, in turn with
+    // its other presence changes so a node lost meanwhile stays offline.
+    await s.ctx.hub.serialize(s.nodeId, () => repos.nodes.updateInventory(s.nodeId, f.specs, gpus, policies, { connected: s.ctx.hub.isConnected(s.nodeId) }));
     s.imagesWithoutCommand = new Set(f.imagesWithoutCommand ?? []);
     events.emit("node-changed", s.nodeId);
     if (f.gpuWarning) log.warn("agent: GPU warning", { nodeId: s.nodeId, warning: f.gpuWarning });

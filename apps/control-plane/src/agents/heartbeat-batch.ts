@@ -12,9 +12,11 @@ export class HeartbeatBatch {
   private pending = new Map<string, number>();
   private readonly flushes = new KeyedQueue();
 
+  /** `maxGapMs`: the most of a silence between two heartbeats that counts as uptime (the time after which a silent node is offline). */
   constructor(
     private readonly repos: Repos,
     private readonly log: Logger,
+    private readonly maxGapMs: number,
   ) {}
 
   note(nodeId: string, atMs: number) {
@@ -28,7 +30,7 @@ export class HeartbeatBatch {
       const beats = [...this.pending];
       this.pending = new Map();
       try {
-        await this.repos.nodes.recordHeartbeats(beats);
+        await this.repos.nodes.recordHeartbeats(beats, this.maxGapMs);
       } catch (err) {
         // Kept for the next flush (unless a newer beat came): a database outage must not erase proof of life.
         for (const [nodeId, atMs] of beats) if (!this.pending.has(nodeId)) this.pending.set(nodeId, atMs);

@@ -6,10 +6,19 @@ import {
   type NodeRow,
   nodeFree,
   type TemplateRow,
+  type UptimeWindows,
   type UserRow,
-  uptimePercent,
 } from "@cm/db";
-import { type Balance, type Deployment, MILLICORES_PER_CORE, type NodeDetail, type NodeSummary, type TemplateDetail, type User } from "@cm/protocol";
+import {
+  type Balance,
+  type Deployment,
+  MILLICORES_PER_CORE,
+  type NodeDetail,
+  type NodeSummary,
+  type OperatorNodeDeployment,
+  type TemplateDetail,
+  type User,
+} from "@cm/protocol";
 
 /** Rows to API shapes: the only place that knows both. Pure, so the tests can call them. */
 
@@ -17,12 +26,13 @@ const iso = (ms: number) => new Date(ms).toISOString();
 
 export const presentUser = (u: UserRow): User => ({ id: u.id, walletAddress: u.walletAddress, isOperator: u.isOperator, createdAt: iso(u.createdAt) });
 
-export function presentNodeSummary(n: NodeRow, nowMs: number): NodeSummary {
+/** `uptime`: the node's percents (uptimePercents); maintenance is shown over whatever its heartbeats say. */
+export function presentNodeSummary(n: NodeRow, uptime: UptimeWindows): NodeSummary {
   const s = n.specs;
   return {
     id: n.id,
     name: n.name,
-    status: n.status,
+    status: n.maintenanceReason !== null ? "maintenance" : n.status,
     specs: { cpuModel: s.cpuModel, cpuCores: s.cpuCores, cpuThreads: s.cpuThreads, ramMb: s.ramMb, diskGb: s.diskGb, diskType: s.diskType },
     gpus: n.gpus.map((g) => ({ name: g.name, vramMb: g.vramMb, computeVersion: g.computeVersion })),
     region: n.region as NodeSummary["region"],
@@ -31,14 +41,15 @@ export function presentNodeSummary(n: NodeRow, nowMs: number): NodeSummary {
     activeDeployments: n.activeDeployments,
     maxDeployments: n.maxDeployments,
     ...nodeFree(n),
-    uptimePercent: uptimePercent(n, nowMs),
+    uptimePercent: uptime.last30d,
+    maintenanceReason: n.maintenanceReason,
     egressPolicy: n.egressPolicy,
   };
 }
 
-export function presentNodeDetail(n: NodeRow, nowMs: number): NodeDetail {
+export function presentNodeDetail(n: NodeRow, uptime: UptimeWindows): NodeDetail {
   return {
-    ...presentNodeSummary(n, nowMs),
+    ...presentNodeSummary(n, uptime),
     operatorId: n.operatorId,
     specs: n.specs,
     gpus: n.gpus.map((g) => ({
@@ -51,6 +62,8 @@ export function presentNodeDetail(n: NodeRow, nowMs: number): NodeDetail {
       driverVersion: g.driverVersion,
     })),
     lastHeartbeat: n.lastHeartbeat === null ? null : iso(n.lastHeartbeat),
+    maintenanceSince: n.maintenanceSince === null ? null : iso(n.maintenanceSince),
+    uptime,
   };
 }
 
@@ -128,6 +141,22 @@ export function presentDeployment(d: DeploymentRow, gateway: { domain: string; l
 }
 
 export const presentBalance = (b: BalanceMicro): Balance => ({
+/** A deployment as its node's operator sees it: no env, command or endpoints (the tenant's), and what it earned them. */
+export const presentOperatorNodeDeployment = (d: DeploymentRow, earnedMicro: number): OperatorNodeDeployment => ({
+  id: d.id,
+  status: d.status,
+  image: d.image,
+  ports: d.ports,
+  gpuCount: d.gpuCount,
+  cpuCores: d.cpuMillicores / MILLICORES_PER_CORE,
+  memoryMb: d.memoryMb,
+  hourlyRateCents: d.hourlyRateCents,
+  earned: microToCredits(earnedMicro),
+  createdAt: iso(d.createdAt),
+  startedAt: d.startedAt === null ? null : iso(d.startedAt),
+  stoppedAt: d.stoppedAt === null ? null : iso(d.stoppedAt),
+});
+
   available: microToCredits(b.availableMicro),
   reserved: microToCredits(b.reservedMicro),
   totalUsed: microToCredits(b.totalUsedMicro),

@@ -3,6 +3,7 @@ import type { Deps } from "../deps";
 import { ApiError } from "../errors";
 import { presentNodeDetail, presentNodeSummary } from "../http/presenters";
 import { createRouter, IdParams, json, type RouteFactory } from "../http/route";
+import { nodeUptimes } from "../services/node-uptime";
 
 /** The public node catalogue; mounted at /nodes. */
 export function nodeRoutes(deps: Deps, route: RouteFactory) {
@@ -27,8 +28,8 @@ export function nodeRoutes(deps: Deps, route: RouteFactory) {
         if (body === undefined) {
           const { page, limit, ...filter } = query;
           const { rows, total } = await repos.nodes.list(filter, page, limit);
-          const now = clock.now();
-          body = JSON.stringify({ nodes: rows.map((n) => presentNodeSummary(n, now)), pagination: paginate(page, limit, total) });
+          const uptime = await nodeUptimes(repos, rows, clock.now());
+          body = JSON.stringify({ nodes: rows.map((n) => presentNodeSummary(n, uptime(n))), pagination: paginate(page, limit, total) });
           deps.nodeCatalogCache.set(key, body);
         }
         // The cached answer is JSON text already: sent as is, which the route's typed c.json cannot say.
@@ -44,7 +45,7 @@ export function nodeRoutes(deps: Deps, route: RouteFactory) {
           tags,
           summary: "A node's details",
           description:
-            "Public. Adds to the catalogue's fields the operator, the full specs and GPUs, and lastHeartbeat (null until the node's agent first connects).",
+            "Public. Adds to the catalogue's fields the operator, the full specs and GPUs, lastHeartbeat (null until the node's agent first connects), maintenanceSince, and uptime over the last 24 hours, 7 days and 30 days. Uptime is counted from heartbeats: each adds the time since the node's previous one, at most the 3 heartbeat intervals after which a silent node goes offline, to the clock hour it falls in (node_uptime_hours); a window's percent is that time over the window, which reaches back to the start of the clock hour 24 hours (7 days, 30 days) ago, or to the node's registration for a younger node.",
           request: { params: IdParams },
           responses: { 200: json(NodeResponse, "The node") },
         },
@@ -53,7 +54,8 @@ export function nodeRoutes(deps: Deps, route: RouteFactory) {
       async (c) => {
         const node = await repos.nodes.get(c.req.valid("param").id);
         if (!node) throw new ApiError("NODE_NOT_FOUND");
-        return c.json({ node: presentNodeDetail(node, clock.now()) }, 200);
+        const uptime = await nodeUptimes(repos, [node], clock.now());
+        return c.json({ node: presentNodeDetail(node, uptime(node)) }, 200);
       },
     );
 }

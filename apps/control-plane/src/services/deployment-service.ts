@@ -30,12 +30,22 @@ export interface NodeLink {
 const refusalMessage: Record<OccupyRefusal, string> = {
   NODE_OFFLINE: "the node is not online",
   NODE_AT_CAPACITY: "the node already runs its maxDeployments",
+  NODE_IN_MAINTENANCE: "its operator put the node in maintenance meanwhile: it takes no new deployments",
   NODE_INSUFFICIENT_FREE_GPUS: "the node has fewer free GPUs than this deployment holds",
   NODE_INSUFFICIENT_FREE_CPU: "the node has fewer free CPU cores than this deployment holds",
   NODE_INSUFFICIENT_FREE_RAM: "the node has less free memory than this deployment holds",
   NODE_INSUFFICIENT_FREE_DISK: "the node has less free disk than this deployment's disk allowance",
   INSUFFICIENT_CREDITS: "your available credits do not cover one hour of this deployment",
 };
+
+/** A node its operator put in maintenance takes nothing new: said with the operator's reason. */
+export function inMaintenance(node: NodeRow): ApiError | undefined {
+  if (node.maintenanceReason === null) return undefined;
+  return new ApiError("NODE_IN_MAINTENANCE", `node ${node.id} is in maintenance and takes no new deployments: ${node.maintenanceReason}`, {
+    maintenanceReason: node.maintenanceReason,
+    maintenanceSince: node.maintenanceSince === null ? null : new Date(node.maintenanceSince).toISOString(),
+  });
+}
 
 /** The node meets the template's minimums, or the first reason it does not. */
 export function checkRequirements(node: NodeRow, t: TemplateRow | undefined): ApiError | undefined {
@@ -161,7 +171,9 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
     const reasons = new Map<PlacementReason, number>();
     const candidates: Candidate[] = [];
     for (const node of nodes) {
-      const c = unmetRequirement(node, body) ?? assess(node, template, image, body);
+    const paused = inMaintenance(node);
+    if (paused) throw paused;
+      const c = inMaintenance(node)?.code ?? unmetRequirement(node, body) ?? assess(node, template, image, body);
       const reason = typeof c === "string" ? c : c instanceof ApiError ? c.code : refusalNow(node, c.holding);
       if (reason) reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
       else candidates.push(c as Candidate);

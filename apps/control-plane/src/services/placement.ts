@@ -84,6 +84,8 @@ function phrase(reason: PlacementReason, n: number, r: Requirements): string {
       return verb(n, "already runs its maxDeployments", "already run their maxDeployments");
     case "IMAGE_HAS_NO_COMMAND":
       return verb(n, "holds the image with no command (give one)", "hold the image with no command (give one)");
+    case "NODE_IN_MAINTENANCE":
+      return verb(n, "is in maintenance", "are in maintenance");
     case "NODE_OFFLINE":
       return verb(n, "went offline meanwhile", "went offline meanwhile");
     case "untried":

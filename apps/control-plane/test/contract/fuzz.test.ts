@@ -119,6 +119,9 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
     "POST /operator/nodes",
     "GET /operator/nodes",
     "DELETE /operator/nodes/{id}",
+    "PATCH /operator/nodes/{id}",
+    "POST /operator/nodes/{id}/maintenance",
+    "GET /operator/nodes/{id}/deployments",
     "GET /operator/earnings",
     "GET /operator/earnings/transactions",
     "POST /operator/payouts",
@@ -170,7 +173,7 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
         if (seen) seen.count++;
         else violations.set(v.rule, { ...v, count: 1 });
       };
-      const pathIds = pathFixtures[path.replace(/\/(start|stop|logs)$/, "")] ?? [];
+      const pathIds = pathFixtures[path.replace(/\/(start|stop|logs|maintenance|deployments)$/, "")] ?? [];
       const arbitrary = requestArbitrary(doc, target, fixtures, pathIds);
       const examples = boundaryExamples(doc, target, fixtures, pathIds, SEED).map((req) => [req] as [FuzzRequest]);
       await fc.assert(

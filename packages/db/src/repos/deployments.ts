@@ -6,6 +6,7 @@ import { ledgerOps } from "./ledger";
 
 export type OccupyRefusal =
   | "NODE_OFFLINE"
+  | "NODE_IN_MAINTENANCE"
   | "NODE_AT_CAPACITY"
   | "NODE_INSUFFICIENT_FREE_GPUS"
   | "NODE_INSUFFICIENT_FREE_CPU"
@@ -101,11 +102,12 @@ export function createDeploymentsRepo(h: DbHandle) {
         usedMemoryMb: sql`${nodes.usedMemoryMb} + ${d.memoryMb}`,
         usedDiskGb: sql`${nodes.usedDiskGb} + ${diskGb}`,
       })
-      .where(and(eq(nodes.id, d.nodeId), eq(nodes.status, "online"), isNull(nodes.retiredAt), ...fits))
+      .where(and(eq(nodes.id, d.nodeId), eq(nodes.status, "online"), isNull(nodes.retiredAt), isNull(nodes.maintenanceReason), ...fits))
       .returning({ id: nodes.id });
     if (slot.length === 0) {
       const [n] = await db.select().from(nodes).where(eq(nodes.id, d.nodeId));
       if (n?.status !== "online" || n.retiredAt !== null) throw new OccupyRefused("NODE_OFFLINE");
+      if (n.maintenanceReason !== null) throw new OccupyRefused("NODE_IN_MAINTENANCE");
       const free = nodeFree(n);
       if (n.activeDeployments >= n.maxDeployments) throw new OccupyRefused("NODE_AT_CAPACITY", free);
       if (d.gpuCount > 0 && n.usedGpus + d.gpuCount > n.gpuCount) throw new OccupyRefused("NODE_INSUFFICIENT_FREE_GPUS", free);
@@ -182,6 +184,22 @@ export function createDeploymentsRepo(h: DbHandle) {
     async list({ userId, status, page, limit }: { userId: string; status?: DeploymentStatus | undefined; page: number; limit: number }) {
       return h.run(async (db) => {
         const w = and(eq(deployments.userId, userId), notDeleted, status ? eq(deployments.status, status) : undefined);
+        const rows = await db
+          .select()
+          .from(deployments)
+          .where(w)
+          .orderBy(desc(deployments.createdAt), desc(deployments.id))
+          .limit(limit)
+          .offset((page - 1) * limit);
+        const [c] = await db.select({ n: count() }).from(deployments).where(w);
+        return { rows, total: Number(c?.n ?? 0) };
+      });
+    },
+
+    /** One page of what is on the node (its agent has not confirmed it removed), newest first: what its operator is shown. */
+    async listOnNode({ nodeId, status, page, limit }: { nodeId: string; status?: DeploymentStatus | undefined; page: number; limit: number }) {
+      return h.run(async (db) => {
+        const w = and(eq(deployments.nodeId, nodeId), isNull(deployments.removedFromNodeAt), status ? eq(deployments.status, status) : undefined);
         const rows = await db
           .select()
           .from(deployments)

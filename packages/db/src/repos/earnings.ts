@@ -1,4 +1,4 @@
-import { and, count, desc, eq, gt, gte, sql } from "drizzle-orm";
+import { and, count, desc, eq, gt, gte, inArray, sql } from "drizzle-orm";
 import type { Db, DbHandle } from "../client";
 import type { DeploymentRow, EarningRow } from "../types";
 import { ledgerOps } from "./ledger";
@@ -185,6 +185,19 @@ export function createEarningsRepo(h: DbHandle) {
     },
 
     held,
+
+    /** What each deployment earned its operator so far, usage less refunds, in micro-credits; none for one that earned nothing. */
+    async earnedByDeployment(deploymentIds: readonly string[]): Promise<Map<string, number>> {
+      if (deploymentIds.length === 0) return new Map();
+      const rows = await h.run((db) =>
+        db
+          .select({ id: e.deploymentId, s: sql<string>`coalesce(sum(${e.amountMicro}), 0)` })
+          .from(e)
+          .where(and(inArray(e.deploymentId, [...new Set(deploymentIds)]), eq(e.account, "operator")))
+          .groupBy(e.deploymentId),
+      );
+      return new Map(rows.map((r) => [r.id, num(r.s)]));
+    },
 
     /** The operator's own rows, newest first. */
     async list(operatorId: string, page: number, limit: number): Promise<{ rows: EarningRow[]; total: number }> {

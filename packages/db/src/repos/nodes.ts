@@ -1,4 +1,4 @@
-import { and, count, desc, eq, gt, gte, inArray, isNull, lte, type SQL, sql } from "drizzle-orm";
+import { and, count, desc, eq, gt, gte, inArray, isNotNull, isNull, lte, type SQL, sql } from "drizzle-orm";
 import type { DbHandle } from "../client";
 import type { EgressPolicy, Gpu, NodeRow, NodeSpecs } from "../types";
 import { execRaw } from "./raw";
@@ -30,13 +30,23 @@ export const EMPTY_SPECS: NodeSpecs = {
   containerVersion: "",
 };
 
+/** The clock hour a node's uptime is counted in (node_uptime_hours.hour). */
+export const UPTIME_HOUR_MS = 3_600_000;
+/** A node's figure per uptime window: the ms heard from (repos.nodes.uptime), or a percent (uptimePercents). */
+export type UptimeWindows = { last24h: number; last7d: number; last30d: number };
+export const UPTIME_WINDOWS_MS: UptimeWindows = { last24h: 24 * UPTIME_HOUR_MS, last7d: 7 * 24 * UPTIME_HOUR_MS, last30d: 30 * 24 * UPTIME_HOUR_MS };
+/** Where a window's sum starts: the clock hour it reaches back into, counted whole. */
+export const uptimeWindowStartHour = (nowMs: number, windowMs: number) => Math.floor((nowMs - windowMs) / UPTIME_HOUR_MS);
+
 export function createNodesRepo(h: DbHandle) {
-  const { nodes } = h.t;
+  const { nodes, nodeUptimeHours: up } = h.t;
   const visible = isNull(nodes.retiredAt);
+  // The status column says whether its agent is heard from; maintenance is the operator's, kept beside it.
+  const presence = (status: "online" | "offline") => and(eq(nodes.status, status), isNull(nodes.maintenanceReason));
 
   function where(f: NodeFilter): SQL | undefined {
     const c: Array<SQL | undefined> = [visible];
-    if (f.status) c.push(eq(nodes.status, f.status));
+    if (f.status) c.push(f.status === "maintenance" ? isNotNull(nodes.maintenanceReason) : presence(f.status));
     if (f.hasGpu === true) c.push(gt(nodes.gpuCount, 0));
     if (f.hasGpu === false) c.push(eq(nodes.gpuCount, 0));
     if (f.minGpuVram !== undefined) c.push(gte(nodes.maxGpuVramMb, f.minGpuVram));
@@ -109,7 +119,7 @@ export function createNodesRepo(h: DbHandle) {
       });
     },
 
-    /** Every online node in service, for placement: it counts each one's reason not to fit, so it reads them all. */
+    /** Every online node in service, those in maintenance included, for placement: it counts each one's reason not to fit, so it reads them all. */
     async online(): Promise<NodeRow[]> {
       return h.run((db) =>
         db
@@ -175,12 +185,25 @@ export function createNodesRepo(h: DbHandle) {
       });
     },
 
-    /** What the agent's latest specs frame says: each frame says it all again, so what it leaves out goes back to null. */
-    async updateInventory(id: string, specs: NodeSpecs, gpus: Gpu[], policies: AgentPolicies = { egressPolicy: null, diskDefaultGb: null }) {
+    /**
+     * What the agent's latest specs frame says: each frame says it all again, so what it leaves out goes back to null.
+     * Specs without cores or memory take the node offline: the catalogue never shows such a node online. With
+     * `connected` (its agent's session is up) they bring it online in the same write: a node whose agent said hello
+     * is online from its first specs.
+     */
+    async updateInventory(
+      id: string,
+      specs: NodeSpecs,
+      gpus: Gpu[],
+      policies: AgentPolicies = { egressPolicy: null, diskDefaultGb: null },
+      o: { connected?: boolean } = {},
+    ) {
+      const status = !hasSpecs(specs) ? ("offline" as const) : o.connected ? ("online" as const) : undefined;
       await h.run((db) =>
         db
           .update(nodes)
           .set({
+            ...(status ? { status } : {}),
             specs,
             gpus,
             ...policies,
@@ -193,13 +216,51 @@ export function createNodesRepo(h: DbHandle) {
       );
     },
 
-    /** Online from the first heartbeat; the online time feeds uptimePercent. */
+    /**
+     * Its agent is heard from (a hello, or a specs report while connected): online, but only once its specs are known,
+     * so a node whose first specs have not come yet is never shown online with no cores or memory. The time before
+     * this is not uptime: the next heartbeat counts from here.
+     */
     async markOnline(id: string, nowMs: number) {
       await h.run((db) =>
         db
           .update(nodes)
-          .set({ status: "online", lastHeartbeat: nowMs, onlineSince: sql`coalesce(${nodes.onlineSince}, ${nowMs})` })
+          .set({
+            status: sql`case when ${nodes.cpuCores} > 0 and ${nodes.ramMb} > 0 then 'online' else ${nodes.status} end`,
+            lastHeartbeat: nowMs,
+            onlineSince: sql`coalesce(${nodes.onlineSince}, ${nowMs})`,
+          })
           .where(and(eq(nodes.id, id), visible)),
+      );
+    },
+
+    /** The operator's changes to their node; undefined when it is not theirs (or retired). */
+    async update(
+      id: string,
+      operatorId: string,
+      patch: Partial<Pick<NodeRow, "name" | "region" | "country" | "hourlyRateCents" | "maxDeployments">>,
+    ): Promise<NodeRow | undefined> {
+      return h.run(async (db) => {
+        const mine = and(eq(nodes.id, id), eq(nodes.operatorId, operatorId), visible);
+        if (Object.keys(patch).length === 0) return (await db.select().from(nodes).where(mine))[0];
+        return (await db.update(nodes).set(patch).where(mine).returning())[0];
+      });
+    },
+
+    /** Puts the node in maintenance with `reason` (since now, unless it already was), or takes it out with null. */
+    async setMaintenance(id: string, operatorId: string, reason: string | null, nowMs: number): Promise<NodeRow | undefined> {
+      return h.run(
+        async (db) =>
+          (
+            await db
+              .update(nodes)
+              .set({
+                maintenanceReason: reason,
+                maintenanceSince: reason === null ? null : sql`coalesce(${nodes.maintenanceSince}, ${nowMs})`,
+              })
+              .where(and(eq(nodes.id, id), eq(nodes.operatorId, operatorId), visible))
+              .returning()
+          )[0],
       );
     },
 
@@ -208,7 +269,7 @@ export function createNodesRepo(h: DbHandle) {
         db
           .update(nodes)
           .set({
-            status: sql`case when ${nodes.status} = 'maintenance' then 'maintenance' else 'offline' end`,
+            status: "offline",
             onlineMsTotal: sql`${nodes.onlineMsTotal} + coalesce(${nowMs} - ${nodes.onlineSince}, 0)`,
             onlineSince: null,
           })
@@ -219,23 +280,62 @@ export function createNodesRepo(h: DbHandle) {
     /**
      * Many nodes' last heartbeats in one statement per thousand: 10,000 agents
      * would otherwise cost 1,000 UPDATEs a second. Never moves a heartbeat backwards.
+     * Before it, one upsert per thousand adds each beat's gap since the node's last
+     * heartbeat, at most `maxGapMs` (a longer silence was not uptime), to the clock
+     * hours it spans (two at most while maxGapMs is under an hour): what uptime is summed from.
      */
-    async recordHeartbeats(beats: ReadonlyArray<readonly [nodeId: string, atMs: number]>) {
+    async recordHeartbeats(beats: ReadonlyArray<readonly [nodeId: string, atMs: number]>, maxGapMs: number) {
+      // Constants written into the statement: PostgreSQL types an untyped parameter in a CASE poorly.
+      const cap = sql.raw(String(Math.max(0, Math.floor(maxGapMs))));
+      const hourMs = sql.raw(String(UPTIME_HOUR_MS));
+      const gap = sql`case when beat.ms - nodes.last_heartbeat > ${cap} then ${cap} else beat.ms - nodes.last_heartbeat end`;
+      const inHour = sql`beat.ms % ${hourMs}`;
+      const thisHour = sql`case when ${gap} < ${inHour} then ${gap} else ${inHour} end`;
       for (let i = 0; i < beats.length; i += 1000) {
         const rows = sql.join(
           beats.slice(i, i + 1000).map(([id, ms]) => sql`(${id}, cast(${ms} as bigint))`),
           sql`, `,
         );
-        await h.run((db) =>
-          execRaw(
+        await h.transaction(async (db) => {
+          await execRaw(
+            h,
+            db,
+            sql`with beat(id, ms) as (values ${rows}),
+            span(node_id, hour, ms) as (
+              select nodes.id, beat.ms / ${hourMs}, ${thisHour} from beat join nodes on nodes.id = beat.id
+              where nodes.last_heartbeat < beat.ms
+              union all
+              select nodes.id, beat.ms / ${hourMs} - 1, ${gap} - ${thisHour} from beat join nodes on nodes.id = beat.id
+              where nodes.last_heartbeat < beat.ms and ${gap} > ${inHour}
+            )
+            insert into node_uptime_hours (node_id, hour, online_ms)
+            select node_id, hour, ms from span where ms > 0
+            on conflict (node_id, hour) do update set online_ms = node_uptime_hours.online_ms + excluded.online_ms`,
+          );
+          await execRaw(
             h,
             db,
             sql`with beat(id, ms) as (values ${rows})
             update nodes set last_heartbeat = beat.ms from beat
             where nodes.id = beat.id and (nodes.last_heartbeat is null or nodes.last_heartbeat < beat.ms)`,
-          ),
-        );
+          );
+        });
       }
+    },
+
+    /** Each node's ms heard from over the last 24 h, 7 d and 30 d (from the clock hour each reaches back into); none for a node never heard. */
+    async uptime(ids: readonly string[], nowMs: number): Promise<Map<string, UptimeWindows>> {
+      if (ids.length === 0) return new Map();
+      const from = (w: keyof UptimeWindows) => uptimeWindowStartHour(nowMs, UPTIME_WINDOWS_MS[w]);
+      const within = (w: keyof UptimeWindows) => sql<string>`coalesce(sum(case when ${up.hour} >= ${from(w)} then ${up.onlineMs} else 0 end), 0)`;
+      const rows = await h.run((db) =>
+        db
+          .select({ id: up.nodeId, last24h: within("last24h"), last7d: within("last7d"), last30d: within("last30d") })
+          .from(up)
+          .where(and(inArray(up.nodeId, [...new Set(ids)]), gte(up.hour, from("last30d"))))
+          .groupBy(up.nodeId),
+      );
+      return new Map(rows.map((r) => [r.id, { last24h: Number(r.last24h), last7d: Number(r.last7d), last30d: Number(r.last30d) }]));
     },
 
     /** Nodes whose last heartbeat is older than the cutoff but still count as online. */
@@ -251,10 +351,18 @@ export function createNodesRepo(h: DbHandle) {
 }
 export type NodesRepo = ReturnType<typeof createNodesRepo>;
 
-/** Share of the node's life it has been online, in percent with one decimal. */
-export function uptimePercent(n: Pick<NodeRow, "createdAt" | "onlineMsTotal" | "onlineSince">, nowMs: number): number {
-  const life = nowMs - n.createdAt;
-  if (life <= 0) return 0;
-  const online = n.onlineMsTotal + (n.onlineSince !== null ? nowMs - n.onlineSince : 0);
-  return Math.round(Math.min(100, (online / life) * 100) * 10) / 10;
+const hasSpecs = (s: Pick<NodeSpecs, "cpuCores" | "ramMb">) => s.cpuCores > 0 && s.ramMb > 0;
+
+/**
+ * Uptime in percent with one decimal, per window: the ms heard from (repos.nodes.uptime) over
+ * the window's length, which starts at the clock hour it reaches back into, or at the node's
+ * creation for a node younger than that.
+ */
+export function uptimePercents(createdAtMs: number, heardMs: UptimeWindows | undefined, nowMs: number): UptimeWindows {
+  const percent = (w: keyof UptimeWindows) => {
+    const life = nowMs - Math.max(createdAtMs, uptimeWindowStartHour(nowMs, UPTIME_WINDOWS_MS[w]) * UPTIME_HOUR_MS);
+    if (life <= 0 || !heardMs) return 0;
+    return Math.round(Math.min(100, (heardMs[w] / life) * 100) * 10) / 10;
+  };
+  return { last24h: percent("last24h"), last7d: percent("last7d"), last30d: percent("last30d") };
 }

@@ -73,7 +73,13 @@ export const NodeSummary = z
       description:
         "GB of the node's disk (specs.diskGb) no live deployment's disk allowance holds: the most diskGb a new deployment here can have now (0 while the node has not said its disk's size, which is then not counted)",
     }),
-    uptimePercent: z.number(),
+    uptimePercent: z.number().meta({
+      description:
+        "share of the last 30 days (of its life so far, for a younger node) its agent was heard from, in percent with one decimal: each heartbeat adds the time since the one before, at most the 3 heartbeat intervals after which a silent node is offline, to its clock hour; the window starts at the clock hour 30 days back. Time in maintenance counts while heartbeats come",
+    }),
+    maintenanceReason: z.string().nullable().meta({
+      description: "why its operator put the node in maintenance (status maintenance: it takes no new deployments, running ones go on); null otherwise",
+    }),
     egressPolicy: EgressPolicy.nullable().meta({
       description:
         "enforced: the node's firewall lets a deployment's container reach the internet and DNS only, not the node's host, its local network, cloud metadata or other deployments. off: the operator turned that firewall off, so containers on this node can reach the host and the network it is on. null: the node's agent has not said (never connected, or older than the policy).",
@@ -87,6 +93,10 @@ export const NodeDetail = NodeSummary.extend({
   specs: NodeSpecs,
   gpus: z.array(Gpu),
   lastHeartbeat: Timestamp.nullable().meta({ description: "null until the agent first connects" }),
+  maintenanceSince: Timestamp.nullable().meta({ description: "when its operator put it in maintenance; null when it is not" }),
+  uptime: z
+    .object({ last24h: z.number(), last7d: z.number(), last30d: z.number() })
+    .meta({ description: "uptimePercent over the last 24 hours, 7 days and 30 days (last30d is uptimePercent), each counted as uptimePercent says" }),
 }).meta({ id: "NodeDetail" });
 export type NodeDetail = z.infer<typeof NodeDetail>;
 
