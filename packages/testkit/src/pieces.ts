@@ -11,7 +11,18 @@ import { delimiter, join } from "node:path";
 import { testPostgresUrl } from "@cm/db/testing";
 import postgres from "postgres";
 
-export const PIECES = ["docker", "busybox", "postgres", "postgres-server", "nginx", "openssl", "qemu-aarch64", "systemd-analyze", "firewall"] as const;
+export const PIECES = [
+  "docker",
+  "busybox",
+  "postgres",
+  "postgres-server",
+  "nginx",
+  "openssl",
+  "qemu-aarch64",
+  "systemd-analyze",
+  "firewall",
+  "registry",
+] as const;
 export type Piece = (typeof PIECES)[number];
 
 /** The task meta key under which a skipped test or suite keeps why (needs.ts writes it, skip-summary.ts reads it). */
@@ -116,6 +127,8 @@ export async function probePieces(env: NodeJS.ProcessEnv = process.env): Promise
     "systemd-analyze": probeBinary("systemd-analyze", "apt-get install systemd", env),
     // The egress policy's tests change the host's firewall and make network namespaces.
     firewall: probeFirewall(env),
+    // Private images are pushed to and pulled from a real registry (distribution 2.8) with htpasswd's bcrypt logins.
+    registry: probeBinary("docker-registry", "apt-get install docker-registry", env) ?? probeBinary("htpasswd", "apt-get install apache2-utils", env),
   };
   const missing: MissingPieces = {};
   for (const piece of PIECES) if (found[piece]) missing[piece] = found[piece];

@@ -16,6 +16,10 @@ const TAGS = [
   { name: "nodes", description: "The public catalogue of nodes to rent." },
   { name: "templates", description: "The public catalogue of container templates." },
   { name: "deployments", description: "Your containers on rented nodes." },
+  {
+    name: "registry-credentials",
+    description: "Your logins to private container registries, for deployments of private images. Passwords are sealed and never shown back.",
+  },
   { name: "credits", description: "Your balance, USDC deposits and ledger. 1 credit = 1 US cent." },
   { name: "operator", description: "The nodes you operate." },
   { name: "agent", description: "What a node's agent asks with its agent token, besides its own WebSocket (packages/protocol)." },

@@ -39,6 +39,7 @@ export function registryCredentialRoutes(deps: Deps, route: RouteFactory) {
           operationId: "listRegistryCredentials",
           tags,
           summary: "Your registry logins, oldest first, without their passwords",
+          description: "Each with its registry, user name and when it was last sent to a node to pull an image; never the password, sealed or not.",
           responses: { 200: json(RegistryCredentialListResponse, "Your credentials") },
         },
         { auth: true },

@@ -79,6 +79,9 @@ describe("OpenAPI document and docs", () => {
       "post /operator/payouts",
       "get /operator/payouts",
       "get /operator/payouts/{id}",
+      "post /registry-credentials",
+      "get /registry-credentials",
+      "delete /registry-credentials/{id}",
     ]);
     for (const { where, path, op } of ops) {
       const isAuthed = authed.has(where) || path.startsWith("/deployments") || path.startsWith("/credits");
@@ -120,6 +123,10 @@ describe("OpenAPI document and docs", () => {
     expect(doc.components.schemas.Deployment.properties.command.type).toEqual(["array", "null"]);
     expect(doc.components.schemas.Deployment.required).toEqual(expect.arrayContaining(["command", "entrypoint", "restart", "maxRestarts", "restartCount"]));
     expect(doc.components.schemas.NodeDetail.properties.lastHeartbeat.type).toEqual(["string", "null"]);
+    // Private images: the credential's shape has no secret, and a deployment says which one it pulls with.
+    expect(Object.keys(doc.components.schemas.RegistryCredential.properties).sort()).toEqual(["createdAt", "id", "lastUsedAt", "registry", "username"]);
+    expect(doc.components.schemas.Deployment.properties.registryCredentialId.type).toEqual(["string", "null"]);
+    expect(doc.paths["/deployments"].post.responses["422"].description).toContain("REGISTRY_CREDENTIAL_MISMATCH");
     expect(doc.components.schemas.NodeDetail.required).toContain("lastHeartbeat");
     // Node controls (issue 28): maintenance has its refusal, and uptime says how it is counted.
     expect(doc.paths["/deployments"].post.responses["409"].description).toContain("NODE_IN_MAINTENANCE");

@@ -50,6 +50,8 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
         SOLANA_RPC_URL: rpc.url,
         NODE_REGISTRATIONS_PER_HOUR: 100_000,
         PAYOUT_KEYPAIR: payoutKeyFile(Keypair.generate()),
+        // A key on both databases, so registry credentials are judged rather than refused as unconfigured on PostgreSQL.
+        REGISTRY_CREDENTIALS_KEY: "ab".repeat(32),
       },
     });
     ({ doc } = await fetchDocument(h.url));
@@ -76,6 +78,8 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
     const deployments: string[] = [];
     for (const image of ["nginx:1.27", "redis:7"])
       deployments.push((await h.call("POST", "/deployments", { token, body: { nodeId: online.id, customImage: image } })).json.deployment.id);
+    // For Docker Hub, the registry of the fixtures' images: a create naming it is judged on the rest.
+    const credential = await h.call("POST", "/registry-credentials", { token, body: { registry: "docker.io", username: "fuzz", password: "fuzz-secret" } });
     const packages = (await h.call("GET", "/credits/packages", { token })).json.packages as Array<{ id: string }>;
     const deposit = await h.call("POST", "/credits/deposit/initiate", { token, body: { packageId: packages[0]!.id, walletAddress: me.wallet.address } });
 
@@ -88,6 +92,7 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
       // Another session's: refreshing rotates it and ends its access token, which the fuzzer's own must outlive.
       refreshToken: [spare.refreshToken],
       customImage: ["nginx:1.27"],
+      registryCredentialId: [credential.json.credential.id],
     });
     Object.assign(pathFixtures, {
       "/nodes/{id}": nodeIds,
@@ -95,6 +100,7 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
       "/templates/{idOrSlug}": templates.flatMap((t) => [t.id, t.slug]),
       "/deployments/{id}": deployments,
       "/credits/deposits/{id}": deposit.status === 200 ? [deposit.json.deposit.depositId] : [],
+      "/registry-credentials/{id}": [credential.json.credential.id],
     });
   });
   afterAll(async () => {
@@ -144,6 +150,9 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
     "POST /credits/deposit/confirm",
     "GET /credits/deposits/{id}",
     "GET /credits/transactions",
+    "POST /registry-credentials",
+    "GET /registry-credentials",
+    "DELETE /registry-credentials/{id}",
   ]
     .map((s) => ({ method: s.split(" ")[0]!.toLowerCase(), path: s.split(" ")[1]! }))
     .sort((a, b) => order(a) - order(b));

@@ -9,6 +9,7 @@ import { SystemHostProbe } from "../../../../agent/src/host/probe";
 import { createLogger } from "../../../../agent/src/logger";
 import { DockerRuntime } from "../../../../agent/src/runtime/docker-runtime";
 import type { Config } from "../../../src/config";
+import type { DepsOverrides } from "../../../src/deps";
 import { systemClock as cpClock } from "../../../src/services/ids";
 import { type Harness, startHarness } from "../../support/harness";
 
@@ -18,13 +19,13 @@ import { type Harness, startHarness } from "../../support/harness";
  * Docker engine. Containers carry a per-run label so cleanup never touches
  * anyone else's.
  */
-export async function startSystem(db: TestDatabase, config: Partial<Config> = {}) {
+export async function startSystem(db: TestDatabase, config: Partial<Config> = {}, overrides: DepsOverrides = {}) {
   const h = await startHarness(db, {
     // Heartbeats at 5 s (a node is lost after 15 s of silence): the control plane, the
     // agent and the test share this process, and a stall of a few seconds on a busy
     // 2-core machine must not read as a lost node. No test here waits on heartbeats.
     config: { HEARTBEAT_INTERVAL_MS: 5_000, METER_INTERVAL_MS: 1_000, ACCESS_TOKEN_TTL_S: 3600, GATEWAY_RESPONSE_TIMEOUT_MS: 1_500, ...config },
-    overrides: { clock: cpClock },
+    overrides: { clock: cpClock, ...overrides },
   });
   const runLabel = { "cm.test-run": `e2e-${randomBytes(4).toString("hex")}` };
   const operator = await h.signIn();
