@@ -44,7 +44,7 @@ describe("usage", () => {
     [["deploy", "--image", "x", "--node", "node_1", "--restart", "on-failure:11"], /error: --restart on-failure:N takes N from 1 to 10, not 11/],
     [
       ["operator"],
-      /error: unknown command operator \(did you mean cm operator add, cm operator nodes, cm operator earnings, cm operator payout, cm operator payouts, cm operator retire\?\)/,
+      /error: unknown command operator \(did you mean cm operator add, cm operator nodes, cm operator earnings, cm operator payout, cm operator payouts, cm operator retire, cm operator set, cm operator maintenance, cm operator deployments\?\)/,
     ],
   ])("exits 2 with the usage for %j", async (args, message) => {
     const r = await t.cm(args, api);

@@ -27,6 +27,7 @@ export function createClient(options: ClientOptions) {
       | T.TransactionListQuery
       | T.OperatorNodeListQuery
       | T.EarningsQuery
+      | T.OperatorNodeDeploymentListQuery
       | T.EarningTransactionListQuery
       | T.PayoutListQuery,
   ) => t.json<R>("GET", path, { auth: true, query });
@@ -133,6 +134,15 @@ export function createClient(options: ClientOptions) {
     /** Your earnings ledger, newest first: your part of each usage charge, and refunds. */
     earningTransactions: (query: T.EarningTransactionListQuery = {}) => get<T.EarningTransactionListResponse>("/operator/earnings/transactions", query),
     /** Withdraws whole credits of your available earnings in USDC to the wallet you sign in with: the payout, requested. */
+    /** Changes the fields given; a new rate applies to deployments created after it, a lower maxDeployments stops nothing. */
+    updateNode: async (id: string, body: T.UpdateNodeRequest): Promise<T.OperatorNode> =>
+      (await t.json<T.OperatorNodeResponse>("PATCH", `/operator/nodes/${seg(id)}`, { auth: true, body })).node,
+    /** enabled: no new deployments there (tenants see `reason`), running ones go on; false: back to online or offline by its heartbeats. */
+    setMaintenance: async (id: string, body: T.MaintenanceRequest): Promise<T.OperatorNode> =>
+      (await post<T.OperatorNodeResponse>(`/operator/nodes/${seg(id)}/maintenance`, body)).node,
+    /** What is on the node, newest first: status, image, ports, the rate each was created with and what each earned you. Never the tenant's env. */
+    nodeDeployments: (id: string, query: T.OperatorNodeDeploymentListQuery = {}) =>
+      get<T.OperatorNodeDeploymentListResponse>(`/operator/nodes/${seg(id)}/deployments`, query),
     payout: async (amountCredits: number): Promise<T.Payout> =>
       (await post<T.PayoutResponse>("/operator/payouts", { amountCredits } satisfies T.PayoutRequest)).payout,
     /** Your payouts, newest first. */

@@ -1,4 +1,4 @@
-import type { Payout } from "@cm/sdk";
+import type { OperatorNode, Payout } from "@cm/sdk";
 import { intFlag, type Run, str, UsageError } from "../args";
 import { cents, credits, gpus } from "./format";
 
@@ -36,7 +36,7 @@ export const nodes: Run = async (ctx, { flags }) => {
     answer.nodes.map((n) => [
       n.id,
       n.name,
-      n.retiredAt ? `retired ${n.retiredAt}` : n.status,
+      n.retiredAt ? `retired ${n.retiredAt}` : n.maintenanceReason !== null ? `maintenance: ${n.maintenanceReason}` : n.status,
       n.region,
       gpus(n.gpus),
       cents(n.hourlyRateCents),
@@ -46,6 +46,70 @@ export const nodes: Run = async (ctx, { flags }) => {
   );
   if (answer.nodes.length === 0) ctx.out.note("You operate no nodes yet: cm operator add --help");
 };
+
+/** Changes what the node was registered with; only the flags given change. */
+export const set: Run = async (ctx, { args, flags }) => {
+  const body = {
+    name: str(flags, "name"),
+    region: str(flags, "region") as "eu-west" | undefined,
+    country: str(flags, "country")?.toUpperCase(),
+    hourlyRateCents: intFlag(flags, "rate"),
+    maxDeployments: intFlag(flags, "max-deployments"),
+  };
+  const given = Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined));
+  if (Object.keys(given).length === 0) throw new UsageError("give at least one of --name, --region, --country, --rate, --max-deployments");
+  const node = await ctx.client.operator.updateNode(args[0]!, given);
+  if (ctx.json) return ctx.out.json({ node });
+  ctx.out.fields(nodeFields(node));
+  if (given.hourlyRateCents !== undefined) ctx.out.note("The new rate applies to deployments created from now on; running ones keep theirs.");
+};
+
+/** Pauses a node for maintenance (no new deployments, running ones go on) or ends it. */
+export const maintenance: Run = async (ctx, { args, flags }) => {
+  const [id, mode] = args as [string, string];
+  if (mode !== "on" && mode !== "off") throw new UsageError(`say on or off, not ${JSON.stringify(mode)}`);
+  if (mode === "off" && flags.reason !== undefined) throw new UsageError("--reason goes with on");
+  const reason = str(flags, "reason");
+  const node = await ctx.client.operator.setMaintenance(id, { enabled: mode === "on", ...(reason !== undefined ? { reason } : {}) });
+  if (ctx.json) return ctx.out.json({ node });
+  ctx.out.fields(nodeFields(node));
+  ctx.out.note(
+    mode === "on"
+      ? `In maintenance: it takes no new deployments, and what runs there goes on. End it with: cm operator maintenance ${id} off`
+      : "Out of maintenance: it takes deployments again while its agent is connected.",
+  );
+};
+
+/** What is on one of your nodes, newest first, with what each earned you. */
+export const deployments: Run = async (ctx, { args, flags }) => {
+  const answer = await ctx.client.operator.nodeDeployments(args[0]!, { page: intFlag(flags, "page"), limit: intFlag(flags, "limit") });
+  if (ctx.json) return ctx.out.json(answer);
+  ctx.out.table(
+    ["ID", "STATUS", "IMAGE", "PORTS", "GPUS", "RATE", "EARNED", "STARTED"],
+    answer.deployments.map((d) => [
+      d.id,
+      d.status,
+      d.image,
+      d.ports.join(",") || "-",
+      String(d.gpuCount),
+      cents(d.hourlyRateCents),
+      credits(d.earned),
+      d.startedAt ?? "-",
+    ]),
+  );
+  const p = answer.pagination;
+  ctx.out.note(answer.deployments.length === 0 ? "Nothing is on this node." : `page ${p.page} of ${p.totalPages} (${p.total} deployments)`);
+};
+
+const nodeFields = (n: OperatorNode): Array<[string, string | undefined]> => [
+  ["id", n.id],
+  ["name", n.name],
+  ["status", n.status],
+  ["maintenance", n.maintenanceReason ?? undefined],
+  ["region", `${n.region} (${n.country})`],
+  ["rate", cents(n.hourlyRateCents)],
+  ["deployments", `${n.activeDeployments} of ${n.maxDeployments}`],
+];
 
 /** What your nodes earned; with --transactions, the rows it adds up, a page at a time. */
 export const earnings: Run = async (ctx, { flags }) => {
