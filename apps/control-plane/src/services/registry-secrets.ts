@@ -2,7 +2,7 @@
 // each sealed with its credential's id as associated data, so a sealed value
 // copied onto another row does not open there.
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { closeSync, constants, openSync, readFileSync, statSync, writeSync } from "node:fs";
+import { existsSync, linkSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { sqliteFile } from "../database-location";
 
@@ -71,16 +71,18 @@ export function resolveRegistryKey(configured: string, databaseUrl: string): Buf
 }
 
 function keyFileBeside(file: string): Buffer {
-  try {
-    // 0600 from its first byte; wx: of two processes starting at once, one writes and the other reads it.
-    const fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+  if (!existsSync(file)) {
+    // Written whole, 0600 from its first byte, under a name of its own, then linked into place: of two
+    // processes starting at once one key wins, and neither ever reads a half-written file.
+    const draft = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
     try {
-      writeSync(fd, `${randomBytes(KEY_BYTES).toString("base64")}\n`);
+      writeFileSync(draft, `${randomBytes(KEY_BYTES).toString("base64")}\n`, { mode: 0o600, flag: "wx" });
+      linkSync(draft, file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw new RegistryKeyError(`cannot write ${file}: ${(error as Error).message}`);
     } finally {
-      closeSync(fd);
+      rmSync(draft, { force: true });
     }
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw new RegistryKeyError(`cannot write ${file}: ${(error as Error).message}`);
   }
   const mode = statSync(file).mode;
   if ((mode & 0o077) !== 0)

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -74,6 +74,14 @@ describe("where the key comes from", () => {
     const sealed = createRegistrySecrets(first).seal("rcred_1", PASSWORD);
     expect(createRegistrySecrets(resolveRegistryKey("", url)!).open("rcred_1", sealed)).toBe(PASSWORD);
     expect(readFileSync(file, "utf8")).not.toContain(PASSWORD);
+  });
+
+  it("gives every start on one database the same key, and leaves no draft of it beside the database", () => {
+    const d = dir();
+    const url = `file:${path.join(d, "marketplace.db")}`;
+    const keys = Array.from({ length: 4 }, () => resolveRegistryKey("", url));
+    for (const key of keys) expect(key).toEqual(keys[0]);
+    expect(readdirSync(d)).toEqual([REGISTRY_KEY_FILE]);
   });
 
   it("refuses a key file others may read, naming the fix", () => {
