@@ -194,7 +194,7 @@ describe("the docs' commands", () => {
 
   it("every environment variable they name is read by the program they name it for", () => {
     const readers: Record<string, string> = {
-      "the control plane": text("apps/control-plane/src/config.ts"),
+      "the control plane": ["apps/control-plane/src/config.ts", "apps/control-plane/src/database-location.ts"].map(text).join("\n"),
       "the agent": `${text("apps/agent/src/config.ts")}\nAGENT_CONFIG`,
       cm: ["apps/cli/src/context.ts", "apps/cli/src/index.ts", "apps/cli/src/session-file.ts"].map(text).join("\n"),
       "the tests": ["packages/testkit/src/pieces.ts", "packages/testkit/src/databases.ts", "packages/testkit/src/needs.ts"].map(text).join("\n"),
