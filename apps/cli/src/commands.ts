@@ -144,7 +144,7 @@ export const COMMANDS: CommandSpec[] = [
     name: "deploy",
     summary: "Create a deployment from a template or an image; --wait follows it until it runs and its endpoints answer.",
     usage:
-      "(--template ID_OR_SLUG | --image IMAGE) [--node ID | [--region R] [--max-rate CENTS] [--gpu-model NAME] [--min-vram MB]] [--estimate] [--gpus N] [--cpus N] [--memory MB] [--disk GB] [--name N] [--env K=V]... [--port P]... [--entrypoint PROG] [--registry-credential ID] [--restart POLICY] [--wait] [-- CMD ARGS...]",
+      "(--template ID_OR_SLUG | --image IMAGE) [--node ID | [--region R] [--max-rate CENTS] [--gpu-model NAME] [--min-vram MB]] [--estimate] [--gpus N] [--cpus N] [--memory MB] [--disk GB] [--name N] [--env K=V]... [--port P]... [--tcp-port P]... [--entrypoint PROG] [--registry-credential ID] [--restart POLICY] [--wait] [-- CMD ARGS...]",
     args: ["CMD...?"],
     options: {
       template: { type: "string", value: "ID_OR_SLUG", description: "a template (see cm templates)" },
@@ -165,6 +165,12 @@ export const COMMANDS: CommandSpec[] = [
       name: { type: "string", value: "N", description: "a name for it" },
       env: { type: "string", multiple: true, value: "K=V", description: "an environment variable" },
       port: { type: "string", multiple: true, value: "P", description: "a container port to expose as an endpoint" },
+      "tcp-port": {
+        type: "string",
+        multiple: true,
+        value: "P",
+        description: "a container port to reach as raw TCP with cm port-forward or cm ssh (not an endpoint; at most 8)",
+      },
       entrypoint: { type: "string", value: "PROG", description: 'replaces the image\'s ENTRYPOINT ("" clears it); the CMD after -- are its arguments' },
       "registry-credential": {
         type: "string",
@@ -286,6 +292,33 @@ export const COMMANDS: CommandSpec[] = [
     load: async () => (await import("./commands/exec")).exec,
   },
   {
+    name: "port-forward",
+    summary: "Forward a local port (127.0.0.1) to one of a running deployment's TCP ports, or stdin/stdout with --stdio.",
+    usage: "ID LOCAL:REMOTE | ID --stdio REMOTE",
+    args: ["ID", "LOCAL:REMOTE"],
+    options: {
+      stdio: { type: "boolean", description: "carry stdin and stdout instead of listening (ssh's ProxyCommand); ends when the container's side closes" },
+    },
+    examples: [
+      "cm port-forward dep_7f3a9c 5432:5432",
+      "cm port-forward dep_7f3a9c 0:7000 --json",
+      "ssh -o ProxyCommand='cm port-forward dep_7f3a9c --stdio 22' root@dep_7f3a9c",
+    ],
+    load: async () => (await import("./commands/port-forward")).portForward,
+  },
+  {
+    name: "ssh",
+    summary: "ssh into a running deployment's container through its TCP port 22 (declared with deploy --tcp-port 22; the image runs sshd).",
+    usage: "ID [--user U] [--port P] [-- SSH_ARGS...]",
+    args: ["ID", "SSH_ARGS...?"],
+    options: {
+      user: { type: "string", value: "U", description: "the user to log in as (default root)" },
+      port: { type: "string", value: "P", description: "the container's port sshd listens on (default 22); one of its tcpPorts" },
+    },
+    examples: ["cm ssh dep_7f3a9c", "cm ssh dep_7f3a9c -- -i ~/.ssh/id_ed25519 -L 8888:localhost:8888"],
+    load: async () => (await import("./commands/port-forward")).ssh,
+  },
+  {
     name: "operator add",
     summary: "Enrol a node you operate: prints its id and the command that starts its agent.",
     usage: "--name N --region R --country CC --rate CENTS --max N",
@@ -352,7 +385,6 @@ export const COMMANDS: CommandSpec[] = [
     examples: ["cm operator retire node_2f9c1a", "cm operator retire node_2f9c1a --yes"],
     load: async () => (await import("./commands/operator")).retire,
   },
-];
   {
     name: "operator set",
     summary: "Change a node you operate: its name, region, country, rate or most deployments. A new rate applies to deployments created after it.",
@@ -386,3 +418,4 @@ export const COMMANDS: CommandSpec[] = [
     examples: ["cm operator deployments node_2f9c1a", "cm operator deployments node_2f9c1a --json"],
     load: async () => (await import("./commands/operator")).deployments,
   },
+];

@@ -23,6 +23,7 @@ import { operatorRoutes } from "./routes/operator";
 import { operatorEarningsRoutes } from "./routes/operator-earnings";
 import { operatorPayoutsRoutes } from "./routes/operator-payouts";
 import { registryCredentialRoutes } from "./routes/registry-credentials";
+import { tcpRoutes } from "./routes/tcp";
 import { templateRoutes } from "./routes/templates";
 
 export function createApp(deps: Deps) {
@@ -66,6 +67,7 @@ export function createApp(deps: Deps) {
     .route("/templates", templateRoutes(deps, route))
     .route("/deployments", deploymentRoutes(deps, route))
     .route("/deployments", execRoutes(deps, route))
+    .route("/deployments", tcpRoutes(deps, route))
     .route("/credits", creditRoutes(deps, route))
     .route("/registry-credentials", registryCredentialRoutes(deps, route));
 

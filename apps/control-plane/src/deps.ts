@@ -1,6 +1,7 @@
 import { creditsToMicro, openRepos, type Repos } from "@cm/db";
 import { AgentHub } from "./agents/agent-hub";
 import { ExecBroker } from "./agents/exec-broker";
+import { TcpForwarder } from "./agents/tcp-forwarder";
 import { TunnelBroker } from "./agents/tunnel-broker";
 import { CREDIT_PACKAGE_SEED } from "./catalog/credit-packages";
 import { TEMPLATE_SEED } from "./catalog/templates";
@@ -68,6 +69,8 @@ export type Deps = {
   tunnels: TunnelBroker;
   /** `cm exec` sessions, relayed through the node's agent as tunnels are. */
   execs: ExecBroker;
+  /** Tenants' raw TCP connections to their containers (cm port-forward), over the tunnels. */
+  tcp: TcpForwarder;
   /** The public-endpoint proxy: requests whose Host is `<label>.<GATEWAY_DOMAIN>`. */
   endpoints: Gateway;
   metering: Metering;
@@ -162,6 +165,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     authenticate: (token) => auth.authenticateToken(token),
     log,
   });
+  const tcp = new TcpForwarder({ events, grants, authenticate: (token) => auth.authenticateToken(token) });
   const endpoints = createGateway({
     domain: config.GATEWAY_DOMAIN,
     resolver: createEndpointResolver(repos, (id) => agents.isConnected(id), { events, ttlMs: 1000, now: () => clock.now() }),
@@ -237,6 +241,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     dbHealth,
     tunnels,
     execs,
+    tcp,
     endpoints,
     metering,
     nodeCatalogCache,
@@ -266,6 +271,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
       endpoints.close();
       tunnels.close();
       execs.close();
+      tcp.close();
       grants.close();
       await agents.close();
       await metering.stop();

@@ -11,6 +11,7 @@ import { answerClientError } from "./http/client-error";
 import { lingerWhenClosed } from "./http/lingering-close";
 import { hasManyHosts, refuseManyHosts } from "./http/one-host";
 import { EXEC_PATH, execUpgrade } from "./routes/exec";
+import { TCP_PATH } from "./routes/tcp";
 
 export type RunningServer = { url: string; port: number; server: http.Server; close(): Promise<void> };
 
@@ -67,6 +68,7 @@ export async function startServer(deps: Deps, opts: { port: number; host: string
           new Promise<void>((resolve) => {
             deps.tunnels.close();
             deps.execs.close();
+            deps.tcp.close();
             server.close(() => resolve());
             (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
             for (const s of sockets) s.destroy();
@@ -91,5 +93,7 @@ function upgradeRoutes(deps: Deps, fetch: Parameters<typeof execUpgrade>[0]): Up
     { matches: (req) => pathOf(req) === AGENT_EXEC_PATH, handle: deps.execs.handleAgentUpgrade },
     // A tenant's shell: the app checks who asks before the connection is taken.
     { matches: (req) => req.method === "GET" && EXEC_PATH.test(pathOf(req) ?? ""), handle: execUpgrade(fetch, deps.execs) },
+    // A tenant's TCP connection (cm port-forward): the same, and the app dials the container before the upgrade.
+    { matches: (req) => req.method === "GET" && TCP_PATH.test(pathOf(req) ?? ""), handle: execUpgrade(fetch, deps.tcp) },
   ];
 }

@@ -30,12 +30,25 @@ export const ERROR_CODES = {
   },
   TEMPLATE_NOT_FOUND: { status: 404, description: "No template has this id or slug." },
   DEPLOYMENT_NOT_FOUND: { status: 404, description: "No deployment of yours has this id." },
+  TCP_PORT_NOT_DECLARED: {
+    status: 404,
+    description: "The deployment does not declare this port in its tcpPorts, the only ports GET /deployments/{id}/tcp/{port} reaches.",
+  },
   PACKAGE_NOT_FOUND: { status: 404, description: "No credit package has this id." },
   DEPOSIT_NOT_FOUND: { status: 404, description: "No deposit of yours has this id." },
   // Deployments.
+  TCP_PORT_NOT_LISTENING: {
+    status: 502,
+    description: "Nothing in the container accepts connections on this TCP port (yet): start the server, or retry once it listens.",
+  },
   INVALID_STATE_TRANSITION: { status: 409, description: "The deployment's current status does not allow this action; details.currentStatus says which it is." },
   NODE_OFFLINE: { status: 409, description: "The node is not online." },
   NODE_AT_CAPACITY: { status: 409, description: "The node already runs its maxDeployments." },
+  NODE_IN_MAINTENANCE: {
+    status: 409,
+    description:
+      "Its operator put the node in maintenance: it takes no new deployments (running ones go on); the message and details.maintenanceReason say why.",
+  },
   NODE_NO_GPU: { status: 422, description: "The template needs a GPU and the node has none." },
   NODE_INSUFFICIENT_GPU_VRAM: { status: 422, description: "The node's largest GPU has less VRAM than the template needs." },
   NODE_INSUFFICIENT_CPU: { status: 422, description: "The node has fewer CPU cores than the template needs, or than cpuCores asks." },
@@ -44,11 +57,6 @@ export const ERROR_CODES = {
     description: "The node holds the image with neither a CMD nor an ENTRYPOINT (as its agent last reported) and runs its local copy as it is: give a command.",
   },
   NODE_INSUFFICIENT_RAM: { status: 422, description: "The node has less RAM than the template needs, or than memoryMb asks." },
-  NODE_IN_MAINTENANCE: {
-    status: 409,
-    description:
-      "Its operator put the node in maintenance: it takes no new deployments (running ones go on); the message and details.maintenanceReason say why.",
-  },
   NODE_INSUFFICIENT_GPUS: { status: 422, description: "gpuCount is more than the node's GPUs." },
   NODE_INSUFFICIENT_DISK: {
     status: 422,
@@ -128,7 +136,10 @@ export const ERROR_CODES = {
   },
   PAYOUTS_NOT_CONFIGURED: { status: 503, description: "This installation has no PAYOUT_KEYPAIR, so it cannot pay out; nothing was requested." },
   // Operational.
-  UPGRADE_REQUIRED: { status: 426, description: "This route speaks WebSocket only: open it with Upgrade: websocket and the subprotocol cm.exec.v1." },
+  UPGRADE_REQUIRED: {
+    status: 426,
+    description: "This route speaks WebSocket only: open it with Upgrade: websocket and its subprotocol (cm.exec.v1 for exec, cm.tcp.v1 for tcp).",
+  },
   SERVICE_UNAVAILABLE: { status: 503, description: "The database does not answer (GET /ready says so too); nothing changed. Retry after Retry-After seconds." },
   RATE_LIMITED: { status: 429, description: "Too many requests; wait Retry-After seconds." },
   INTERNAL_ERROR: { status: 500, description: "Something failed on our side; the request id helps us find it." },

@@ -17,3 +17,4 @@ export * from "./errors";
 export * from "./exec";
 export * from "./image-ref";
 export * from "./keyed-queue";
+export * from "./tcp";

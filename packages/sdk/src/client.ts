@@ -5,6 +5,7 @@ import { type ExecOptions, exec } from "./exec";
 import { type FollowOptions, follow, type PollOptions, type WaitOptions, waitFor, watch } from "./follow";
 import { type PayoutWaitOptions, waitForPayout } from "./payouts";
 import { type Signer, signText, walletAddress } from "./signer";
+import { checkTcp, type TcpOptions, tcp } from "./tcp";
 import { type ClientOptions, Transport } from "./transport";
 import type * as T from "./types";
 
@@ -26,8 +27,8 @@ export function createClient(options: ClientOptions) {
       | T.LogsQuery
       | T.TransactionListQuery
       | T.OperatorNodeListQuery
-      | T.EarningsQuery
       | T.OperatorNodeDeploymentListQuery
+      | T.EarningsQuery
       | T.EarningTransactionListQuery
       | T.PayoutListQuery,
   ) => t.json<R>("GET", path, { auth: true, query });
@@ -100,6 +101,10 @@ export function createClient(options: ClientOptions) {
     follow: (id: string, options?: FollowOptions) => follow(t, id, options),
     /** Runs a command in the running container: stdin to write, output to callbacks, the exit code to await. */
     exec: (id: string, options: ExecOptions) => exec(t, id, options),
+    /** A TCP connection to one of the running deployment's tcpPorts (what cm port-forward opens): bytes to write, bytes to onData. */
+    tcp: (id: string, port: number, options?: TcpOptions) => tcp(t, id, port, options),
+    /** Whether tcp() would be let through now, checked as it would be, connecting to nothing: throws the API's refusal. */
+    checkTcp: (id: string, port: number) => checkTcp(t, id, port),
   };
 
   /** Your logins to private registries: a deployment names one (registryCredentialId) to pull its image with. The password is never answered back. */
@@ -129,11 +134,6 @@ export function createClient(options: ClientOptions) {
     /** all: retired nodes too, with their retiredAt */
     nodes: (query: T.OperatorNodeListQuery = {}) => get<T.OperatorNodeListResponse>("/operator/nodes", query),
     retireNode: (id: string) => del<T.DeleteDeploymentResponse>(`/operator/nodes/${seg(id)}`),
-    /** What your nodes earned: pending, available, paid out, per node and per day (the last `days`, 30 by default). */
-    earnings: (query: T.EarningsQuery = {}) => get<T.EarningsResponse>("/operator/earnings", query),
-    /** Your earnings ledger, newest first: your part of each usage charge, and refunds. */
-    earningTransactions: (query: T.EarningTransactionListQuery = {}) => get<T.EarningTransactionListResponse>("/operator/earnings/transactions", query),
-    /** Withdraws whole credits of your available earnings in USDC to the wallet you sign in with: the payout, requested. */
     /** Changes the fields given; a new rate applies to deployments created after it, a lower maxDeployments stops nothing. */
     updateNode: async (id: string, body: T.UpdateNodeRequest): Promise<T.OperatorNode> =>
       (await t.json<T.OperatorNodeResponse>("PATCH", `/operator/nodes/${seg(id)}`, { auth: true, body })).node,
@@ -143,6 +143,11 @@ export function createClient(options: ClientOptions) {
     /** What is on the node, newest first: status, image, ports, the rate each was created with and what each earned you. Never the tenant's env. */
     nodeDeployments: (id: string, query: T.OperatorNodeDeploymentListQuery = {}) =>
       get<T.OperatorNodeDeploymentListResponse>(`/operator/nodes/${seg(id)}/deployments`, query),
+    /** What your nodes earned: pending, available, paid out, per node and per day (the last `days`, 30 by default). */
+    earnings: (query: T.EarningsQuery = {}) => get<T.EarningsResponse>("/operator/earnings", query),
+    /** Your earnings ledger, newest first: your part of each usage charge, and refunds. */
+    earningTransactions: (query: T.EarningTransactionListQuery = {}) => get<T.EarningTransactionListResponse>("/operator/earnings/transactions", query),
+    /** Withdraws whole credits of your available earnings in USDC to the wallet you sign in with: the payout, requested. */
     payout: async (amountCredits: number): Promise<T.Payout> =>
       (await post<T.PayoutResponse>("/operator/payouts", { amountCredits } satisfies T.PayoutRequest)).payout,
     /** Your payouts, newest first. */

@@ -7,5 +7,6 @@ export { ENDED_STATUSES, type FollowOptions, hasEnded, type PollOptions, type Wa
 export type { PayoutWaitOptions } from "./payouts";
 export { MemorySessionStore, type Session, type SessionStore } from "./session";
 export { keypairSigner, type Signer, walletAddress } from "./signer";
+export type { TcpClose, TcpConnection, TcpOptions } from "./tcp";
 export type { ClientOptions } from "./transport";
 export type * from "./types";

@@ -86,6 +86,7 @@ export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): 
           ...(spec.command ? { cmd: spec.command } : {}),
           ...(spec.entrypoint ? { entrypoint: spec.entrypoint } : {}),
           exposedPorts: spec.ports,
+          ...(spec.tcpPorts?.length ? { tcpPorts: spec.tcpPorts } : {}),
           cpuCores: resources.cpuCores,
           memoryMb: resources.memoryMb,
           shmMb: shmSizeMb(resources.memoryMb),

@@ -1,7 +1,7 @@
 // Pure builders of what we ask Docker to create. Every tenant container gets the
 // same hardened HostConfig; only limits, ports and GPUs vary with the spec.
 import type Docker from "dockerode";
-import { LABEL_DISK_GB, LABEL_PORTS, LABEL_SANDBOX, LABEL_SANDBOX_NAME, managedLabels } from "./labels";
+import { LABEL_DISK_GB, LABEL_PORTS, LABEL_SANDBOX, LABEL_SANDBOX_NAME, LABEL_TCP_PORTS, managedLabels } from "./labels";
 import type { ContainerSpec } from "./types";
 
 /**
@@ -109,6 +109,7 @@ export function buildContainerCreateOptions(spec: ContainerSpec, sandbox: string
       ...managedLabels(spec, spec.labels),
       [LABEL_SANDBOX_NAME]: sandbox,
       [LABEL_PORTS]: spec.exposedPorts.join(","),
+      ...(spec.tcpPorts?.length ? { [LABEL_TCP_PORTS]: spec.tcpPorts.join(",") } : {}),
       ...(spec.diskGb !== undefined ? { [LABEL_DISK_GB]: String(spec.diskGb) } : {}),
     },
     Tty: false,

@@ -11,6 +11,16 @@ export const LABEL_SANDBOX = "cm.sandbox";
 export const LABEL_SANDBOX_NAME = "cm.sandbox-name";
 /** On a tenant's container: the ports the deployment exposes, "8080,9000" (Docker refuses ExposedPorts in a joined network). */
 export const LABEL_PORTS = "cm.ports";
+/** On a tenant's container: the ports a tunnel may reach as raw TCP (cm port-forward), "22,5432"; never probed as endpoints. */
+export const LABEL_TCP_PORTS = "cm.tcp-ports";
+
+/** A container's raw TCP ports, from its label. */
+export function tcpPortsOf(labels: Record<string, string>): number[] {
+  return (labels[LABEL_TCP_PORTS] ?? "")
+    .split(",")
+    .filter((port) => /^\d+$/.test(port))
+    .map(Number);
+}
 /** On a tenant's container: its disk allowance in GB, what the disk watcher measures its writable layer against. */
 export const LABEL_DISK_GB = "cm.disk-gb";
 

@@ -13,6 +13,8 @@ export interface ContainerSpec {
   entrypoint?: string[];
   /** container ports (TCP) to publish on ephemeral host ports; see ContainerState.ports */
   exposedPorts: number[];
+  /** container ports a tunnel may reach as raw TCP besides exposedPorts; stamped as a label, never probed */
+  tcpPorts?: number[];
   /** fractional cores allowed, e.g. 0.5 */
   cpuCores: number;
   memoryMb: number;

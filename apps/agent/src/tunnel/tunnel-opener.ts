@@ -3,6 +3,7 @@ import https from "node:https";
 import net from "node:net";
 import { AGENT_TUNNEL_UPGRADE } from "@cm/protocol";
 import type { Logger } from "../logger";
+import { tcpPortsOf } from "../runtime/labels";
 import type { ContainerState } from "../runtime/types";
 import { ReusedBufferReader } from "./reused-buffer-reader";
 
@@ -26,7 +27,8 @@ export type TunnelOptions = {
  * heartbeats and commands, and lets TCP's own flow control pace each stream.
  *
  * The agent connects only to the address of a container it runs for the named
- * deployment, on a port that container exposes: never to the host or elsewhere.
+ * deployment, on a port that container exposes (its image's or deployment's
+ * ports, or its raw TCP ports): never to the host or elsewhere.
  */
 export class TunnelOpener {
   private readonly open = new Set<{ close(): void }>();
@@ -35,7 +37,8 @@ export class TunnelOpener {
   async openTunnel(req: TunnelRequest): Promise<TunnelResult> {
     const c = await this.o.runningContainer(req.deploymentId);
     if (!c || !c.ipAddress) return { ok: false, reason: `deployment ${req.deploymentId} has no running container on this node` };
-    if (!c.ports.some((p) => p.containerPort === req.port)) return { ok: false, reason: `port ${req.port} is not exposed by deployment ${req.deploymentId}` };
+    if (!c.ports.some((p) => p.containerPort === req.port) && !tcpPortsOf(c.labels).includes(req.port))
+      return { ok: false, reason: `port ${req.port} is not exposed by deployment ${req.deploymentId}` };
 
     // The container's side is read into a buffer reused for every read (the big
     // direction); the tunnel's side comes from an HTTP upgrade, which cannot
@@ -94,12 +97,16 @@ export class TunnelOpener {
   async probe(deploymentId: string): Promise<Array<{ port: number; ready: boolean }> | undefined> {
     const c = await this.o.runningContainer(deploymentId);
     if (!c || !c.ipAddress) return undefined; // not running (yet): nothing to say
+    // A raw TCP port is no endpoint, even one the image EXPOSEs: reported, it would become one.
+    const tcp = tcpPortsOf(c.labels);
     return Promise.all(
-      c.ports.map(async (p) => {
-        const s = await this.connect(c.ipAddress!, p.containerPort).catch(() => undefined);
-        s?.destroy();
-        return { port: p.containerPort, ready: s !== undefined };
-      }),
+      c.ports
+        .filter((p) => !tcp.includes(p.containerPort))
+        .map(async (p) => {
+          const s = await this.connect(c.ipAddress!, p.containerPort).catch(() => undefined);
+          s?.destroy();
+          return { port: p.containerPort, ready: s !== undefined };
+        }),
     );
   }
 

@@ -36,6 +36,10 @@ export const deploy: Run = async (ctx, { flags, args }) => {
     if (!/^\d+$/.test(p)) throw new UsageError(`--port takes a port number, not ${JSON.stringify(p)}`);
     return Number(p);
   });
+  const tcpPorts = list(flags, "tcp-port").map((p) => {
+    if (!/^\d+$/.test(p)) throw new UsageError(`--tcp-port takes a port number, not ${JSON.stringify(p)}`);
+    return Number(p);
+  });
   const timeoutS = intFlag(flags, "timeout") ?? 600;
   const entrypoint = str(flags, "entrypoint");
   const restart = restartFlag(str(flags, "restart"));
@@ -60,6 +64,7 @@ export const deploy: Run = async (ctx, { flags, args }) => {
     ...(str(flags, "name") ? { name: str(flags, "name") } : {}),
     ...(Object.keys(env).length ? { env } : {}),
     ...(ports.length ? { ports } : {}),
+    ...(tcpPorts.length ? { tcpPorts } : {}),
     ...Object.fromEntries(Object.entries(resources).filter(([, v]) => v !== undefined)),
     // Everything after -- is the container's argv, as docker run takes it: no shell splits it.
     ...(args.length ? { command: args } : {}),
@@ -146,6 +151,7 @@ export const show: Run = async (ctx, { args }) => {
     ["cost", `${credits(d.totalCost)} credits`],
     ["endpoints", endpoints(d).join(", ")],
     ["ports", d.ports.join(", ")],
+    ["tcp ports", d.tcpPorts.join(", ")],
     ["command", d.command ? JSON.stringify(d.command) : "(the image's)"],
     ["entrypoint", d.entrypoint ? JSON.stringify(d.entrypoint) : "(the image's)"],
     ["restart", d.restart === "on-failure" ? `on-failure, ${d.restartCount} of ${d.maxRestarts} restarts used` : "no"],

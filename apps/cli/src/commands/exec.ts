@@ -68,7 +68,7 @@ export const exec: Run = async (ctx, { args, flags }) => {
   }
 };
 
-const draining = new WeakMap<NodeJS.WriteStream, Promise<void>>();
+const draining = new WeakMap<NodeJS.WritableStream, Promise<void>>();
 
 /**
  * Writes `data`; when the stream is full, the promise of its drain (or its end:
@@ -76,7 +76,7 @@ const draining = new WeakMap<NodeJS.WriteStream, Promise<void>>();
  * stream, whatever the number of writes that find it full: messages already
  * read still arrive after the pause, and a listener each would pile up.
  */
-function paced(stream: NodeJS.WriteStream, data: Uint8Array): Promise<void> | undefined {
+export function paced(stream: NodeJS.WritableStream, data: Uint8Array): Promise<void> | undefined {
   if (stream.write(data)) return undefined;
   let drained = draining.get(stream);
   if (!drained) {

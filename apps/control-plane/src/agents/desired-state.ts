@@ -39,6 +39,8 @@ export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, di
     // stopped or removed is not, so its env is not sent again, however often.
     env: d.desiredState === "running" ? d.env : {},
     ports: d.ports,
+    // Sent only when there are some: an agent older than them parses no field it does not know of.
+    ...(d.tcpPorts.length > 0 ? { tcpPorts: d.tcpPorts } : {}),
     ...(d.desiredState === "running" && d.command ? { command: d.command } : {}),
     ...(d.desiredState === "running" && d.entrypoint ? { entrypoint: d.entrypoint } : {}),
     // What it holds of the node, the agent enforces: its GPUs whole, and Docker's CPU and memory limits.

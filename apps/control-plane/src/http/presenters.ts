@@ -122,6 +122,7 @@ export function presentDeployment(d: DeploymentRow, gateway: { domain: string; l
     endpoints: presentEndpoints(d, gateway),
     env: d.env,
     ports: d.ports,
+    tcpPorts: d.tcpPorts,
     command: d.command,
     entrypoint: d.entrypoint,
     registryCredentialId: d.registryCredentialId,
@@ -140,7 +141,6 @@ export function presentDeployment(d: DeploymentRow, gateway: { domain: string; l
   };
 }
 
-export const presentBalance = (b: BalanceMicro): Balance => ({
 /** A deployment as its node's operator sees it: no env, command or endpoints (the tenant's), and what it earned them. */
 export const presentOperatorNodeDeployment = (d: DeploymentRow, earnedMicro: number): OperatorNodeDeployment => ({
   id: d.id,
@@ -157,6 +157,7 @@ export const presentOperatorNodeDeployment = (d: DeploymentRow, earnedMicro: num
   stoppedAt: d.stoppedAt === null ? null : iso(d.stoppedAt),
 });
 
+export const presentBalance = (b: BalanceMicro): Balance => ({
   available: microToCredits(b.availableMicro),
   reserved: microToCredits(b.reservedMicro),
   totalUsed: microToCredits(b.totalUsedMicro),

@@ -16,7 +16,7 @@ import {
 } from "@cm/protocol";
 import type { Context } from "hono";
 import { z } from "zod";
-import type { ExecBroker, ExecTarget } from "../agents/exec-broker";
+import type { ExecTarget } from "../agents/exec-broker";
 import type { Deps } from "../deps";
 import { ApiError } from "../errors";
 import type { AppEnv } from "../http/env";
@@ -25,9 +25,9 @@ import { createRouter, IdParams, REQUEST_ID_HEADER, type RouteFactory } from "..
 /** The path the upgrade listener hands to the app: /deployments/{id}/exec. */
 export const EXEC_PATH = /^\/deployments\/[^/]+\/exec$/;
 
-/** What the upgrade listener passes the app as its env, so that the route can take the connection. */
-type ExecUpgradeEnv = { incoming: IncomingMessage; execUpgrade(target: ExecTarget): void };
-const upgradeOf = (c: Context<AppEnv>) => (c.env as Partial<ExecUpgradeEnv> | undefined)?.execUpgrade;
+/** What the upgrade listener passes the app as its env, so that the route can take the connection (exec's, tcp's). */
+export type UpgradeEnv<T> = { incoming: IncomingMessage; upgrade(target: T): void };
+export const upgradeOf = <T = ExecTarget>(c: Context<AppEnv>) => (c.env as Partial<UpgradeEnv<T>> | undefined)?.upgrade;
 
 /** The route's description, with this installation's timeouts. */
 const protocolDoc = (config: Deps["config"]) =>
@@ -85,21 +85,24 @@ export function execRoutes(deps: Deps, route: RouteFactory) {
 }
 
 /**
- * The upgrade listener for /deployments/{id}/exec: runs the request through
- * the app (auth, the database gate, the route's checks, the request id), so a
- * refusal is the API's own answer, written to the socket as plain HTTP; the
- * route takes the connection when all is well.
+ * The upgrade listener for /deployments/{id}/exec (and /tcp/{port}): runs the
+ * request through the app (auth, the database gate, the route's checks, the
+ * request id), so a refusal is the API's own answer, written to the socket as
+ * plain HTTP; the route takes the connection when all is well.
  */
-export function execUpgrade(fetch: (req: Request, env: ExecUpgradeEnv) => Response | Promise<Response>, broker: ExecBroker) {
+export function execUpgrade<T = ExecTarget>(
+  fetch: (req: Request, env: UpgradeEnv<T>) => Response | Promise<Response>,
+  broker: { acceptClient(req: IncomingMessage, socket: Duplex, head: Buffer, target: T): void },
+) {
   return (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const headers = new Headers();
     for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(", ") : v);
     const token = bearerFromProtocols(headers.get("sec-websocket-protocol"));
     if (!headers.has("authorization") && token) headers.set("authorization", `Bearer ${token}`);
     let taken = false;
-    const env: ExecUpgradeEnv = {
+    const env: UpgradeEnv<T> = {
       incoming: req,
-      execUpgrade: (target) => {
+      upgrade: (target) => {
         taken = true;
         broker.acceptClient(req, socket, head, target);
       },

@@ -107,6 +107,11 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
     throw new ApiError(r.reason, refusalMessage[r.reason], r.free);
   }
 
+  /** The ports the gateway serves as endpoints: as asked, else the template's (a custom image's EXPOSE is learned later). */
+  function httpPorts(body: CreateDeploymentRequest, template: TemplateRow | undefined): number[] {
+    return body.ports ?? template?.ports.map((p) => p.internal) ?? [];
+  }
+
   async function mine(id: string, userId: string) {
     const dep = await repos.deployments.get(id, userId);
     if (!dep) throw new ApiError("DEPLOYMENT_NOT_FOUND", `no deployment ${id}`);
@@ -124,6 +129,15 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
       throw new ApiError("RESTART_POLICY_CONFLICT", 'maxRestarts was given with restart "no": leave it out, or give restart "on-failure"');
     const template = hasTemplate ? await repos.templates.getByIdOrSlug(body.templateId!) : undefined;
     if (hasTemplate && !template) throw new ApiError("TEMPLATE_NOT_FOUND", `no template ${body.templateId}`);
+    // A port is reached one way: the gateway speaks HTTP to it, or a tenant's TCP connection gets its bytes.
+    const ports = new Set(httpPorts(body, template));
+    const both = (body.tcpPorts ?? []).filter((p) => ports.has(p));
+    if (both.length > 0)
+      throw new ApiError(
+        "VALIDATION_ERROR",
+        `invalid body: tcpPorts ${both.join(", ")} ${both.length > 1 ? "are" : "is"} also an HTTP port (ports, or the template's): give each port one way`,
+        [{ field: "tcpPorts", message: `${both.join(", ")} also in ports` }],
+      );
     return { template, image: template ? template.containerImage : body.customImage! };
   }
 
@@ -157,6 +171,8 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
   async function onNode(nodeId: string, template: TemplateRow | undefined, image: string, body: CreateDeploymentRequest): Promise<Candidate> {
     const node = await repos.nodes.get(nodeId);
     if (!node) throw new ApiError("NODE_NOT_FOUND", `no node ${nodeId}`);
+    const paused = inMaintenance(node);
+    if (paused) throw paused;
     if (node.status !== "online") throw new ApiError("NODE_OFFLINE", `node ${node.id} is ${node.status}`);
     const missed = unmetRequirement(node, body);
     if (missed) throw noNodeFits(1, new Map([[missed, 1]]), body);
@@ -171,8 +187,6 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
     const reasons = new Map<PlacementReason, number>();
     const candidates: Candidate[] = [];
     for (const node of nodes) {
-    const paused = inMaintenance(node);
-    if (paused) throw paused;
       const c = inMaintenance(node)?.code ?? unmetRequirement(node, body) ?? assess(node, template, image, body);
       const reason = typeof c === "string" ? c : c instanceof ApiError ? c.code : refusalNow(node, c.holding);
       if (reason) reasons.set(reason, (reasons.get(reason) ?? 0) + 1);
@@ -192,7 +206,8 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
         name: body.name ?? null,
         image,
         env: { ...(template?.defaultEnv ?? {}), ...(body.env ?? {}) },
-        ports: body.ports ?? template?.ports.map((p) => p.internal) ?? [],
+        ports: httpPorts(body, template),
+        tcpPorts: body.tcpPorts ?? [],
         command: body.command ?? null,
         registryCredentialId: body.registryCredentialId ?? null,
         entrypoint: body.entrypoint ?? null,

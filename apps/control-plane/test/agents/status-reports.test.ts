@@ -17,6 +17,7 @@ const dep = (o: Partial<DeploymentRow> = {}): DeploymentRow => ({
   exitCode: null,
   env: {},
   ports: [],
+  tcpPorts: [],
   command: null,
   entrypoint: null,
   registryCredentialId: null,

@@ -38,6 +38,7 @@ describe("the moves table", () => {
       exitCode: null,
       env: {},
       ports: [],
+      tcpPorts: [],
       command: null,
       entrypoint: null,
       registryCredentialId: null,

@@ -103,6 +103,8 @@ export const DeploymentSpec = z.object({
   image: z.string(),
   env: z.record(z.string(), z.string()),
   ports: z.array(z.number().int()),
+  /** Ports a tunnel may reach as raw TCP besides `ports` (cm port-forward); never probed as endpoints. Absent: none. */
+  tcpPorts: z.array(z.number().int().min(1).max(65535)).max(64).optional(),
   /** Replace the image's CMD and ENTRYPOINT; absent, the image's. Sent, like env, only while wanted running. */
   command: z.array(z.string()).optional(),
   entrypoint: z.array(z.string()).optional(),

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { TCP_MAX_PORTS } from "../tcp";
 import { EnvMap, INT32_MAX, nameText, Pagination, pageQuery, queryInteger, SuccessResponse, Timestamp, text, utf8Bytes } from "./common";
 import { MAX_GPUS_PER_NODE, Region } from "./nodes";
 
@@ -91,6 +92,10 @@ export const Deployment = z
     endpoints: z.array(Endpoint),
     env: z.record(z.string(), z.string()),
     ports: z.array(z.number().int()),
+    tcpPorts: z.array(z.number().int()).meta({
+      description:
+        "container ports reached as raw TCP through the control plane (GET /deployments/{id}/tcp/{port}, cm port-forward, cm ssh); no public endpoint",
+    }),
     command: z.array(z.string()).nullable().meta({ description: "the container's command (argv), replacing the image's CMD; null: the image's" }),
     entrypoint: z.array(z.string()).nullable().meta({ description: "the container's entrypoint (argv), replacing the image's ENTRYPOINT; null: the image's" }),
     registryCredentialId: z
@@ -166,6 +171,14 @@ export const CreateDeploymentRequest = z.strictObject({
   }),
   env: EnvMap.optional(),
   ports: z.array(Port).max(16).optional().meta({ description: "container ports to expose as endpoints; defaults to the template's or the image's" }),
+  tcpPorts: z
+    .array(Port)
+    .max(TCP_MAX_PORTS)
+    .refine((ports) => new Set(ports).size === ports.length, "each port at most once")
+    .optional()
+    .meta({
+      description: `container ports (at most ${TCP_MAX_PORTS}, each once) reached as raw TCP through the control plane, never from the internet: GET /deployments/{id}/tcp/{port} (a WebSocket), which cm port-forward and cm ssh open. A port is either an HTTP endpoint (ports, or the template's) or a TCP port: one in both is refused (VALIDATION_ERROR)`,
+    }),
   gpuCount: z.number().int().min(0).max(MAX_GPUS_PER_NODE).optional().meta({
     description:
       "whole GPUs to hold on the node, 0 to its GPU count; default: 1 for a template that needs a GPU, else 0 (a custom image gets none unless it asks). The rate is the node's hourlyRateCents per GPU (once when 0). More than the node's free GPUs: NODE_INSUFFICIENT_FREE_GPUS",
