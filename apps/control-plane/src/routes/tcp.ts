@@ -1,6 +1,7 @@
 import {
   EXEC_BEARER_PROTOCOL_PREFIX,
   ExecRenew,
+  queryInteger,
   TCP_CLOSE_CODES,
   TCP_MAX_CONNECTIONS_PER_DEPLOYMENT,
   TCP_MAX_MESSAGE_BYTES,
@@ -20,12 +21,7 @@ export const TCP_PATH = /^\/deployments\/[^/]+\/tcp\/[^/]+$/;
 
 const TcpParams = z.object({
   id: PathParam.meta({ description: "the deployment's id" }),
-  port: z
-    .string()
-    .regex(/^\d{1,5}$/, "must be a port number")
-    .transform(Number)
-    .pipe(z.number().int().min(1).max(65535))
-    .meta({ description: "one of the deployment's tcpPorts" }),
+  port: queryInteger(z.number().int().min(1).max(65535)).meta({ description: "one of the deployment's tcpPorts" }),
 });
 
 /** The route's description, with this installation's timeouts. */
