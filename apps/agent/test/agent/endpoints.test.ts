@@ -96,6 +96,36 @@ needs("docker", "busybox").describe("endpoints", () => {
     expect(greeting.toString("utf8")).toBe("greetings-from-the-container\n");
   }, 60_000);
 
+  it("carries a tunnel to a raw TCP port (tcpPorts), which is never probed as an endpoint, and to no undeclared port", async () => {
+    fake = await FakeControlPlane.start();
+    agent = await startTestAgent(fake, run, { config: { timing: { endpointProbeMs: 200, endpointIdleProbeMs: 1_000 } } });
+    await fake.waitFor(() => agent.state === "ready", 5_000, "ready");
+    const script = "nc -ll -p 7000 -e cat & mkdir -p /tmp/www && httpd -f -p 8080 -h /tmp/www";
+    const spec = deploymentSpec(run, "tcp", image, { env: { SCRIPT: script }, ports: [8080], tcpPorts: [7000] });
+    fake.command("create", spec);
+    const reports = () => fake.of("endpoints").filter((f) => f.deploymentId === spec.deploymentId);
+    await fake.waitFor(() => reports().some((f) => f.ports[0]?.ready), 15_000, "port 8080 ready");
+    // 7000 listens too, and is still not reported: reported, the control plane would make it an endpoint.
+    expect(reports().flatMap((f) => f.ports.map((p) => p.port))).not.toContain(7000);
+
+    const tunnelId = fake.openTunnel(spec.deploymentId, 7000);
+    const tunnel = await fake.waitFor(() => fake.tunnels.get(tunnelId), 5_000, "the tunnel socket");
+    const echoed = await new Promise<string>((resolve) => {
+      let got = "";
+      tunnel.socket.on("data", (data: Buffer) => {
+        got += data.toString("utf8");
+        if (got.endsWith("\n")) resolve(got);
+      });
+      tunnel.socket.write("raw bytes\n");
+    });
+    expect(echoed).toBe("raw bytes\n");
+    tunnel.socket.destroy();
+
+    const undeclared = fake.openTunnel(spec.deploymentId, 7001);
+    const error = await fake.waitFor(() => fake.of("tunnel_error").find((e) => e.tunnelId === undeclared), 10_000, "the tunnel error");
+    expect(error.reason).toBe(`port 7001 is not exposed by deployment ${spec.deploymentId}`);
+  });
+
   it("answers tunnel_error when nothing can be reached", async () => {
     fake = await FakeControlPlane.start();
     agent = await startTestAgent(fake, run);
