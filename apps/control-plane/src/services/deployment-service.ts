@@ -30,7 +30,7 @@ export interface NodeLink {
 const refusalMessage: Record<OccupyRefusal, string> = {
   NODE_OFFLINE: "the node is not online",
   NODE_AT_CAPACITY: "the node already runs its maxDeployments",
-  NODE_IN_MAINTENANCE: "its operator put the node in maintenance meanwhile: it takes no new deployments",
+  NODE_IN_MAINTENANCE: "its operator put the node in maintenance: it takes no new deployments and starts none",
   NODE_INSUFFICIENT_FREE_GPUS: "the node has fewer free GPUs than this deployment holds",
   NODE_INSUFFICIENT_FREE_CPU: "the node has fewer free CPU cores than this deployment holds",
   NODE_INSUFFICIENT_FREE_RAM: "the node has less free memory than this deployment holds",
@@ -104,6 +104,12 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
     }
     if (r.reason === "CHANGED") throw invalid(await mine(id, userId), action);
     if (r.reason === "INSUFFICIENT_CREDITS") throw await insufficientCredits(repos, userId, (await mine(id, userId)).hourlyRateCents);
+    if (r.reason === "NODE_IN_MAINTENANCE") {
+      // The operator's reason, as a create naming the node is told.
+      const node = await repos.nodes.get((await mine(id, userId)).nodeId);
+      const paused = node && inMaintenance(node);
+      if (paused) throw paused;
+    }
     throw new ApiError(r.reason, refusalMessage[r.reason], r.free);
   }
 

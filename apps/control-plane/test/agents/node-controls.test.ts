@@ -154,6 +154,21 @@ describeEachDatabase("node controls on $name", (db) => {
     expect((await maintenance(n.id, { enabled: true, reason: "a\u0007b" })).status).toBe(400);
   });
 
+  it("maintenance refuses to start a deployment there again, with the reason", async () => {
+    const n = await h.connectedNode(op.token);
+    const d = await h.deploy(tenant.token, n.id, n.agent);
+    n.agent.report(d.spec, "failed", { reason: "the command exited 1" });
+    await eventually(async () => expect((await h.getDeployment(d.id, tenant.token)).status).toBe("failed"));
+    await maintenance(n.id, { enabled: true, reason: "driver upgrade" });
+    const start = await h.call("POST", `/deployments/${d.id}/start`, { token: tenant.token });
+    expect(start.status).toBe(409);
+    expect(start.json.error).toMatchObject({ code: "NODE_IN_MAINTENANCE", message: expect.stringContaining("driver upgrade") });
+    expect((await h.getDeployment(d.id, tenant.token)).status).toBe("failed");
+    await maintenance(n.id, { enabled: false });
+    expect((await h.call("POST", `/deployments/${d.id}/start`, { token: tenant.token })).status).toBe(200);
+    await n.agent.close();
+  });
+
   it("lists what runs on the node with its rate and earnings, never the tenant's env, a page at a time", async () => {
     const n = await h.connectedNode(op.token, { hourlyRateCents: 120 });
     const first = await h.deploy(tenant.token, n.id, n.agent, { env: { API_KEY: "hunter2-secret" }, ports: [8080] });
