@@ -3,7 +3,7 @@ import { describeEachDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { syncParts } from "../../src/agents/desired-state";
 import { type AgentHarness, eventually, startAgentHarness } from "./support/agent-harness";
-import { SimAgent } from "./support/sim-agent";
+import { SimAgent, SPECS } from "./support/sim-agent";
 
 // Issue 29, item 1: a tenant filled a node's sync past the agent's frame limit
 // with failed, deleted deployments carrying big envs, and the node never served again.
@@ -12,7 +12,7 @@ import { SimAgent } from "./support/sim-agent";
 const BIG_ENV = { A: "a".repeat(30 * 1024), B: "b".repeat(30 * 1024) };
 const MIB = 1024 * 1024;
 
-/** An agent whose socket reads frames of at most `maxPayload` bytes; `announce`: the limit its hello names. */
+/** An agent whose socket reads frames of at most `maxPayload` bytes; `announce`: the limit its hello names. It reports its specs, as an agent does after hello. */
 async function agentReading(url: string, token: string, maxPayload: number, announce?: number) {
   const agent = await SimAgent.open(url, { maxPayload });
   agent.send({
@@ -23,6 +23,7 @@ async function agentReading(url: string, token: string, maxPayload: number, anno
     ...(announce ? { maxFrameBytes: announce } : {}),
   });
   await agent.next("welcome");
+  agent.send({ type: "specs", specs: SPECS, gpus: [] });
   return agent;
 }
 
@@ -48,6 +49,8 @@ describeEachDatabase("a node's sync on $name", (db) => {
     await h.grantCredits(tenant.user.id, 100_000);
   });
   afterAll(() => h.close());
+  // A node is online once its first specs are stored (a specs frame is handled after the hello).
+  const online = (nodeId: string) => eventually(async () => expect((await h.deps.repos.nodes.get(nodeId))?.status).toBe("online"));
 
   it("refuses an env over its bound in all with a 400", async () => {
     const node = await h.connectedNode(op.token);
@@ -63,6 +66,7 @@ describeEachDatabase("a node's sync on $name", (db) => {
     const node = await h.registerNode(op.token, { maxDeployments: 40 });
     let agent = await agentReading(h.url, node.agentToken, AGENT_MIN_INBOUND_FRAME_BYTES, AGENT_MIN_INBOUND_FRAME_BYTES);
     await agent.next("sync");
+    await online(node.id);
     const ids: string[] = [];
     for (let i = 0; i < 18; i++) {
       const d = await h.deploy(tenant.token, node.id, agent, { env: BIG_ENV });
@@ -95,6 +99,7 @@ describeEachDatabase("a node's sync on $name", (db) => {
     const node = await h.registerNode(op.token, { maxDeployments: 40 });
     let agent = await agentReading(h.url, node.agentToken, AGENT_MIN_INBOUND_FRAME_BYTES, AGENT_MIN_INBOUND_FRAME_BYTES);
     await agent.next("sync");
+    await online(node.id);
     const ids: string[] = [];
     for (let i = 0; i < 18; i++) {
       const d = await h.deploy(tenant.token, node.id, agent, { env: BIG_ENV });
@@ -119,6 +124,7 @@ describeEachDatabase("a node's sync on $name", (db) => {
     // An agent that reads less than it says (announces nothing: the default 16 MiB).
     const small = await agentReading(h.url, node.agentToken, 16 * 1024);
     await small.next("sync");
+    await online(node.id);
     const r = await h.call("POST", "/deployments", { token: tenant.token, body: { nodeId: node.id, customImage: "busybox:1.36", env: BIG_ENV } });
     expect(r.status).toBe(201);
     await small.closed; // ws sends 1009 and drops the connection
