@@ -20,6 +20,8 @@ needs("docker", "busybox").describe("log batches refused during an outage, with 
     image = ensureScriptImage();
     s = await startSystem(sqlite);
     await s.agent().start();
+    // Online once its agent has reported its specs (its first host probe can take a second).
+    await until("node online", async () => (await s.h.call("GET", `/nodes/${s.nodeId}`)).json.node.status === "online");
     const tenant = await s.h.signIn();
     token = tenant.token;
     await s.h.grantCredits(tenant.user.id, 1_000);

@@ -28,6 +28,8 @@ needs("docker", "busybox").describe("lines written while the agent is away, with
     image = ensureScriptImage();
     s = await startSystem(sqlite);
     await s.agent().start();
+    // Online once its agent has reported its specs (its first host probe can take a second).
+    await until("node online", async () => (await s.h.call("GET", `/nodes/${s.nodeId}`)).json.node.status === "online");
     const tenant = await s.h.signIn();
     token = tenant.token;
     await s.h.grantCredits(tenant.user.id, 1_000);
