@@ -2,8 +2,8 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import net from "node:net";
 import { join } from "node:path";
-import { TCP_SUBPROTOCOL } from "@cm/protocol";
-import { describeEachDatabase, needs } from "@cm/testkit";
+import { TCP_CLOSE_CODES, TCP_MAX_CONNECTIONS_PER_DEPLOYMENT, TCP_SUBPROTOCOL } from "@cm/protocol";
+import { describeEachDatabase, needs, sqliteDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { ensureScriptImage } from "../../../agent/test/support/script-image";
@@ -223,7 +223,8 @@ needs("docker", "busybox").describe("TCP ports through the control plane, with t
       const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
       socket.write("still here\n");
       await new Promise<void>((resolve) => socket.once("data", () => resolve()));
-      expect((await t.cm(["stop", id])).code).toBe(0);
+      const stopped = await t.cm(["stop", id]);
+      expect(stopped.code, stopped.stderr).toBe(0);
       await closed;
       await until(
         "cm's note",
@@ -233,8 +234,82 @@ needs("docker", "busybox").describe("TCP ports through the control plane, with t
       );
       // A new connection is refused now that it is not running: the local socket is closed at once.
       const after = await t.cm(["port-forward", id, "0:7000"]);
-      expect(after.code).toBe(1);
+      expect(after.code, after.stderr).toBe(1);
       expect(after.stderr).toMatch(/^error INVALID_STATE_TRANSITION: cannot connect to a deployment that is (stopping|stopped)/);
     }, 90_000);
+  });
+});
+
+needs("docker", "busybox").describe("a TCP connection's bounds, with the real control plane and agent", () => {
+  let s: System;
+  let tenant: { token: string; refreshToken: string; user: { id: string } };
+  let id = "";
+  const wsUrl = () => `${s.h.url.replace(/^http/, "ws")}/deployments/${id}/tcp/7000`;
+
+  /** A client's connection, open; resolves its close code when it ends. */
+  async function connect(token = tenant.token) {
+    const ws = new WebSocket(wsUrl(), [TCP_SUBPROTOCOL], { headers: { authorization: `Bearer ${token}` } });
+    const closed = new Promise<number>((resolve) => ws.once("close", (code) => resolve(code)));
+    await new Promise<void>((resolve, reject) => {
+      ws.once("open", () => resolve());
+      ws.once("unexpected-response", (_req, res) => reject(new Error(`refused: ${res.statusCode}`)));
+    });
+    return { ws, closed };
+  }
+
+  beforeAll(async () => {
+    ensureScriptImage();
+    // An idle timeout short enough to wait for: the tunnels' (GATEWAY_IDLE_TIMEOUT_MS) is the TCP connections' too.
+    s = await startSystem(sqliteDatabase, { GATEWAY_IDLE_TIMEOUT_MS: 2_000 });
+    await s.agent().start();
+    tenant = await s.h.signIn();
+    await s.h.grantCredits(tenant.user.id, 1_000);
+    await until("node online", async () => (await s.h.call("GET", `/nodes/${s.nodeId}`)).json.node.status === "online");
+    const r = await s.h.call("POST", "/deployments", {
+      token: tenant.token,
+      body: { nodeId: s.nodeId, customImage: ensureScriptImage(), env: { SCRIPT: ECHO }, tcpPorts: [7000] },
+    });
+    expect(r.status, r.text).toBe(201);
+    id = r.json.deployment.id;
+    await until("running", async () => (await s.h.call("GET", `/deployments/${id}`, { token: tenant.token })).json.deployment.status === "running", 60_000);
+    // Running is the container started: the echo server may listen a moment later.
+    await until("the echo server listening", async () => {
+      const c = await connect();
+      c.ws.close();
+      return true;
+    });
+  }, 120_000);
+  afterAll(() => s?.close(), 60_000);
+
+  it("ends a connection with no byte either way for the idle timeout (4408), and not one in use", async () => {
+    const quiet = await connect();
+    const busy = await connect();
+    let echoed = 0;
+    busy.ws.on("message", () => echoed++);
+    const ticker = setInterval(() => busy.ws.send(Buffer.from("tick\n")), 500);
+    expect(await quiet.closed).toBe(TCP_CLOSE_CODES.IDLE);
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    clearInterval(ticker);
+    expect(busy.ws.readyState).toBe(WebSocket.OPEN);
+    expect(echoed).toBeGreaterThan(4);
+    busy.ws.close();
+  });
+
+  it(`takes ${TCP_MAX_CONNECTIONS_PER_DEPLOYMENT} connections per deployment at once, and refuses the next with 429 RATE_LIMITED`, async () => {
+    const open = await Promise.all(Array.from({ length: TCP_MAX_CONNECTIONS_PER_DEPLOYMENT }, () => connect()));
+    const next = await s.h.call("GET", `/deployments/${id}/tcp/7000`, { token: tenant.token });
+    expect(next.status).toBe(429);
+    expect(next.json.error).toMatchObject({ code: "RATE_LIMITED", details: { limit: TCP_MAX_CONNECTIONS_PER_DEPLOYMENT } });
+    await expect(connect()).rejects.toThrow("refused: 429");
+    for (const c of open) c.ws.close();
+    await Promise.all(open.map((c) => c.closed));
+    // Each slot is free again once its connection closed.
+    await until("a slot free", async () => (await s.h.call("GET", `/deployments/${id}/tcp/7000`, { token: tenant.token })).status === 426);
+  });
+
+  it("ends a connection when its sign-in is signed out (4401)", async () => {
+    const c = await connect();
+    expect((await s.h.call("POST", "/auth/logout", { body: { refreshToken: tenant.refreshToken } })).status).toBe(200);
+    expect(await c.closed).toBe(TCP_CLOSE_CODES.UNAUTHORIZED);
   });
 });
