@@ -101,7 +101,10 @@ export const NodeDetail = NodeSummary.extend({
 export type NodeDetail = z.infer<typeof NodeDetail>;
 
 export const NodeListQuery = z.strictObject({
-  status: NodeStatus.optional(),
+  status: NodeStatus.optional().meta({
+    description:
+      "online: its agent is connected, its specs known, and not in maintenance; maintenance: its operator paused it (whatever its agent); offline: the rest",
+  }),
   hasGpu: queryBoolean.optional(),
   // Bounded by the integer columns they are compared with (2^31 - 1), so both databases answer alike.
   minGpuVram: queryInteger(z.number().int().min(0).max(INT32_MAX)).optional(),
