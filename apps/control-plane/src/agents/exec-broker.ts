@@ -307,6 +307,6 @@ function forward(from: WebSocket, to: WebSocket, data: Buffer, isBinary: boolean
   whenSendBufferBelow(to, RELAY_BUFFER_BYTES / 2, () => from.resume());
 }
 
-function toBuffer(raw: RawData): Buffer {
+export function toBuffer(raw: RawData): Buffer {
   return Array.isArray(raw) ? Buffer.concat(raw) : Buffer.isBuffer(raw) ? raw : Buffer.from(raw);
 }

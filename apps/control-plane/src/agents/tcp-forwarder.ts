@@ -1,11 +1,11 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { ExecRenew, parseFrame, TCP_CLOSE_CODES, TCP_MAX_MESSAGE_BYTES, TCP_SUBPROTOCOL, whenSendBufferBelow } from "@cm/protocol";
-import { type RawData, WebSocket, WebSocketServer } from "ws";
+import { WebSocket, WebSocketServer } from "ws";
 import type { AccessGrant } from "../services/auth-service";
 import type { EventBus } from "../services/events";
 import type { GrantWatch } from "../services/grant-watch";
-import type { ExecTarget } from "./exec-broker";
+import { type ExecTarget, toBuffer } from "./exec-broker";
 
 export type TcpForwarderOptions = {
   events: EventBus;
@@ -85,12 +85,14 @@ export class TcpForwarder {
   /** Takes a client's connection once the route has checked it and dialled the container. */
   acceptClient(req: IncomingMessage, socket: Duplex, head: Buffer, target: TcpTarget) {
     this.requestIds.set(req, target.requestId);
-    // The socket's close is the one end every path has, a handshake that never completes included.
-    socket.once("close", () => {
+    const done = () => {
       target.slot.release();
       target.tunnel.destroy();
-    });
-    if (socket.destroyed) return void socket.emit("close");
+    };
+    // The client gave up while the container was dialled.
+    if (socket.destroyed) return done();
+    // The socket's close is the one end every path has, a handshake that never completes included.
+    socket.once("close", done);
     this.clients.handleUpgrade(req, socket, head, (ws) => this.run(ws, target));
   }
 
@@ -174,8 +176,4 @@ export class TcpForwarder {
     for (const c of this.connections) c.end(TCP_CLOSE_CODES.ENDED, "the control plane is shutting down");
     this.clients.close();
   }
-}
-
-function toBuffer(raw: RawData): Buffer {
-  return Array.isArray(raw) ? Buffer.concat(raw) : Buffer.isBuffer(raw) ? raw : Buffer.from(raw);
 }
