@@ -29,7 +29,7 @@ export type { EarningsBooks, EarningsSummaryMicro, RefundOutcome } from "./repos
 export { type BalanceMicro, type LedgerTotals, type LedgerType, toBalance } from "./repos/ledger";
 export type { StoredLogCursor } from "./repos/log-ingest";
 export type { NewLogLine } from "./repos/logs";
-export { type AgentPolicies, type NodeFilter, type UptimeWindows, uptimePercents } from "./repos/nodes";
+export { type AgentPolicies, type NodeFilter, UPTIME_HOUR_MS, type UptimeWindows, uptimePercents } from "./repos/nodes";
 export type { Attempt, NewPayout, PayoutBooks, RequestOutcome } from "./repos/payouts";
 export type { NewRegistryCredential } from "./repos/registry-credentials";
 export * from "./types";

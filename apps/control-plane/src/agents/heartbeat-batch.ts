@@ -1,4 +1,4 @@
-import type { Repos } from "@cm/db";
+import { type Repos, UPTIME_HOUR_MS } from "@cm/db";
 import { KeyedQueue } from "@cm/protocol";
 import type { Logger } from "../services/logger";
 
@@ -10,6 +10,8 @@ import type { Logger } from "../services/logger";
  */
 export class HeartbeatBatch {
   private pending = new Map<string, number>();
+  /** The clock hour of the last prune of old uptime hours: at most one a clock hour. */
+  private prunedHour = -1;
   private readonly flushes = new KeyedQueue();
 
   /** `maxGapMs`: the most of a silence between two heartbeats that counts as uptime (the time after which a silent node is offline). */
@@ -35,7 +37,21 @@ export class HeartbeatBatch {
         // Kept for the next flush (unless a newer beat came): a database outage must not erase proof of life.
         for (const [nodeId, atMs] of beats) if (!this.pending.has(nodeId)) this.pending.set(nodeId, atMs);
         this.log.error("heartbeats: flush failed", { nodes: beats.length, err });
+        return;
       }
+      await this.prune(beats.reduce((m, [, atMs]) => Math.max(m, atMs), 0));
     });
+  }
+
+  /** Old uptime hours go once a clock hour (of the heartbeats' clock); a failed prune is tried again the next hour. */
+  private async prune(nowMs: number) {
+    const hour = Math.floor(nowMs / UPTIME_HOUR_MS);
+    if (hour <= this.prunedHour) return;
+    this.prunedHour = hour;
+    try {
+      await this.repos.nodes.pruneUptime(nowMs);
+    } catch (err) {
+      this.log.error("heartbeats: pruning old uptime hours failed", { err });
+    }
   }
 }

@@ -37,6 +37,8 @@ export type UptimeWindows = { last24h: number; last7d: number; last30d: number }
 export const UPTIME_WINDOWS_MS: UptimeWindows = { last24h: 24 * UPTIME_HOUR_MS, last7d: 7 * 24 * UPTIME_HOUR_MS, last30d: 30 * 24 * UPTIME_HOUR_MS };
 /** Where a window's sum starts: the clock hour it reaches back into, counted whole. */
 export const uptimeWindowStartHour = (nowMs: number, windowMs: number) => Math.floor((nowMs - windowMs) / UPTIME_HOUR_MS);
+/** Hours of uptime kept beyond the longest window (30 days), so nothing a window reads is ever gone. */
+export const UPTIME_KEPT_EXTRA_HOURS = 24;
 
 export function createNodesRepo(h: DbHandle) {
   const { nodes, nodeUptimeHours: up } = h.t;
@@ -325,6 +327,15 @@ export function createNodesRepo(h: DbHandle) {
 
     /** Each node's ms heard from over the last 24 h, 7 d and 30 d (from the clock hour each reaches back into); none for a node never heard. */
     async uptime(ids: readonly string[], nowMs: number): Promise<Map<string, UptimeWindows>> {
+    /**
+     * Forgets the uptime hours no window reads any more (older than 30 days and a day): 24 rows a node a day
+     * would otherwise pile up for good. One index range per node, (node_id, hour), not a scan of the table.
+     */
+    async pruneUptime(nowMs: number): Promise<number> {
+      const before = uptimeWindowStartHour(nowMs, UPTIME_WINDOWS_MS.last30d) - UPTIME_KEPT_EXTRA_HOURS;
+      return h.run((db) => execRaw(h, db, sql`delete from node_uptime_hours where node_id in (select id from nodes) and hour < ${before}`));
+    },
+
       if (ids.length === 0) return new Map();
       const from = (w: keyof UptimeWindows) => uptimeWindowStartHour(nowMs, UPTIME_WINDOWS_MS[w]);
       const within = (w: keyof UptimeWindows) => sql<string>`coalesce(sum(case when ${up.hour} >= ${from(w)} then ${up.onlineMs} else 0 end), 0)`;
