@@ -327,7 +327,7 @@ describe("operators", () => {
     expect(add.stderr).toMatch(/AGENT_TOKEN=cmn_\S+ sudo --preserve-env=AGENT_TOKEN scripts\/install-agent\.sh --control-plane /);
     expect(`${add.stdout}${add.stderr}`).not.toContain("--token");
     const nodes = await t.cm(["operator", "nodes"], api);
-    expect(nodes.stdout).toContain(`${id}\tbox-1\toffline\teu-central\t-\t75¢/h\t0/2\tnever`);
+    expect(nodes.stdout).toContain(`${id}\tbox-1\toffline\teu-central\t-\t75¢/h\t0/2\t-\tnever`);
     expect((await t.cm(["whoami"], api)).stdout).toMatch(/operator: +yes/);
     // Nobody to ask without a terminal: a script must say --yes.
     const unconfirmed = await t.cm(["operator", "retire", id!], api);

@@ -22,6 +22,7 @@ export const PIECES = [
   "systemd-analyze",
   "firewall",
   "registry",
+  "ssh",
 ] as const;
 export type Piece = (typeof PIECES)[number];
 
@@ -129,6 +130,8 @@ export async function probePieces(env: NodeJS.ProcessEnv = process.env): Promise
     firewall: probeFirewall(env),
     // Private images are pushed to and pulled from a real registry (distribution 2.8) with htpasswd's bcrypt logins.
     registry: probeBinary("docker-registry", "apt-get install docker-registry", env) ?? probeBinary("htpasswd", "apt-get install apache2-utils", env),
+    // cm ssh runs the real ssh client, its ProxyCommand cm port-forward --stdio.
+    ssh: probeBinary("ssh", "apt-get install openssh-client", env),
   };
   const missing: MissingPieces = {};
   for (const piece of PIECES) if (found[piece]) missing[piece] = found[piece];

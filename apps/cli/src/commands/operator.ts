@@ -32,7 +32,7 @@ export const nodes: Run = async (ctx, { flags }) => {
   const answer = await ctx.client.operator.nodes({ all: flags.all === true });
   if (ctx.json) return ctx.out.json(answer);
   ctx.out.table(
-    ["ID", "NAME", "STATUS", "REGION", "GPUS", "RATE", "SLOTS", "LAST HEARTBEAT"],
+    ["ID", "NAME", "STATUS", "REGION", "GPUS", "RATE", "SLOTS", "AGENT", "LAST HEARTBEAT"],
     answer.nodes.map((n) => [
       n.id,
       n.name,
@@ -41,11 +41,18 @@ export const nodes: Run = async (ctx, { flags }) => {
       gpus(n.gpus),
       cents(n.hourlyRateCents),
       `${n.activeDeployments}/${n.maxDeployments}`,
+      agent(n.agentVersion, n.agentUpdate),
       n.lastHeartbeat ?? "never",
     ]),
   );
   if (answer.nodes.length === 0) ctx.out.note("You operate no nodes yet: cm operator add --help");
+  if (answer.nodes.some((n) => n.agentUpdate === "recommended" || n.agentUpdate === "required"))
+    ctx.out.note("Upgrade an agent with the next release's install-cm-agent.sh on its machine (the agent's guide, \"Install from a release\").");
 };
+
+/** The agent's version, and whether to upgrade it. */
+const agent = (version: string | null, update: string | null) =>
+  version === null ? "-" : update === "required" ? `${version} (upgrade required)` : update === "recommended" ? `${version} (upgrade recommended)` : version;
 
 /** Changes what the node was registered with; only the flags given change. */
 export const set: Run = async (ctx, { args, flags }) => {
@@ -90,7 +97,7 @@ export const deployments: Run = async (ctx, { args, flags }) => {
       d.id,
       d.status,
       d.image,
-      d.ports.join(",") || "-",
+      [...d.ports.map(String), ...d.tcpPorts.map((p) => `tcp:${p}`)].join(",") || "-",
       String(d.gpuCount),
       cents(d.hourlyRateCents),
       credits(d.earned),

@@ -1,5 +1,6 @@
 import type { NodeRow } from "@cm/db";
 import {
+  agentUpdateLevel,
   CreateNodeRequest,
   CreateNodeResponse,
   MaintenanceRequest,
@@ -26,7 +27,12 @@ export function operatorRoutes(deps: Deps, route: RouteFactory) {
   /** Each node as its operator sees it: the detail, and its retirement. */
   async function present(rows: NodeRow[]) {
     const uptime = await nodeUptimes(repos, rows, clock.now());
-    return rows.map((n) => ({ ...presentNodeDetail(n, uptime(n)), retiredAt: iso(n.retiredAt) }));
+    return rows.map((n) => ({
+      ...presentNodeDetail(n, uptime(n)),
+      retiredAt: iso(n.retiredAt),
+      agentVersion: n.agentVersion,
+      agentUpdate: agentUpdateLevel(n.agentVersion),
+    }));
   }
   // Enrolment is open to any signed-in account: bounded per account so nobody fills the catalogue.
   const registrations = fixedWindows({ limit: deps.config.NODE_REGISTRATIONS_PER_HOUR, windowMs: 3_600_000, clock });
@@ -51,7 +57,7 @@ export function operatorRoutes(deps: Deps, route: RouteFactory) {
         registrations.hit(user.id);
         const { node, agentToken } = await operator.registerNode(user, c.req.valid("json"));
         const [presented] = await present([node]);
-        const { retiredAt: _, ...detail } = presented!;
+        const { retiredAt: _, agentVersion: _v, agentUpdate: _u, ...detail } = presented!;
         return c.json({ node: detail, agentToken }, 201);
       },
     )

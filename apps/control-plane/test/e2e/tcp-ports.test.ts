@@ -140,35 +140,39 @@ needs("docker", "busybox").describe("TCP ports through the control plane, with t
       await p.exited;
     }, 60_000);
 
-    it("cm ssh runs ssh with cm port-forward --stdio as its ProxyCommand: ssh's bytes reach the container and come back", async () => {
-      // The echo server answers ssh's own version line: ssh reads it as the server's, which only the way through can have carried.
-      const p = cmProcess(t.home, [
-        "--api",
-        s.h.url,
-        "ssh",
-        id,
-        "--port",
-        "7000",
-        "--",
-        "-v",
-        "-o",
-        "BatchMode=yes",
-        "-o",
-        "StrictHostKeyChecking=no",
-        "-o",
-        "UserKnownHostsFile=/dev/null",
-      ]);
-      // What comes after (its own key exchange, echoed) goes nowhere: the banner is the proof.
-      await until(
-        "ssh's banner echoed",
-        async () => /remote software version OpenSSH/.test(p.stderr()),
-        60_000,
-        async () => p.stderr(),
-      );
-      expect(p.stderr()).toMatch(/Executing proxy command: .* port-forward .* --stdio 7000/);
-      p.signal("SIGTERM");
-      await p.exited;
-    }, 120_000);
+    needs("ssh").it(
+      "cm ssh runs ssh with cm port-forward --stdio as its ProxyCommand: ssh's bytes reach the container and come back",
+      async () => {
+        // The echo server answers ssh's own version line: ssh reads it as the server's, which only the way through can have carried.
+        const p = cmProcess(t.home, [
+          "--api",
+          s.h.url,
+          "ssh",
+          id,
+          "--port",
+          "7000",
+          "--",
+          "-v",
+          "-o",
+          "BatchMode=yes",
+          "-o",
+          "StrictHostKeyChecking=no",
+          "-o",
+          "UserKnownHostsFile=/dev/null",
+        ]);
+        // What comes after (its own key exchange, echoed) goes nowhere: the banner is the proof.
+        await until(
+          "ssh's banner echoed",
+          async () => /remote software version OpenSSH/.test(p.stderr()),
+          60_000,
+          async () => p.stderr(),
+        );
+        expect(p.stderr()).toMatch(/Executing proxy command: .* port-forward .* --stdio 7000/);
+        p.signal("SIGTERM");
+        await p.exited;
+      },
+      120_000,
+    );
 
     it("refuses a port the deployment did not declare: cm says why, and the agent too would refuse it", async () => {
       const r = await t.cm(["port-forward", id, "0:7001"]);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { AGENT_UPDATE_LEVELS } from "../agent-versions";
 import { INT32_MAX, labelText, nameText, Pagination, pageQuery, queryBoolean, queryInteger, queryNumber, Timestamp } from "./common";
 
 export const REGIONS = ["us-east", "us-west", "eu-west", "eu-central", "asia-east", "asia-south"] as const;
@@ -146,6 +147,11 @@ export const CreateNodeResponse = z.object({
 export const OperatorNodeListQuery = z.strictObject({ all: queryBoolean.optional() });
 export const OperatorNode = NodeDetail.extend({
   retiredAt: Timestamp.nullable().meta({ description: "when its operator retired it; null while it is in service" }),
+  agentVersion: z.string().nullable().meta({ description: "the version its agent said at its last connection; null until an agent has connected" }),
+  agentUpdate: z.enum(AGENT_UPDATE_LEVELS).nullable().meta({
+    description:
+      "whether to upgrade that agent: none; recommended (older than the release this control plane recommends); required (older than the oldest it supports, or no version at all). null while agentVersion is",
+  }),
 }).meta({ id: "OperatorNode" });
 export type OperatorNode = z.infer<typeof OperatorNode>;
 export const OperatorNodeListResponse = z.object({ nodes: z.array(OperatorNode) });

@@ -58,9 +58,9 @@ export class SimAgent {
   }
 
   /** Opens, says hello and waits for welcome and the sync. */
-  static async connect(url: string, token: string, o: { specs?: boolean; gpus?: number; imagesWithoutCommand?: string[] } = {}) {
+  static async connect(url: string, token: string, o: { specs?: boolean; gpus?: number; imagesWithoutCommand?: string[]; agentVersion?: string } = {}) {
     const a = await SimAgent.open(url);
-    a.send({ type: "hello", token, agentVersion: "sim-1", protocolVersions: [CURRENT_PROTOCOL_VERSION] });
+    a.send({ type: "hello", token, agentVersion: o.agentVersion ?? "sim-1", protocolVersions: [CURRENT_PROTOCOL_VERSION] });
     const welcome = await a.next("welcome");
     const sync = await a.next("sync");
     if (o.specs !== false)
