@@ -288,7 +288,7 @@ export class AgentSession {
       if (this.state === "closed") return;
       hub.adopt(this);
       this.lastSeenMs = clock.now();
-      await repos.nodes.markOnline(node.id, this.lastSeenMs);
+      await repos.nodes.markOnline(node.id, this.lastSeenMs, f.agentVersion);
       events.emit("node-changed", node.id);
       if (this.isClosed()) return; // gone meanwhile: the hub has queued the node's loss behind this
       this.send({

@@ -223,7 +223,8 @@ export function createNodesRepo(h: DbHandle) {
      * so a node whose first specs have not come yet is never shown online with no cores or memory. The time before
      * this is not uptime: the next heartbeat counts from here.
      */
-    async markOnline(id: string, nowMs: number) {
+    /** Heard from now; `agentVersion` is what a hello said (the operator's node list shows it). */
+    async markOnline(id: string, nowMs: number, agentVersion?: string) {
       await h.run((db) =>
         db
           .update(nodes)
@@ -231,6 +232,7 @@ export function createNodesRepo(h: DbHandle) {
             status: sql`case when ${nodes.cpuCores} > 0 and ${nodes.ramMb} > 0 then 'online' else ${nodes.status} end`,
             lastHeartbeat: nowMs,
             onlineSince: sql`coalesce(${nodes.onlineSince}, ${nowMs})`,
+            ...(agentVersion === undefined ? {} : { agentVersion }),
           })
           .where(and(eq(nodes.id, id), visible)),
       );
@@ -325,8 +327,6 @@ export function createNodesRepo(h: DbHandle) {
       }
     },
 
-    /** Each node's ms heard from over the last 24 h, 7 d and 30 d (from the clock hour each reaches back into); none for a node never heard. */
-    async uptime(ids: readonly string[], nowMs: number): Promise<Map<string, UptimeWindows>> {
     /**
      * Forgets the uptime hours no window reads any more (older than 30 days and a day): 24 rows a node a day
      * would otherwise pile up for good. One index range per node, (node_id, hour), not a scan of the table.
@@ -336,6 +336,8 @@ export function createNodesRepo(h: DbHandle) {
       return h.run((db) => execRaw(h, db, sql`delete from node_uptime_hours where node_id in (select id from nodes) and hour < ${before}`));
     },
 
+    /** Each node's ms heard from over the last 24 h, 7 d and 30 d (from the clock hour each reaches back into); none for a node never heard. */
+    async uptime(ids: readonly string[], nowMs: number): Promise<Map<string, UptimeWindows>> {
       if (ids.length === 0) return new Map();
       const from = (w: keyof UptimeWindows) => uptimeWindowStartHour(nowMs, UPTIME_WINDOWS_MS[w]);
       const within = (w: keyof UptimeWindows) => sql<string>`coalesce(sum(case when ${up.hour} >= ${from(w)} then ${up.onlineMs} else 0 end), 0)`;
