@@ -147,6 +147,7 @@ export const presentOperatorNodeDeployment = (d: DeploymentRow, earnedMicro: num
   status: d.status,
   image: d.image,
   ports: d.ports,
+  tcpPorts: d.tcpPorts,
   gpuCount: d.gpuCount,
   cpuCores: d.cpuMillicores / MILLICORES_PER_CORE,
   memoryMb: d.memoryMb,

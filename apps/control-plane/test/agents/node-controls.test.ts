@@ -194,6 +194,7 @@ describeEachDatabase("node controls on $name", (db) => {
       status: "running",
       image: "busybox:1.36",
       ports: [8080],
+      tcpPorts: [],
       gpuCount: 0,
       cpuCores: expect.any(Number),
       memoryMb: expect.any(Number),
