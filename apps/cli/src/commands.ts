@@ -292,6 +292,19 @@ export const COMMANDS: CommandSpec[] = [
     load: async () => (await import("./commands/exec")).exec,
   },
   {
+    name: "cp",
+    summary: "Copy files and directories between this machine and a running deployment's container (over exec, with the container's tar).",
+    usage: "LOCAL ID:PATH | ID:PATH LOCAL",
+    args: ["SRC", "DEST"],
+    examples: [
+      "cm cp ./data dep_7f3a9c:/workspace",
+      "cm cp dep_7f3a9c:/workspace/results ./results",
+      "cm cp ./model.bin dep_7f3a9c:/models/model.bin",
+      "cm cp dep_7f3a9c:/var/log - | tar t",
+    ],
+    load: async () => (await import("./commands/cp")).cp,
+  },
+  {
     name: "port-forward",
     summary: "Forward a local port (127.0.0.1) to one of a running deployment's TCP ports, or stdin/stdout with --stdio.",
     usage: "ID LOCAL:REMOTE | ID --stdio REMOTE",
