@@ -221,9 +221,9 @@ export function createNodesRepo(h: DbHandle) {
     /**
      * Its agent is heard from (a hello, or a specs report while connected): online, but only once its specs are known,
      * so a node whose first specs have not come yet is never shown online with no cores or memory. The time before
-     * this is not uptime: the next heartbeat counts from here.
+     * this is not uptime: the next heartbeat counts from here. `agentVersion`: what a hello said (the operator's node
+     * list shows it).
      */
-    /** Heard from now; `agentVersion` is what a hello said (the operator's node list shows it). */
     async markOnline(id: string, nowMs: number, agentVersion?: string) {
       await h.run((db) =>
         db
