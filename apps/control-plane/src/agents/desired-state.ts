@@ -45,6 +45,12 @@ export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, di
     ...(d.desiredState === "running" && d.entrypoint ? { entrypoint: d.entrypoint } : {}),
     // What it holds of the node, the agent enforces: its GPUs whole, and Docker's CPU and memory limits.
     // 0: a deployment older than counted resources, which gets the agent's fair share.
+    // Such rows (live across migration 0007) are not backfilled: they keep their slot, so
+    // maxDeployments still bounds the node; the agent never gives one GPU to two containers
+    // (pickFreeGpus reads the running ones' labels), so a deployment the counters over-admit
+    // fails on the node saying so; and vacate gives back the 0 they took. What each was given
+    // under the old whole-machine rule is on its container, not in the database, so a backfill
+    // would be a guess. Left as is: started again after a stop, such a deployment runs without GPUs.
     gpuCount: d.gpuCount,
     ...(d.cpuMillicores > 0 ? { cpuCores: d.cpuMillicores / MILLICORES_PER_CORE } : {}),
     ...(d.memoryMb > 0 ? { memoryMb: d.memoryMb } : {}),
