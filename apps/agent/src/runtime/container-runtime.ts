@@ -21,7 +21,9 @@ export interface ImageClient {
   /**
    * Uses a local copy when there is one (never pulls it again: operators may
    * preload images, and a node without registry access must still run them).
-   * Otherwise pulls, reporting progress. Rejects with ImageUnavailableError.
+   * Otherwise pulls, reporting progress, with `auth` when given (a private
+   * image); it is used for that pull only and never logged. Rejects with
+   * ImageUnavailableError.
    */
   ensureImage(ref: string, onProgress?: (progress: PullProgress) => void, auth?: RegistryAuth): Promise<EnsuredImage>;
   /**
