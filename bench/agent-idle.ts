@@ -67,6 +67,9 @@ if (!install.includes("installed in")) throw new Error(install);
 const installed = path.join(root, "opt/cm-agent/current");
 const agentArgs = ["run", "--config", path.join(root, "etc/cm-agent/agent.env"), "--state-dir", path.join(root, "var/lib/cm-agent")];
 const agentEnv = { PATH: process.env.PATH, LOG_LEVEL: "warn", AGENT_SANDBOX_POOL: "0" };
+// AGENT_CPU_PROF=DIR: each agent writes a V8 CPU profile there when it exits (what its idle time goes to);
+// the installed one is then run by its Node directly, as its wrapper would (NODE_OPTIONS may not carry --cpu-prof).
+const profile = process.env.AGENT_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.AGENT_CPU_PROF}`] : [];
 
 async function measure(name: string, child: ChildProcess, onUp: (pid: number) => Promise<void>) {
   await onUp(child.pid!);
@@ -108,17 +111,28 @@ try {
   const image = ensureWebImage();
   await measure(
     "installed agent (bundle), 1 running deployment",
-    spawn(path.join(installed, "bin/cm-agent"), agentArgs, { env: agentEnv, stdio: "inherit" }),
+    profile.length > 0
+      ? spawn(path.join(installed, "node/bin/node"), [...profile, path.join(installed, "lib/cm-agent.mjs"), ...agentArgs], { env: agentEnv, stdio: "inherit" })
+      : spawn(path.join(installed, "bin/cm-agent"), agentArgs, { env: agentEnv, stdio: "inherit" }),
     async (pid) => {
       await connected(pid);
-      const created = await call("POST", "/deployments", { nodeId: info.nodeId, customImage: image, ports: [8080] });
+      // Online once its specs are in, not at hello.
+      await until("the node online", async () => (await call("GET", `/nodes/${info.nodeId}`)).node?.status === "online");
+      // Idle: the web server logs no tick and no request (the log benches measure shipping).
+      const created = await call("POST", "/deployments", {
+        nodeId: info.nodeId,
+        customImage: image,
+        ports: [8080],
+        env: { TICK_MS: String(process.env.TICK_MS ?? 0), QUIET_REQUESTS: "1" },
+      });
+      if (!created.deployment) throw new Error(`the deployment was not created: ${JSON.stringify(created)}`);
       deploymentId = created.deployment.id;
       await until("running", async () => (await call("GET", `/deployments/${deploymentId}`)).deployment.status === "running");
     },
   );
   await measure(
     "agent from sources (node --import tsx), same",
-    spawn(process.execPath, ["--import", "tsx", "apps/agent/src/index.ts", ...agentArgs], { cwd: ROOT, env: agentEnv, stdio: "inherit" }),
+    spawn(process.execPath, [...profile, "--import", "tsx", "apps/agent/src/index.ts", ...agentArgs], { cwd: ROOT, env: agentEnv, stdio: "inherit" }),
     async (pid) => {
       await connected(pid);
       await until("running", async () => (await call("GET", `/deployments/${deploymentId}`)).deployment.status === "running");

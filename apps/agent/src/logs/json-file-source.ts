@@ -105,8 +105,13 @@ export class JsonFileLogSource implements LogSource {
   /** Reads and parses the next chunk; returns the bytes read (0 at the end of the file). */
   private async readChunk(lines: LogLine[]): Promise<number> {
     const file = this.file!;
-    const buffer = Buffer.allocUnsafe(READ_CHUNK_BYTES);
-    const { bytesRead } = await file.handle.read(buffer, 0, READ_CHUNK_BYTES, file.offset);
+    // Sized to what is there: a quiet container's log is looked at every second, and a
+    // 1 MiB buffer for each look that finds nothing was most of an idle agent's garbage.
+    const { size } = await file.handle.stat();
+    if (size <= file.offset) return 0;
+    const want = Math.min(READ_CHUNK_BYTES, size - file.offset);
+    const buffer = Buffer.allocUnsafe(want);
+    const { bytesRead } = await file.handle.read(buffer, 0, want, file.offset);
     if (bytesRead === 0) return 0;
     file.offset += bytesRead;
     const data = this.rest.length > 0 ? Buffer.concat([this.rest, buffer.subarray(0, bytesRead)]) : buffer.subarray(0, bytesRead);

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { imageExists } from "../../../../agent/test/support/busybox-image";
 
-export const WEB_IMAGE = "cm-test-web:6";
+export const WEB_IMAGE = "cm-test-web:7";
 
 export function ensureWebImage(): string {
   if (imageExists(WEB_IMAGE)) return WEB_IMAGE;

@@ -65,6 +65,8 @@ server.on("upgrade", (req, socket, head) => {
 if (process.env.KEEP_ALIVE_MS) server.keepAliveTimeout = Number(process.env.KEEP_ALIVE_MS);
 server.listen(8080, () => console.log("listening on 8080"));
 let n = 0;
-setInterval(() => console.log(`tick ${n++}`), 200);
+// TICK_MS: a log line this often (200 ms: what the log tests read); 0 for none (bench/agent-idle.ts: a quiet deployment).
+const tickMs = Number(process.env.TICK_MS ?? 200);
+if (tickMs > 0) setInterval(() => console.log(`tick ${n++}`), tickMs);
 // IGNORE_SIGTERM=1: a container slow to stop (its engine kills it after the stop timeout), as many are.
 process.on("SIGTERM", () => process.env.IGNORE_SIGTERM || process.exit(0));
