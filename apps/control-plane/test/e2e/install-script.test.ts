@@ -52,6 +52,10 @@ needs("docker").describe("the agent installer with the token off the command lin
     expect(r.stderr).not.toContain("--token puts");
     expect(readFileSync(join(dir, "etc/agent.env"), "utf8")).toContain(`AGENT_TOKEN=${token}`);
     expect(statSync(join(dir, "etc/agent.env")).mode & 0o777).toBe(0o600);
+    // The service runs the built agent on node alone, not the sources through tsx.
+    const unit = readFileSync(join(dir, "unit/cm-agent.service"), "utf8");
+    expect(unit).toMatch(/^ExecStart=\S*node \S*apps\/agent\/dist\/cm-agent\.mjs run$/m);
+    expect(unit).not.toContain("tsx");
   }, 150_000);
 
   it("AGENT_TOKEN from the environment works the same; --token works with a warning", async () => {
