@@ -83,6 +83,54 @@ export class ExecError extends CmError {
  * before that, the token is refreshed and sent along (`renew`), again and
  * again, for as long as the session lasts and the session can be refreshed.
  */
+/**
+ * A WebSocket to `path` speaking `subprotocol`, the access token riding as a second
+ * subprotocol (a browser's WebSocket cannot send headers); binary messages as ArrayBuffers.
+ * Exec and TCP connections open theirs here.
+ */
+export function bearerSocket(
+  t: Transport,
+  path: string,
+  subprotocol: string,
+  token: string,
+  Ctor = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket,
+): { socket: WebSocketLike; url: string } {
+  if (!Ctor) throw new CmError("NO_WEBSOCKET", "no WebSocket here: pass one as the WebSocket option (in Node 20, the ws package's)");
+  const url = t.url(path).replace(/^http/, "ws");
+  const socket = new Ctor(url, [subprotocol, `${BEARER_PREFIX}${token}`]);
+  socket.binaryType = "arraybuffer";
+  return { socket, url };
+}
+
+/**
+ * Keeps an open session's access token fresh: shortly before it would expire
+ * (Transport.renewInMs) a `renew` message carries a new one, so the server does
+ * not end the session at the old one's expiry. `live` answers the socket while the
+ * session is open, undefined once it is over. Returns what stops it.
+ */
+export function keepRenewed(t: Transport, live: () => WebSocketLike | undefined): () => void {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  const later = async () => {
+    const inMs = await t.renewInMs().catch(() => undefined);
+    if (inMs === undefined || stopped || !live()) return;
+    timer = setTimeout(async () => {
+      // Refreshed now, as it is within refreshBeforeMs of its expiry (or already fresh, refreshed by another call).
+      // Without one (signed out, or the session cannot be refreshed) the server ends the session at the token's expiry and says why.
+      const accessToken = await t.accessToken().catch(() => undefined);
+      const ws = live();
+      if (accessToken === undefined || stopped || !ws) return;
+      ws.send(JSON.stringify({ type: "renew", accessToken } satisfies P.ExecRenew));
+      void later();
+    }, inMs);
+  };
+  void later();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
+
 export function exec(t: Transport, id: string, options: ExecOptions): ExecSession {
   const path = `/deployments/${encodeURIComponent(id)}/exec`;
   const encoder = new TextEncoder();
@@ -105,35 +153,13 @@ export function exec(t: Transport, id: string, options: ExecOptions): ExecSessio
     opened = resolve;
     notOpened = reject;
   });
-  // Renewing the session's token: see renewLater.
-  let renewTimer: ReturnType<typeof setTimeout> | undefined;
-  const renewLater = async () => {
-    const inMs = await t.renewInMs().catch(() => undefined);
-    if (inMs === undefined || ended || closed) return;
-    renewTimer = setTimeout(async () => {
-      let accessToken: string;
-      try {
-        // Refreshed now, as it is within refreshBeforeMs of its expiry (or already fresh, refreshed by another call).
-        accessToken = await t.accessToken();
-      } catch {
-        // Signed out, or the session cannot be refreshed: the server ends the session at the token's expiry and says why.
-        return;
-      }
-      if (ended || closed || !ws || !isOpen) return;
-      ws.send(JSON.stringify({ type: "renew", accessToken } satisfies P.ExecRenew));
-      void renewLater();
-    }, inMs);
-  };
+  let stopRenewing = () => {};
 
   const exit = (async () => {
     const token = await t.accessToken();
     if (closed) throw new ExecError("SESSION_ENDED", "the session was closed before it opened");
-    const Ctor = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
-    if (!Ctor) throw new CmError("NO_WEBSOCKET", "no WebSocket here: pass one as the WebSocket option (in Node 20, the ws package's)");
-    const url = t.url(path).replace(/^http/, "ws");
-    const socket = new Ctor(url, [SUBPROTOCOL, `${BEARER_PREFIX}${token}`]);
+    const { socket, url } = bearerSocket(t, path, SUBPROTOCOL, token, options.WebSocket);
     ws = socket;
-    socket.binaryType = "arraybuffer";
     return await new Promise<number>((resolve, reject) => {
       let code: number | undefined;
       let error: ExecError | undefined;
@@ -143,7 +169,7 @@ export function exec(t: Transport, id: string, options: ExecOptions): ExecSessio
         for (const m of pending.splice(0)) socket.send(m);
         pendingBytes = 0;
         opened();
-        void renewLater();
+        stopRenewing = keepRenewed(t, () => (ended || closed ? undefined : socket));
       });
       socket.addEventListener("message", ({ data }) => {
         if (typeof data === "string") {
@@ -169,7 +195,7 @@ export function exec(t: Transport, id: string, options: ExecOptions): ExecSessio
       };
       socket.addEventListener("close", () => {
         ended = true;
-        clearTimeout(renewTimer);
+        stopRenewing();
         if (code !== undefined) return resolve(code);
         if (error) return reject(error);
         if (closed) return reject(new ExecError("SESSION_ENDED", "the session was closed"));
@@ -211,7 +237,7 @@ export function exec(t: Transport, id: string, options: ExecOptions): ExecSessio
     resize: (cols, rows) => send(JSON.stringify({ type: "resize", cols, rows })),
     close() {
       closed = true;
-      clearTimeout(renewTimer);
+      stopRenewing();
       ws?.close(1000);
       // A paused socket would not read the server's answering close (ws then waits 30 s): read on; what output comes is dropped.
       ws?.resume?.();

@@ -1,11 +1,10 @@
 import type * as P from "@cm/protocol";
 import { CmError, NetworkError } from "./errors";
-import type { WebSocketConstructor, WebSocketLike } from "./exec";
+import { bearerSocket, keepRenewed, type WebSocketConstructor, type WebSocketLike } from "./exec";
 import type { Transport } from "./transport";
 
 // The protocol's words, typed from it (their values would load zod).
 const SUBPROTOCOL: typeof P.TCP_SUBPROTOCOL = "cm.tcp.v1";
-const BEARER_PREFIX: typeof P.EXEC_BEARER_PROTOCOL_PREFIX = "bearer.";
 /** Bytes are sent in pieces well under the server's message limit (TCP_MAX_MESSAGE_BYTES). */
 const CHUNK_BYTES = 64 * 1024;
 /** Bytes queued here past which write() says to wait for drained(). */
@@ -61,35 +60,21 @@ export function tcp(t: Transport, id: string, port: number, options: TcpOptions 
   const closed = new Promise<TcpClose>((resolve) => {
     settleClosed = resolve;
   });
-  let renewTimer: ReturnType<typeof setTimeout> | undefined;
-  const renewLater = async () => {
-    const inMs = await t.renewInMs().catch(() => undefined);
-    if (inMs === undefined || ended) return;
-    renewTimer = setTimeout(async () => {
-      const accessToken = await t.accessToken().catch(() => undefined);
-      // Without one the server ends the connection at the token's expiry (close code 4401).
-      if (accessToken === undefined || ended || !ws || !isOpen) return;
-      ws.send(JSON.stringify({ type: "renew", accessToken } satisfies P.ExecRenew));
-      void renewLater();
-    }, inMs);
-  };
+  let stopRenewing = () => {};
 
   const opened = (async () => {
     const token = await t.accessToken();
     if (closedByUs) throw new CmError("CLOSED", "the connection was closed before it opened");
-    const Ctor = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
-    if (!Ctor) throw new CmError("NO_WEBSOCKET", "no WebSocket here: pass one as the WebSocket option (in Node 20, the ws package's)");
-    const url = t.url(path).replace(/^http/, "ws");
-    const socket = new Ctor(url, [SUBPROTOCOL, `${BEARER_PREFIX}${token}`]);
+    const { socket, url } = bearerSocket(t, path, SUBPROTOCOL, token, options.WebSocket);
     ws = socket;
-    socket.binaryType = "arraybuffer";
     await new Promise<void>((resolve, reject) => {
       socket.addEventListener("open", () => {
         isOpen = true;
         for (const m of pending.splice(0)) socket.send(m);
         pendingBytes = 0;
         resolve();
-        void renewLater();
+        // Without renewals the server ends the connection at the token's expiry (close code 4401).
+        stopRenewing = keepRenewed(t, () => (ended ? undefined : socket));
       });
       let holding = 0;
       socket.addEventListener("message", ({ data }) => {
@@ -105,7 +90,7 @@ export function tcp(t: Transport, id: string, port: number, options: TcpOptions 
       });
       socket.addEventListener("close", (event) => {
         ended = true;
-        clearTimeout(renewTimer);
+        stopRenewing();
         const { code, reason } = event as { code: number; reason?: string };
         settleClosed({ code, reason: reason ?? "" });
         if (isOpen || closedByUs) return reject(new CmError("CLOSED", "the connection was closed before it opened"));
@@ -148,7 +133,7 @@ export function tcp(t: Transport, id: string, port: number, options: TcpOptions 
       }),
     close() {
       closedByUs = true;
-      clearTimeout(renewTimer);
+      stopRenewing();
       ws?.close(1000);
       // A paused socket would not read the server's answering close: read on; what comes is dropped.
       ws?.resume?.();
