@@ -9,12 +9,12 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { testConfig } from "../apps/control-plane/src/config";
 import { createDeps } from "../apps/control-plane/src/deps";
 import { createLogger } from "../apps/control-plane/src/services/logger";
+import { freePort } from "../apps/control-plane/test/faults/support/pg-cluster";
 import { buildApp } from "../scripts/build";
 import { median } from "./lib/median";
 import { seedNodes } from "./lib/seed-nodes";
@@ -34,15 +34,6 @@ t = Date.now();
 // Where `npm run build` puts it: its database drivers are found in the checkout's node_modules, as a release's beside it.
 const { file: bundle } = await buildApp("control-plane");
 process.stdout.write(`built in ${((Date.now() - t) / 1000).toFixed(1)} s\n`);
-
-const freePort = () =>
-  new Promise<number>((ok, fail) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => ok(port));
-    });
-    s.on("error", fail);
-  });
 
 const BARE = `require("node:http").createServer((q, r) => r.end('{"status":"ok"}')).listen(Number(process.env.PORT), "127.0.0.1")`;
 const cases: [string, string[]][] = [

@@ -61,10 +61,11 @@ export function nodeRuntimePackage(arch: Arch): string {
   return file;
 }
 
-const WRAPPER = `#!/bin/sh
-# cm-agent, run by the Node runtime it was released with (../node), whatever node is on PATH.
+/** bin/<name> of a release: lib/<bundle> run by the Node runtime the release carries, after `preamble`. */
+const wrapper = (name: string, bundle: string, preamble = "") => `#!/bin/sh
+# ${name}, run by the Node runtime it was released with (../node), whatever node is on PATH.
 here="$(dirname "$(readlink -f "$0")")"
-exec "$here/../node/bin/node" "$here/../lib/cm-agent.mjs" "$@"
+${preamble}exec "$here/../node/bin/node" "$here/../lib/${bundle}" "$@"
 `;
 
 export function installScript(version: string): string {
@@ -111,17 +112,9 @@ export async function releaseCli(options: Pick<ReleaseOptions, "outDir">): Promi
   }
 }
 
-const CONTROL_PLANE_WRAPPER = (program: string) => `#!/bin/sh
-# ${program === "control-plane" ? "cm-control-plane" : "cm-admin"}, run by the Node runtime it was released with (../node).
-here="$(dirname "$(readlink -f "$0")")"
-${
-  program === "admin"
-    ? `# The control plane's settings (DATABASE_URL, CM_HOME), when this user may read them.
-env_file="\${CM_CONTROL_PLANE_ENV:-/etc/cm-control-plane/control-plane.env}"
+/** cm-admin reads the control plane's settings (DATABASE_URL, CM_HOME) from its env file, when this user may. */
+const ADMIN_ENV = `env_file="\${CM_CONTROL_PLANE_ENV:-/etc/cm-control-plane/control-plane.env}"
 if [ -r "$env_file" ]; then set -a; . "$env_file"; set +a; fi
-`
-    : ""
-}exec "$here/../node/bin/node" "$here/../lib/${program}.mjs" "$@"
 `;
 
 /**
@@ -199,8 +192,8 @@ function packControlPlane(arch: Arch, version: string, bundleDir: string, option
     for (const sub of ["bin", "node/bin"]) mkdirSync(path.join(dir, sub), { recursive: true });
     cpSync(path.join(bundleDir, "lib"), path.join(dir, "lib"), { recursive: true });
     cpSync(path.join(bundleDir, "migrations"), path.join(dir, "migrations"), { recursive: true });
-    writeFileSync(path.join(dir, "bin/cm-control-plane"), CONTROL_PLANE_WRAPPER("control-plane"), { mode: 0o755 });
-    writeFileSync(path.join(dir, "bin/cm-admin"), CONTROL_PLANE_WRAPPER("admin"), { mode: 0o755 });
+    writeFileSync(path.join(dir, "bin/cm-control-plane"), wrapper("cm-control-plane", "control-plane.mjs"), { mode: 0o755 });
+    writeFileSync(path.join(dir, "bin/cm-admin"), wrapper("cm-admin", "admin.mjs", ADMIN_ENV), { mode: 0o755 });
     for (const [pkg, files] of CONTROL_PLANE_MODULES) {
       for (const file of files) {
         const from = path.join(ROOT, "node_modules", pkg, file);
@@ -245,7 +238,7 @@ function packArch(arch: Arch, version: string, bundle: string, installer: string
     for (const sub of ["bin", "lib", "node/bin"]) mkdirSync(path.join(dir, sub), { recursive: true });
     copyFileSync(bundle, path.join(dir, "lib/cm-agent.mjs"));
     copyFileSync(`${bundle}.LEGAL.txt`, path.join(dir, "lib/cm-agent.mjs.LEGAL.txt"));
-    writeFileSync(path.join(dir, "bin/cm-agent"), WRAPPER, { mode: 0o755 });
+    writeFileSync(path.join(dir, "bin/cm-agent"), wrapper("cm-agent", "cm-agent.mjs"), { mode: 0o755 });
     unpackNode(arch, work, dir);
     copyFileSync(path.join(ROOT, "deploy/agent/cm-agent.service"), path.join(dir, "cm-agent.service"));
     writeFileSync(path.join(dir, "install.sh"), installer, { mode: 0o755 });

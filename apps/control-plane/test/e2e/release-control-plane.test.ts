@@ -1,6 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { arch as hostArch, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createPgDatabase } from "@cm/db/testing";
@@ -8,6 +7,7 @@ import { needs } from "@cm/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appVersion } from "../../../../scripts/build";
 import { type Arch, elfArch, releaseCli, releaseControlPlane } from "../../../../scripts/release/release";
+import { freePort } from "../faults/support/pg-cluster";
 import { until } from "./support/system";
 
 // The control plane's release as an administrator gets it (issue 28): the tarball unpacked
@@ -17,15 +17,6 @@ import { until } from "./support/system";
 const ARCH: Arch = hostArch() === "arm64" ? "arm64" : "x64";
 const OTHER: Arch = ARCH === "x64" ? "arm64" : "x64";
 const TOOLS = ["sh", "dirname", "readlink", "sha256sum", "tar", "gzip"];
-
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const s = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-    s.on("error", reject);
-  });
 
 describe("the control plane's release tarball, unpacked on a clean machine", () => {
   let work = "";

@@ -7,6 +7,7 @@ import path from "node:path";
 import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { WebSocket } from "ws";
+import { freePort } from "../faults/support/pg-cluster";
 import { type System, startSystem, until } from "./support/system";
 import { ensureWebImage } from "./support/web-image";
 
@@ -18,14 +19,6 @@ const root = path.resolve(import.meta.dirname, "../../../..");
 const DOMAIN = "gpu.test";
 const API_DOMAIN = "console.test";
 let image = "";
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const p = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(p));
-    });
-  });
 
 needs("docker", "busybox", "nginx", "openssl").describe("the example nginx configuration", () => {
   let s: System;
