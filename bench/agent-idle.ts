@@ -14,11 +14,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import Docker from "dockerode";
 import { ensureWebImage } from "../apps/control-plane/test/e2e/support/web-image";
 import { type Arch, releaseAgent } from "../scripts/release/release";
 import { cpuMicros } from "./lib/cpu";
-import type { Plane } from "./lib/system-procs";
+import { type Plane, removeNodeLeftovers } from "./lib/system-procs";
 
 const SETTLE_S = Number(process.env.SETTLE_S ?? 10);
 const WINDOW_S = Number(process.env.WINDOW_S ?? 30);
@@ -140,17 +139,6 @@ try {
   );
 } finally {
   plane.kill("SIGTERM");
-  const docker = new Docker();
-  const byNode = { label: [`cm.node-id=${info.nodeId}`] };
-  for (const c of await docker.listContainers({ all: true, filters: byNode }))
-    await docker
-      .getContainer(c.Id)
-      .remove({ force: true })
-      .catch(() => {});
-  for (const n of await docker.listNetworks({ filters: byNode }))
-    await docker
-      .getNetwork(n.Id)
-      .remove()
-      .catch(() => {});
+  await removeNodeLeftovers(info.nodeId);
   rmSync(work, { recursive: true, force: true });
 }

@@ -60,17 +60,22 @@ export async function startProcesses(options: { agentEnv?: Record<string, string
       agent.kill("SIGTERM");
       plane.kill("SIGTERM");
       await agentExit;
-      const byNode = { label: [`cm.node-id=${info.nodeId}`] };
-      for (const c of await docker.listContainers({ all: true, filters: byNode }))
-        await docker
-          .getContainer(c.Id)
-          .remove({ force: true })
-          .catch(() => {});
-      for (const n of await docker.listNetworks({ filters: byNode }))
-        await docker
-          .getNetwork(n.Id)
-          .remove()
-          .catch(() => {});
+      await removeNodeLeftovers(info.nodeId);
     },
   };
+}
+
+/** Removes every container and network an agent made for the bench's node: that node never comes back for them. */
+export async function removeNodeLeftovers(nodeId: string): Promise<void> {
+  const byNode = { label: [`cm.node-id=${nodeId}`] };
+  for (const c of await docker.listContainers({ all: true, filters: byNode }))
+    await docker
+      .getContainer(c.Id)
+      .remove({ force: true })
+      .catch(() => {});
+  for (const n of await docker.listNetworks({ filters: byNode }))
+    await docker
+      .getNetwork(n.Id)
+      .remove()
+      .catch(() => {});
 }
