@@ -9,6 +9,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { imageExists } from "../../agent/test/support/busybox-image";
 import { ensureScriptImage } from "../../agent/test/support/script-image";
 import { type System, startSystem, until } from "../../control-plane/test/e2e/support/system";
+import { ensureWebImage } from "../../control-plane/test/e2e/support/web-image";
 import { terminal } from "./support/cli";
 
 // `cm cp` as a tenant runs it, against a real control plane, a real agent and
@@ -159,6 +160,16 @@ needs("docker", "busybox").describe("cm cp with a real agent and Docker", () => 
         stderr: `error NOT_A_DIRECTORY: cannot copy directory ${src} onto /tmp/renamed.bin, a file in the container\n`,
       });
       expect((await t.cm(["cp", src, path.join(here, "y")])).code).toBe(2);
+    }, 120_000);
+
+    it("copies into an image whose busybox has tar only as its shell's applet (no /bin/tar)", async () => {
+      const web = await deploy(["--image", ensureWebImage()]);
+      const file = path.join(src, "nested/run.sh");
+      const up = await t.cm(["cp", file, `${web}:/app/run.sh`]);
+      expect(up, up.stderr).toMatchObject({ code: 0, stderr: "" });
+      const back = path.join(here, "from-web.sh");
+      expect((await t.cm(["cp", `${web}:/app/run.sh`, back])).code).toBe(0);
+      expect(fs.readFileSync(back, "utf8")).toBe("#!/bin/sh\necho hi\n");
     }, 120_000);
 
     it("says so when the image has no tar, and when the deployment is not running", async () => {

@@ -116,7 +116,8 @@ async function upload(ctx: Context, local: string, id: string, remote: string) {
   const top = where === "dir" ? (localContents ? "." : path.basename(path.resolve(local)) || ".") : path.posix.basename(target);
   const summary: PackSummary = { files: 0, bytes: 0, skipped: [] };
   let over = false;
-  const r = await run(ctx, id, ["tar", "-x", "-f", "-", "-C", into], {
+  // Through sh, as the probe found tar: a busybox image may have the applet without a /bin/tar for exec to find.
+  const r = await run(ctx, id, ["sh", "-c", 'exec tar -x -f - -C "$1"', "cm-cp", into], {
     feed: async (session) => {
       void session.exit.finally(() => (over = true)).catch(() => undefined);
       const pieces = fromStdin ? (process.stdin as AsyncIterable<Buffer>) : pack(local, top, summary);
