@@ -249,6 +249,14 @@ firewallTests.describe("the egress policy on the real firewall", () => {
     async () => {
       expect(await firewall.ensure()).toEqual({ changed: false });
       expect(await firewall.check()).toEqual([]);
+      // In place, a check is one listing per family: the jumps are found in it as this iptables prints them.
+      const ran: string[] = [];
+      const counted = new IptablesFirewall(policy, (command, args, input) => {
+        ran.push([command, ...args].join(" "));
+        return spawnCommand(command, args, input);
+      });
+      expect(await counted.ensure()).toEqual({ changed: false });
+      expect(ran).toEqual(["iptables -w 5 -S", "ip6tables -w 5 -S"]);
       execFileSync("iptables", ["-w", "5", "-F", policy.egressChain]);
       expect(await firewall.check()).toEqual([`iptables: chain ${policy.egressChain} holds other rules than the policy's`]);
       execFileSync("iptables", ["-w", "5", "-D", "INPUT", "-i", `${bridgePrefix}+`, "-j", policy.inputChain]);
