@@ -21,6 +21,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { appVersion, buildApp } from "../build";
+import { betterSqliteAddon } from "./native-addon";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -123,7 +124,7 @@ if [ -r "$env_file" ]; then set -a; . "$env_file"; set +a; fi
  * swagger-ui-dist (files the docs page serves). Only what they load at run time.
  */
 const CONTROL_PLANE_MODULES: [string, string[]][] = [
-  ["better-sqlite3", ["package.json", "LICENSE", "lib", "build/Release/better_sqlite3.node"]],
+  ["better-sqlite3", ["package.json", "LICENSE", "lib"]],
   ["bindings", ["package.json", "LICENSE.md", "bindings.js"]],
   ["file-uri-to-path", ["package.json", "LICENSE", "index.js"]],
   ["postgres", ["package.json", "UNLICENSE", "cf", "cjs", "src"]],
@@ -146,6 +147,9 @@ const CONTROL_PLANE_MODULES: [string, string[]][] = [
   ],
 ];
 
+/** better-sqlite3's native addon, as its loader (bindings) looks for it; built for the tarball's architecture. */
+const ADDON = "better-sqlite3/build/Release/better_sqlite3.node";
+
 /** The machine an ELF file (a native addon) is built for, from its header's e_machine. */
 export function elfArch(file: string): Arch | "other" {
   const header = readFileSync(file).subarray(0, 20);
@@ -154,28 +158,29 @@ export function elfArch(file: string): Arch | "other" {
 }
 
 /**
- * The control plane's tarball for each architecture whose build of better-sqlite3 is here:
- * the one npm ci compiled for this machine. Another architecture's needs that
- * architecture's compiler (prebuilt binaries come from GitHub, which a build here cannot
- * reach): it is skipped with the reason, in the returned `skipped`.
+ * The control plane's tarball for each architecture whose better-sqlite3 addon this
+ * machine has or can cross-compile (native-addon.ts). One it cannot is skipped with the
+ * reason, in the returned `skipped`.
  */
 export async function releaseControlPlane(options: ReleaseOptions): Promise<{ made: string[]; skipped: string[] }> {
   const version = options.version ?? appVersion("control-plane");
   if (!/^[0-9A-Za-z.+-]+$/.test(version)) throw new Error(`"${version}" is not a version`);
   mkdirSync(options.outDir, { recursive: true });
-  const addon = path.join(ROOT, "node_modules/better-sqlite3/build/Release/better_sqlite3.node");
-  const addonArch = existsSync(addon) ? elfArch(addon) : "other";
   const made: string[] = [];
   const skipped: string[] = [];
   const bundleDir = mkdtempSync(path.join(tmpdir(), "cm-release-cp-"));
   try {
     await buildApp("control-plane", { outDir: bundleDir });
     for (const arch of options.arches) {
-      if (arch !== addonArch) {
-        skipped.push(`cm-control-plane for linux-${arch}: better-sqlite3 here is built for ${addonArch}; release it on a linux-${arch} machine`);
-        continue;
-      }
-      made.push(packControlPlane(arch, version, bundleDir, options));
+      const addon = betterSqliteAddon(arch, {
+        root: ROOT,
+        cacheDir: CACHE_DIR,
+        nodePackage: () => nodeRuntimePackage(arch),
+        nodeVersion: NODE_VERSION,
+        elfArch,
+      });
+      if ("skipped" in addon) skipped.push(addon.skipped);
+      else made.push(packControlPlane(arch, version, bundleDir, addon.file, options));
     }
   } finally {
     rmSync(bundleDir, { recursive: true, force: true });
@@ -184,7 +189,7 @@ export async function releaseControlPlane(options: ReleaseOptions): Promise<{ ma
   return { made, skipped };
 }
 
-function packControlPlane(arch: Arch, version: string, bundleDir: string, options: ReleaseOptions): string {
+function packControlPlane(arch: Arch, version: string, bundleDir: string, addon: string, options: ReleaseOptions): string {
   const name = `cm-control-plane-${version}-linux-${arch}`;
   const work = mkdtempSync(path.join(tmpdir(), "cm-release-"));
   try {
@@ -201,6 +206,7 @@ function packControlPlane(arch: Arch, version: string, bundleDir: string, option
         cpSync(from, path.join(dir, "node_modules", pkg, file), { recursive: true });
       }
     }
+    cpSync(addon, path.join(dir, "node_modules", ADDON));
     unpackNode(arch, work, dir);
     copyFileSync(path.join(ROOT, "deploy/control-plane/cm-control-plane.service"), path.join(dir, "cm-control-plane.service"));
     copyFileSync(path.join(ROOT, "deploy/control-plane/control-plane.env"), path.join(dir, "control-plane.env"));

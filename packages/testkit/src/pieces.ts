@@ -19,6 +19,7 @@ export const PIECES = [
   "nginx",
   "openssl",
   "qemu-aarch64",
+  "cross-arm64",
   "systemd-analyze",
   "firewall",
   "registry",
@@ -125,6 +126,8 @@ export async function probePieces(env: NodeJS.ProcessEnv = process.env): Promise
     nginx: probeBinary("nginx", "apt-get install nginx-light", env),
     openssl: probeBinary("openssl", "apt-get install openssl", env),
     "qemu-aarch64": executable("/usr/bin/qemu-aarch64-static") ? undefined : "qemu-aarch64-static is not installed (apt-get install qemu-user-static)",
+    // The control plane's arm64 tarball carries better-sqlite3 cross-compiled for aarch64.
+    "cross-arm64": probeBinary("aarch64-linux-gnu-g++", "apt-get install g++-aarch64-linux-gnu", env),
     "systemd-analyze": probeBinary("systemd-analyze", "apt-get install systemd", env),
     // The egress policy's tests change the host's firewall and make network namespaces.
     firewall: probeFirewall(env),

@@ -32,7 +32,7 @@ export function skipSummaryLines(skipped: string[][]): string[] {
   return [
     `${tests(wanting.length)} skipped for want of what this machine lacks:`,
     ...[...counts].sort((a, b) => b[1] - a[1]).map(([reason, n]) => `  ${String(n).padStart(width)}  ${reason}`),
-    "Run them all: install and start what is missing, or run `bash .ci/run` as root: it installs Docker, PostgreSQL 15, busybox, nginx, openssl, qemu-user-static, docker-registry, apache2-utils and openssh-client, starts them, and runs npm test with CI=true.",
+    "Run them all: install and start what is missing, or run `bash .ci/run` as root: it installs Docker, PostgreSQL 15, busybox, nginx, openssl, qemu-user-static, g++-aarch64-linux-gnu, docker-registry, apache2-utils and openssh-client, starts them, and runs npm test with CI=true.",
   ];
 }
 

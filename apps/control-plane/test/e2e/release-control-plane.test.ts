@@ -2,11 +2,13 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { arch as hostArch, tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { createPgDatabase } from "@cm/db/testing";
 import { needs } from "@cm/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appVersion } from "../../../../scripts/build";
-import { type Arch, elfArch, releaseCli, releaseControlPlane } from "../../../../scripts/release/release";
+import { betterSqliteAddon, TRIPLETS } from "../../../../scripts/release/native-addon";
+import { type Arch, elfArch, NODE_VERSION, nodeRuntimePackage, releaseCli, releaseControlPlane } from "../../../../scripts/release/release";
 import { freePort } from "../faults/support/pg-cluster";
 import { until } from "./support/system";
 
@@ -41,18 +43,21 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     cm = await releaseCli({ outDir: out });
     if (made.length > 0) execFileSync("tar", ["-xzf", made[0]!, "-C", work], { env: { PATH: bin } });
     dir = join(work, `cm-control-plane-${version}-linux-${ARCH}`);
-  }, 240_000);
+  }, 360_000);
 
   afterAll(() => {
     for (const p of running) p.kill("SIGTERM");
     if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  /** bin/cm-control-plane with the plain PATH and `env`; resolves once /health answers. */
-  async function start(env: Record<string, string>): Promise<{ url: string; output: () => string }> {
+  /** bin/cm-control-plane (or `program`) with the plain PATH and `env`; resolves once /health answers. */
+  async function start(
+    env: Record<string, string>,
+    program: [string, string[]] = [join(dir, "bin/cm-control-plane"), []],
+  ): Promise<{ url: string; output: () => string }> {
     const port = await freePort();
     let output = "";
-    const child = spawn(join(dir, "bin/cm-control-plane"), [], { cwd: work, env: { PATH: bin, HOME: work, PORT: String(port), ...env } });
+    const child = spawn(program[0], program[1], { cwd: work, env: { PATH: bin, HOME: work, PORT: String(port), ...env } });
     running.push(child);
     child.stdout.on("data", (d) => (output += d));
     child.stderr.on("data", (d) => (output += d));
@@ -69,9 +74,8 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     return { url, output: () => output };
   }
 
-  it("holds this machine's build, names why the other architecture's is not made, and SHA256SUMS covers it", () => {
-    expect(made.map((f) => f.split("/").pop())).toEqual([`cm-control-plane-${version}-linux-${ARCH}.tar.gz`]);
-    expect(skipped.join("\n")).toMatch(new RegExp(`linux-${OTHER}: better-sqlite3 here is built for ${ARCH}`));
+  it("holds this machine's build, and SHA256SUMS covers it", () => {
+    expect(made.map((f) => f.split("/").pop())).toContain(`cm-control-plane-${version}-linux-${ARCH}.tar.gz`);
     const sums = execFileSync("sha256sum", ["-c", "SHA256SUMS"], { cwd: join(work, "release"), encoding: "utf8" });
     expect(sums).toContain(`cm-control-plane-${version}-linux-${ARCH}.tar.gz: OK`);
     for (const file of [
@@ -114,6 +118,57 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     });
     expect(admin).toContain(join(home, "data/marketplace.db"));
   }, 120_000);
+
+  it("names what the other architecture's build needs where this machine cannot cross-compile it", () => {
+    const noCompiler = mkdtempSync(join(tmpdir(), "cm-no-cache-"));
+    try {
+      const addon = betterSqliteAddon(OTHER, {
+        root: fileURLToPath(new URL("../../../..", import.meta.url)),
+        cacheDir: noCompiler,
+        nodePackage: () => nodeRuntimePackage(OTHER),
+        nodeVersion: NODE_VERSION,
+        elfArch,
+        searchPath: bin,
+      });
+      expect(addon).toEqual({
+        skipped: expect.stringMatching(
+          new RegExp(`^cm-control-plane for linux-${OTHER}: better-sqlite3 here is built for ${ARCH} and no ${TRIPLETS[OTHER]}-g\\+\\+ is installed`),
+        ),
+      });
+    } finally {
+      rmSync(noCompiler, { recursive: true, force: true });
+    }
+  });
+
+  // Release machines here are x86-64; the arm64 tarball's addon is cross-compiled, and the
+  // tarball run as an arm64 machine would run it, under qemu (its glibc from the cross toolchain).
+  (ARCH === "x64" ? needs("cross-arm64", "qemu-aarch64") : { it: it.skip }).it(
+    "holds an arm64 build whose cross-compiled better-sqlite3 serves the embedded database under qemu",
+    async () => {
+      const armTarball = made.find((f) => f.endsWith(`-linux-arm64.tar.gz`));
+      expect(armTarball, skipped.join("\n")).toBeDefined();
+      expect(execFileSync("sha256sum", ["-c", "SHA256SUMS"], { cwd: join(work, "release"), encoding: "utf8" })).toContain(
+        `cm-control-plane-${version}-linux-arm64.tar.gz: OK`,
+      );
+      const arm = join(work, "arm64");
+      mkdirSync(arm);
+      execFileSync("tar", ["-xzf", armTarball!, "-C", arm], { env: { PATH: bin } });
+      const armDir = join(arm, `cm-control-plane-${version}-linux-arm64`);
+      expect(readFileSync(join(armDir, "ARCH"), "utf8").trim()).toBe("arm64");
+      expect(elfArch(join(armDir, "node/bin/node"))).toBe("arm64");
+      expect(elfArch(join(armDir, "node_modules/better-sqlite3/build/Release/better_sqlite3.node"))).toBe("arm64");
+      const armHome = join(arm, "state");
+      const cp = await start({ CM_HOME: armHome }, [
+        "/usr/bin/qemu-aarch64-static",
+        ["-L", "/usr/aarch64-linux-gnu", join(armDir, "node/bin/node"), join(armDir, "lib/control-plane.mjs")],
+      ]);
+      expect(statSync(join(armHome, "data/marketplace.db")).isFile()).toBe(true);
+      expect(await (await fetch(`${cp.url}/nodes`)).json()).toMatchObject({ nodes: [] });
+      expect(cp.output()).toContain('"database":"sqlite"');
+      expect(cp.output()).not.toMatch(/Failed to load bindings/);
+    },
+    120_000,
+  );
 
   needs("systemd-analyze").it("systemd accepts the unit, run from the unpacked release", () => {
     // ExecStart pointed at this unpacking (systemd checks that it is executable); the
