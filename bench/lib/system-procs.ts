@@ -34,7 +34,8 @@ export async function startProcesses(options: { agentEnv?: Record<string, string
     ],
     {
       stdio: ["ignore", process.env.AGENT_LOG_LEVEL ? "inherit" : "ignore", "inherit"],
-      env: { ...process.env, LOG_LEVEL: process.env.AGENT_LOG_LEVEL ?? "warn", ...options.agentEnv },
+      // AGENT_NODE_OPTIONS: Node flags for the agent alone (the release's wrapper gives it its own).
+      env: { ...process.env, LOG_LEVEL: process.env.AGENT_LOG_LEVEL ?? "warn", NODE_OPTIONS: process.env.AGENT_NODE_OPTIONS ?? "", ...options.agentEnv },
     },
   );
   const call = async (method: string, path: string, body?: unknown) => {
