@@ -16,7 +16,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -53,8 +53,15 @@ export function nodeRuntimePackage(arch: Arch): string {
   const integrity = () => `sha512-${createHash("sha512").update(readFileSync(file)).digest("base64")}`;
   if (!existsSync(file) || integrity() !== NODE_INTEGRITY[arch]) {
     mkdirSync(CACHE_DIR, { recursive: true });
-    // npm's own client: its registry settings and cache, no other host.
-    execFileSync("npm", ["pack", `${name}@${NODE_VERSION}`, "--pack-destination", CACHE_DIR, "--silent"], { stdio: ["ignore", "ignore", "inherit"] });
+    // npm's own client: its registry settings and cache, no other host. Packed aside and moved in whole:
+    // two releases at once (the tests run several) must never read the other's half-written file.
+    const aside = mkdtempSync(path.join(CACHE_DIR, ".pack-"));
+    try {
+      execFileSync("npm", ["pack", `${name}@${NODE_VERSION}`, "--pack-destination", aside, "--silent"], { stdio: ["ignore", "ignore", "inherit"] });
+      renameSync(path.join(aside, path.basename(file)), file);
+    } finally {
+      rmSync(aside, { recursive: true, force: true });
+    }
   }
   const got = integrity();
   if (got !== NODE_INTEGRITY[arch])
