@@ -172,7 +172,7 @@ export class AgentHub implements NodeLink, SessionHost {
   notServing(nodeId: string, why: string) {
     void this.serialize(nodeId, async () => {
       if (this.sessions.has(nodeId)) return; // already back
-      await this.o.repos.nodes.markOffline(nodeId, this.o.clock.now());
+      await this.o.repos.nodes.markOffline(nodeId);
       this.o.events.emit("node-changed", nodeId);
       this.o.log.error(`node not serving: ${why}`, { nodeId });
     }).catch((err) => this.o.log.error("agent: marking a node not serving failed", { err, nodeId }));
@@ -278,7 +278,7 @@ export class AgentHub implements NodeLink, SessionHost {
   /** Offline, and its live deployments stopped and settled up to `lastSeenMs`. */
   private async lose(nodeId: string, lastSeenMs: number, why: string) {
     const nowMs = this.o.clock.now();
-    await this.o.repos.nodes.markOffline(nodeId, nowMs);
+    await this.o.repos.nodes.markOffline(nodeId);
     this.o.events.emit("node-changed", nodeId);
     await this.o.metering.nodeLost(nodeId, lastSeenMs, nowMs);
     this.o.log.warn(`node offline: ${why}`, { nodeId });

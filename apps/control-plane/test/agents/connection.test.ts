@@ -210,7 +210,7 @@ describeEachDatabase("agent connection on $name", (db) => {
     await back.agent.close();
   });
 
-  it("gives a closed socket three heartbeat intervals to come back before the node is offline, counting its uptime", async () => {
+  it("gives a closed socket three heartbeat intervals to come back before the node is offline", async () => {
     const node = await h.connectedNode(op.token);
     h.clock.advance(60_000);
     node.agent.heartbeat();
@@ -222,8 +222,6 @@ describeEachDatabase("agent connection on $name", (db) => {
     h.clock.advance(11_000);
     await h.deps.agents.tick();
     await eventually(async () => expect((await h.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("offline"));
-    const row = await h.deps.repos.nodes.get(node.id);
-    expect(row).toMatchObject({ onlineSince: null, onlineMsTotal: 91_000 });
   });
 
   it("leaves other upgrade paths to others: 404 there", async () => {

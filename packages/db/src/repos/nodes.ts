@@ -180,7 +180,7 @@ export function createNodesRepo(h: DbHandle) {
       return h.run(async (db) => {
         const done = await db
           .update(nodes)
-          .set({ retiredAt: nowMs, status: "offline", onlineSince: null })
+          .set({ retiredAt: nowMs, status: "offline" })
           .where(and(eq(nodes.id, id), eq(nodes.operatorId, operatorId), visible))
           .returning({ id: nodes.id });
         return done.length === 1;
@@ -231,7 +231,6 @@ export function createNodesRepo(h: DbHandle) {
           .set({
             status: sql`case when ${nodes.cpuCores} > 0 and ${nodes.ramMb} > 0 then 'online' else ${nodes.status} end`,
             lastHeartbeat: nowMs,
-            onlineSince: sql`coalesce(${nodes.onlineSince}, ${nowMs})`,
             ...(agentVersion === undefined ? {} : { agentVersion }),
           })
           .where(and(eq(nodes.id, id), visible)),
@@ -268,17 +267,9 @@ export function createNodesRepo(h: DbHandle) {
       );
     },
 
-    async markOffline(id: string, nowMs: number) {
-      await h.run((db) =>
-        db
-          .update(nodes)
-          .set({
-            status: "offline",
-            onlineMsTotal: sql`${nodes.onlineMsTotal} + coalesce(${nowMs} - ${nodes.onlineSince}, 0)`,
-            onlineSince: null,
-          })
-          .where(eq(nodes.id, id)),
-      );
+    /** Its agent is not heard from. What it was online for is counted as its heartbeats come (node_uptime_hours), not here. */
+    async markOffline(id: string) {
+      await h.run((db) => db.update(nodes).set({ status: "offline" }).where(eq(nodes.id, id)));
     },
 
     /**

@@ -84,12 +84,10 @@ export const nodes = pgTable(
     // What the agent said at its last hello (its package version); null until one has.
     agentVersion: text("agent_version"),
     lastHeartbeat: bigint("last_heartbeat", { mode: "number" }),
-    onlineSince: bigint("online_since", { mode: "number" }),
     // Set by the operator (POST /operator/nodes/{id}/maintenance): non-null puts the node in maintenance,
     // whatever its heartbeats say; the reason is what tenants are shown.
     maintenanceReason: text("maintenance_reason"),
     maintenanceSince: bigint("maintenance_since", { mode: "number" }),
-    onlineMsTotal: bigint("online_ms_total", { mode: "number" }).notNull().default(0),
     createdAt: bigint("created_at", { mode: "number" }).notNull(),
     retiredAt: bigint("retired_at", { mode: "number" }),
   },

@@ -84,12 +84,10 @@ export const nodes = sqliteTable(
     // What the agent said at its last hello (its package version); null until one has.
     agentVersion: text("agent_version"),
     lastHeartbeat: integer("last_heartbeat"),
-    onlineSince: integer("online_since"),
     // Set by the operator (POST /operator/nodes/{id}/maintenance): non-null puts the node in maintenance,
     // whatever its heartbeats say; the reason is what tenants are shown.
     maintenanceReason: text("maintenance_reason"),
     maintenanceSince: integer("maintenance_since"),
-    onlineMsTotal: integer("online_ms_total").notNull().default(0),
     createdAt: integer("created_at").notNull(),
     retiredAt: integer("retired_at"),
   },

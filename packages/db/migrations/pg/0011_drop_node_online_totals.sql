@@ -1,0 +1,2 @@
+ALTER TABLE "nodes" DROP COLUMN "online_since";--> statement-breakpoint
+ALTER TABLE "nodes" DROP COLUMN "online_ms_total";
