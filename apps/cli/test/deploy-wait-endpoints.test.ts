@@ -57,6 +57,14 @@ needs("docker", "busybox").describe("cm deploy --wait and the endpoints", () => 
     await t.cm(["rm", id]);
   }, 120_000);
 
+  it("prints an endpoint that answered at once as answering, before the agent's own probe says ready", async () => {
+    const r = await t.cm(["deploy", "--image", BUSYBOX_IMAGE, "--port", "8080", "--node", s.nodeId, "--wait", "--", "httpd", "-f", "-p", "8080", "-h", "/tmp"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/^ {2}http:\/\/\S+ -> 8080$/m);
+    expect(r.stderr).not.toContain("not ready");
+    await t.cm(["rm", r.stdout.trim()]);
+  }, 120_000);
+
   it("says it timed out waiting for the endpoints when nothing listens on the port", async () => {
     const r = await t.cm(["deploy", "--image", BUSYBOX_IMAGE, "--port", "8080", "--node", s.nodeId, "--wait", "--timeout", "12", "--", "sleep", "600"]);
     expect(r.code).toBe(1);

@@ -95,7 +95,8 @@ export const deploy: Run = async (ctx, { flags, args }) => {
   const running = await waitForEndpoints(ctx, started, deadlineMs);
   if (ctx.json) return ctx.out.json({ deployment: running });
   ctx.out.line(running.id);
-  for (const e of endpoints(running)) ctx.out.note(`  ${e}`);
+  // Each answered the probe above: the deployment's own `ready` is the agent's last probe, which may not have come yet.
+  for (const e of running.endpoints) ctx.out.note(`  ${e.url} -> ${e.internalPort}`);
 };
 
 /** What deploy would do, on stdout: the node, the price, the hold and what it holds, or the refusal it would meet. */
