@@ -5,8 +5,9 @@
  *   install-cm-agent.sh                     the same install.sh, to download beside the tarball
  *   cm-control-plane-<version>-linux-<arch>.tar.gz
  *                                           the control plane's bundle and admin tools, its
- *                                           database drivers, a pinned Node runtime, the unit
- *                                           and an env file
+ *                                           database drivers, a pinned Node runtime, the unit,
+ *                                           an env file and install.sh
+ *   install-cm-control-plane.sh             that install.sh, to download beside the tarball
  *   cm-<version>.mjs                        cm as one file, for a tenant's own Node
  *   SHA256SUMS                              what install.sh checks the tarball against
  * The Node runtime is the npm registry's `node-linux-<arch>` package (Node's own binary
@@ -16,7 +17,20 @@
  */
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -76,15 +90,24 @@ here="$(dirname "$(readlink -f "$0")")"
 ${preamble}exec "$here/../node/bin/node" "$here/../lib/${bundle}" "$@"
 `;
 
-export function installScript(version: string): string {
-  return readFileSync(path.join(ROOT, "deploy/agent/install.sh"), "utf8").replace('CM_AGENT_VERSION="@VERSION@"', `CM_AGENT_VERSION="${version}"`);
+/**
+ * A product's installer as released: its version filled in, and the functions the
+ * installers share (deploy/release/install-lib.sh) put in place of its @INSTALL_LIB@
+ * line, so what an operator downloads is one file.
+ */
+export function installScript(product: "agent" | "control-plane", version: string): string {
+  const lib = readFileSync(path.join(ROOT, "deploy/release/install-lib.sh"), "utf8");
+  const text = readFileSync(path.join(ROOT, `deploy/${product}/install.sh`), "utf8");
+  const marker = /^# @INSTALL_LIB@.*\n/m;
+  if (!marker.test(text) || !text.includes('VERSION="@VERSION@"')) throw new Error(`deploy/${product}/install.sh lacks its @INSTALL_LIB@ line or VERSION`);
+  return text.replace('VERSION="@VERSION@"', `VERSION="${version}"`).replace(marker, () => lib);
 }
 
 export async function releaseAgent(options: ReleaseOptions): Promise<string[]> {
   const version = options.version ?? appVersion("agent");
   if (!/^[0-9A-Za-z.+-]+$/.test(version)) throw new Error(`"${version}" is not a version`);
   mkdirSync(options.outDir, { recursive: true });
-  const installer = installScript(version);
+  const installer = installScript("agent", version);
   const made: string[] = [];
   const bundleDir = mkdtempSync(path.join(tmpdir(), "cm-release-bundle-"));
   try {
@@ -192,6 +215,11 @@ export async function releaseControlPlane(options: ReleaseOptions): Promise<{ ma
   } finally {
     rmSync(bundleDir, { recursive: true, force: true });
   }
+  if (made.length > 0) {
+    const installerOut = path.join(options.outDir, "install-cm-control-plane.sh");
+    writeFileSync(installerOut, installScript("control-plane", version), { mode: 0o755 });
+    made.push(installerOut);
+  }
   writeSums(options.outDir);
   return { made, skipped };
 }
@@ -217,6 +245,7 @@ function packControlPlane(arch: Arch, version: string, bundleDir: string, addon:
     unpackNode(arch, work, dir);
     copyFileSync(path.join(ROOT, "deploy/control-plane/cm-control-plane.service"), path.join(dir, "cm-control-plane.service"));
     copyFileSync(path.join(ROOT, "deploy/control-plane/control-plane.env"), path.join(dir, "control-plane.env"));
+    writeFileSync(path.join(dir, "install.sh"), installScript("control-plane", version), { mode: 0o755 });
     copyFileSync(path.join(ROOT, "README.md"), path.join(dir, "README.md"));
     writeFileSync(path.join(dir, "VERSION"), `${version}\n`);
     writeFileSync(path.join(dir, "ARCH"), `${arch}\n`);

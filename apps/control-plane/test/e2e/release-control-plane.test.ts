@@ -1,5 +1,5 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { arch as hostArch, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -10,6 +10,7 @@ import { appVersion } from "../../../../scripts/build";
 import { betterSqliteAddon, TRIPLETS } from "../../../../scripts/release/native-addon";
 import { type Arch, elfArch, NODE_VERSION, nodeRuntimePackage, releaseCli, releaseControlPlane } from "../../../../scripts/release/release";
 import { freePort } from "../faults/support/pg-cluster";
+import { linkTools } from "./support/clean-machine";
 import { until } from "./support/system";
 
 // The control plane's release as an administrator gets it (issue 28): the tarball unpacked
@@ -18,7 +19,6 @@ import { until } from "./support/system";
 
 const ARCH: Arch = hostArch() === "arm64" ? "arm64" : "x64";
 const OTHER: Arch = ARCH === "x64" ? "arm64" : "x64";
-const TOOLS = ["sh", "dirname", "readlink", "sha256sum", "tar", "gzip"];
 
 describe("the control plane's release tarball, unpacked on a clean machine", () => {
   let work = "";
@@ -37,7 +37,7 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     home = join(work, "state");
     mkdirSync(bin);
     mkdirSync(home);
-    for (const tool of TOOLS) symlinkSync(execFileSync("sh", ["-c", `command -v ${tool}`], { encoding: "utf8" }).trim(), join(bin, tool));
+    linkTools(bin);
     const out = join(work, "release");
     ({ made, skipped } = await releaseControlPlane({ arches: [ARCH, OTHER], outDir: out, version, gzipLevel: 1 }));
     cm = await releaseCli({ outDir: out });
@@ -183,6 +183,78 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
       env: { ...process.env, SYSTEMD_UNIT_PATH: `${units}:` },
     });
   });
+
+  it("installs with install-cm-control-plane.sh into a clean root, runs from there, keeps its settings, and uninstalls", async () => {
+    const root = join(work, "root");
+    mkdirSync(root);
+    const release = join(work, "release");
+    const install = (args: string[], dir = release) =>
+      new Promise<{ code: number; out: string }>((resolve) =>
+        execFile("bash", [join(dir, "install-cm-control-plane.sh"), ...args], { env: { PATH: bin, CM_ROOT: root } }, (error, stdout, stderr) =>
+          resolve({ code: error ? Number(error.code ?? 1) : 0, out: stdout + stderr }),
+        ),
+      );
+    const opt = join(root, "opt/cm-control-plane");
+    const envFile = join(root, "etc/cm-control-plane/control-plane.env");
+
+    // A download that does not match SHA256SUMS is refused, and nothing is changed.
+    const damaged = join(work, "damaged");
+    mkdirSync(damaged);
+    for (const f of ["install-cm-control-plane.sh", "SHA256SUMS", `cm-control-plane-${version}-linux-${ARCH}.tar.gz`])
+      copyFileSync(join(release, f), join(damaged, f));
+    writeFileSync(join(damaged, `cm-control-plane-${version}-linux-${ARCH}.tar.gz`), "not the release");
+    const refused = await install([], damaged);
+    expect(refused.code).toBe(1);
+    expect(refused.out).toContain(`cm-control-plane-${version}-linux-${ARCH}.tar.gz does not match SHA256SUMS`);
+    expect(existsSync(opt)).toBe(false);
+    // A dry run says what it would do and does nothing.
+    const dry = await install(["--dry-run"]);
+    expect(dry.code, dry.out).toBe(0);
+    expect(dry.out).toContain(`would run: mv`);
+    expect(existsSync(opt)).toBe(false);
+
+    const urlFile = join(work, "database-url");
+    writeFileSync(urlFile, "postgres://cm:secret@127.0.0.1:5432/cm\n", { mode: 0o600 });
+    const first = await install(["--database-url-file", urlFile]);
+    expect(first.code, first.out).toBe(0);
+    expect(first.out).toContain(`matches SHA256SUMS`);
+    expect(readlinkSync(join(opt, "current"))).toBe(version);
+    expect(statSync(envFile).mode & 0o777).toBe(0o640);
+    const settings = readFileSync(envFile, "utf8");
+    expect(settings).toContain("CM_HOME=/var/lib/cm-control-plane");
+    expect(settings).toContain("DATABASE_URL=postgres://cm:secret@127.0.0.1:5432/cm");
+    expect(readFileSync(join(root, "etc/systemd/system/cm-control-plane.service"), "utf8")).toContain(
+      "ExecStart=/opt/cm-control-plane/current/bin/cm-control-plane",
+    );
+    expect(readlinkSync(join(root, "usr/local/bin/cm-admin"))).toBe("/opt/cm-control-plane/current/bin/cm-admin");
+    expect(existsSync(join(opt, "current/install.sh"))).toBe(true);
+
+    // What was installed runs (on the embedded database here: the test root's own CM_HOME).
+    const cp = await start({ CM_HOME: join(root, "var/lib/cm-control-plane") }, [join(opt, "current/bin/cm-control-plane"), []]);
+    expect((await fetch(`${cp.url}/nodes`)).status).toBe(200);
+    for (const p of running.splice(0)) p.kill("SIGTERM");
+
+    // Installed again (an upgrade's path): the settings an administrator edited are kept; no earlier version to roll back to.
+    writeFileSync(envFile, `${settings}PORT=9999\n`);
+    const again = await install([]);
+    expect(again.code, again.out).toBe(0);
+    expect(again.out).toContain(`kept ${envFile}`);
+    expect(readFileSync(envFile, "utf8")).toContain("PORT=9999");
+    const rollback = await install(["--rollback"]);
+    expect(rollback.code).toBe(1);
+    expect(rollback.out).toContain(`there is no previous version in ${opt} to roll back to (current is ${version})`);
+
+    const removed = await install(["--uninstall"]);
+    expect(removed.code, removed.out).toBe(0);
+    expect(existsSync(opt)).toBe(false);
+    expect(existsSync(join(root, "etc/systemd/system/cm-control-plane.service"))).toBe(false);
+    expect(existsSync(envFile)).toBe(true);
+    expect(existsSync(join(root, "var/lib/cm-control-plane/data/marketplace.db"))).toBe(true);
+    const purged = await install(["--uninstall", "--purge"]);
+    expect(purged.code, purged.out).toBe(0);
+    expect(existsSync(join(root, "etc/cm-control-plane"))).toBe(false);
+    expect(existsSync(join(root, "var/lib/cm-control-plane"))).toBe(false);
+  }, 120_000);
 
   needs("postgres").it(
     "runs on PostgreSQL given DATABASE_URL, migrating a new database",

@@ -10,7 +10,6 @@ import {
   realpathSync,
   rmSync,
   statSync,
-  symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { arch as hostArch, tmpdir } from "node:os";
@@ -20,6 +19,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { appVersion } from "../../../../scripts/build";
 import { type Arch, releaseAgent, releaseCli } from "../../../../scripts/release/release";
 import { type Harness, startHarness } from "../support/harness";
+import { linkTools } from "./support/clean-machine";
 import { removeLabelled, until } from "./support/system";
 import { ensureWebImage } from "./support/web-image";
 
@@ -31,30 +31,6 @@ import { ensureWebImage } from "./support/web-image";
 
 const ARCH: Arch = hostArch() === "arm64" ? "arm64" : "x64";
 const OTHER: Arch = ARCH === "x64" ? "arm64" : "x64";
-/** What install.sh and the agent's wrapper use, and nothing else. */
-const TOOLS = [
-  "bash",
-  "sh",
-  "uname",
-  "sha256sum",
-  "awk",
-  "cut",
-  "tr",
-  "basename",
-  "dirname",
-  "mktemp",
-  "tar",
-  "gzip",
-  "cat",
-  "readlink",
-  "mkdir",
-  "rm",
-  "mv",
-  "ln",
-  "cp",
-  "chmod",
-  "id",
-];
 /** What the agent runs, where the machine has it: the egress policy's firewall tools, the GPUs' nvidia-smi. */
 const AGENT_TOOLS = ["iptables", "iptables-restore", "ip6tables", "ip6tables-restore", "nvidia-smi"];
 
@@ -80,12 +56,7 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
     bin = join(work, "bin");
     mkdirSync(root);
     mkdirSync(bin);
-    for (const tool of [...TOOLS, ...AGENT_TOOLS]) {
-      // sbin too: root's PATH on a server has it, the test runner's may not.
-      const found = execFileSync("bash", ["-c", `PATH="$PATH:/usr/sbin:/sbin" command -v ${tool} || true`], { encoding: "utf8" }).trim();
-      if (found) symlinkSync(found, join(bin, tool));
-      else if (TOOLS.includes(tool)) throw new Error(`${tool} is not installed`);
-    }
+    linkTools(bin, AGENT_TOOLS);
     await releaseAgent({ arches: [ARCH], outDir: rel1(), version: v1, gzipLevel: 1 });
     await releaseAgent({ arches: [ARCH], outDir: rel2(), version: v2, gzipLevel: 1 });
     cmFile = await releaseCli({ outDir: rel1() });
