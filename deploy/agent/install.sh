@@ -140,7 +140,9 @@ uninstall() {
     note "CM_ROOT=$ROOT: no service to stop and no firewall to clean"
   fi
   remove_installed cm-agent
-  if [ "$PURGE" = true ]; then
+  if [ "$DRY_RUN" = true ]; then
+    say "Dry run: nothing was removed."
+  elif [ "$PURGE" = true ]; then
     ok "cm-agent removed, with its token and state"
   else
     ok "cm-agent removed; kept $ROOT/etc/cm-agent (this node's token) and $ROOT/var/lib/cm-agent (--purge removes them)"

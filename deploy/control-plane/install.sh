@@ -11,6 +11,7 @@ set -eu
 # Filled in by `npm run release` (scripts/release/release.ts).
 PRODUCT=cm-control-plane
 VERSION="@VERSION@"
+ROLLBACK_NOTE="if the newer version migrated the database, this one refuses to start (exit 78, its journal says so): restore the backup taken before the upgrade"
 
 usage() {
   cat <<USAGE
@@ -88,7 +89,7 @@ write_env_file() {
     {
       cat "$PREFIX/$VERSION/control-plane.env"
       if [ -n "$DATABASE_URL_GIVEN" ]; then
-        printf '\n# Written by install.sh from --database-url-file.\nDATABASE_URL=%s\n' "$DATABASE_URL_GIVEN"
+        printf "\n# Written by install.sh from --database-url-file.\nDATABASE_URL='%s'\n" "$DATABASE_URL_GIVEN"
       fi
     } >"$env_file"
   )
@@ -104,8 +105,9 @@ install_release() {
   checked_tarball "$arch" "$tarball"
   if [ -n "$DATABASE_URL_GIVEN" ]; then
     case "$DATABASE_URL_GIVEN" in postgres://* | postgresql://*) ;; *) fail "the database URL must be a postgres:// URL; nothing was changed" ;; esac
-    # It becomes a line of the env file: nothing in it may start another line or quote.
-    case "$DATABASE_URL_GIVEN" in *[[:space:]\"\'\\\`\$]*) fail "the database URL holds spaces or quotes; nothing was changed" "percent-encode them (%20, %22)" ;; esac
+    # It becomes a line of the env file in single quotes, which systemd and cm-admin's shell both read
+    # literally (a bare & or ; would be a command to the shell): only a quote or a space could break out.
+    case "$DATABASE_URL_GIVEN" in *[[:space:]\']*) fail "the database URL holds spaces or single quotes; nothing was changed" "percent-encode them (%20, %27)" ;; esac
   fi
 
   # Unpacked and tried aside first: a tarball that does not run here changes nothing.
@@ -130,7 +132,9 @@ install_release() {
 uninstall() {
   if have_systemd; then step systemctl disable --now cm-control-plane || true; fi
   remove_installed cm-admin
-  if [ "$PURGE" = true ]; then
+  if [ "$DRY_RUN" = true ]; then
+    say "Dry run: nothing was removed."
+  elif [ "$PURGE" = true ]; then
     ok "cm-control-plane removed, with its settings and its embedded database (the user cm-control-plane stays: userdel cm-control-plane)"
   else
     ok "cm-control-plane removed; kept $ROOT/etc/cm-control-plane (the settings) and $ROOT/var/lib/cm-control-plane (the embedded database; --purge removes them)"

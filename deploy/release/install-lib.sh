@@ -118,6 +118,7 @@ rollback() {
   point_current_at "$previous"
   [ -z "$current" ] || step ln -sfn "$current" "$PREFIX/previous"
   ok "current is $previous again (was $current; --rollback again returns to it)"
+  if [ -n "${ROLLBACK_NOTE:-}" ]; then note "$ROLLBACK_NOTE"; fi
   restart_service
 }
 

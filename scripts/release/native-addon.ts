@@ -38,7 +38,9 @@ export function betterSqliteAddon(arch: Arch, source: AddonSource): { file: stri
   const module = path.join(source.root, "node_modules/better-sqlite3");
   const own = path.join(module, "build/Release/better_sqlite3.node");
   const ownArch = existsSync(own) ? source.elfArch(own) : "other";
-  if (ownArch === arch) return { file: own };
+  // npm ci compiled it for the Node running here: the tarball's own Node must be the same major (the same ABI).
+  const sameNode = process.versions.node.split(".")[0] === source.nodeVersion.split(".")[0];
+  if (ownArch === arch && sameNode) return { file: own };
   const { version } = JSON.parse(readFileSync(path.join(module, "package.json"), "utf8")) as { version: string };
   const cached = path.join(source.cacheDir, `better_sqlite3-${version}-node${source.nodeVersion}-linux-${arch}.node`);
   if (existsSync(cached) && source.elfArch(cached) === arch) return { file: cached };
@@ -47,7 +49,7 @@ export function betterSqliteAddon(arch: Arch, source: AddonSource): { file: stri
   if (!compiler)
     return {
       skipped:
-        `cm-control-plane for linux-${arch}: better-sqlite3 here is built for ${ownArch} and no ${triplet}-g++ is installed to ` +
+        `cm-control-plane for linux-${arch}: better-sqlite3 here is built for ${ownArch}${sameNode ? "" : ` on Node ${process.versions.node}`} and no ${triplet}-g++ is installed to ` +
         `cross-compile it (apt-get install ${CROSS_PACKAGES[arch]}), or release it on a linux-${arch} machine`,
     };
   const work = mkdtempSync(path.join(tmpdir(), `cm-addon-${arch}-`));
@@ -57,12 +59,22 @@ export function betterSqliteAddon(arch: Arch, source: AddonSource): { file: stri
     execFileSync("tar", ["-xzf", source.nodePackage(), "-C", work, "package/include"]);
     // CC and CXX are the target's compilers in node-gyp's Makefiles; nothing here is built for the host.
     const env = { ...process.env, CC: `${triplet}-gcc`, CXX: `${triplet}-g++`, LINK: `${triplet}-g++`, AR: `${triplet}-ar` };
-    execFileSync(process.execPath, [nodeGyp(), "rebuild", `--arch=${arch}`, `--nodedir=${path.join(work, "package")}`, `--jobs=${cpus().length}`], {
-      cwd: addon,
-      env,
-      stdio: ["ignore", "ignore", "pipe"],
-      maxBuffer: 64 * 1024 * 1024,
-    });
+    try {
+      execFileSync(process.execPath, [nodeGyp(), "rebuild", `--arch=${arch}`, `--nodedir=${path.join(work, "package")}`, `--jobs=${cpus().length}`], {
+        cwd: addon,
+        env,
+        stdio: ["ignore", "ignore", "pipe"],
+        maxBuffer: 64 * 1024 * 1024,
+      });
+    } catch (error) {
+      // node-gyp also needs python3 and make: say what it said, and let the release make the other tarballs.
+      const said = String((error as { stderr?: Buffer }).stderr ?? (error as Error).message)
+        .trim()
+        .split("\n")
+        .slice(-5)
+        .join("\n");
+      return { skipped: `cm-control-plane for linux-${arch}: compiling better-sqlite3 with ${triplet}-g++ failed:\n${said}` };
+    }
     const built = path.join(addon, "build/Release/better_sqlite3.node");
     if (source.elfArch(built) !== arch) throw new Error(`${triplet}-g++ built better-sqlite3 for ${source.elfArch(built)}, not ${arch}`);
     mkdirSync(source.cacheDir, { recursive: true });

@@ -97,6 +97,12 @@ function report(err: unknown): number {
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   // `npm run cm` starts cm in the repository's root, wherever it was typed: the paths a user gives
   // (cm cp ./results, keygen --outfile) are theirs, from the folder they ran it in (npm's INIT_CWD).
-  if (process.env.npm_lifecycle_event === "cm" && process.env.INIT_CWD) process.chdir(process.env.INIT_CWD);
+  if (process.env.npm_lifecycle_event === "cm" && process.env.INIT_CWD) {
+    try {
+      process.chdir(process.env.INIT_CWD);
+    } catch {
+      // That folder is gone: relative paths stay the repository's, as before.
+    }
+  }
   process.exitCode = await main(process.argv.slice(2));
 }

@@ -1,3 +1,4 @@
+import { DatabaseNewerError } from "@cm/db";
 import { loadConfigOrExit } from "./config";
 import { createDeps } from "./deps";
 import { startServer } from "./server";
@@ -6,7 +7,7 @@ import { RegistryKeyError } from "./services/registry-secrets";
 
 const config = loadConfigOrExit("control plane");
 const deps = await createDeps(config).catch((error: unknown) => {
-  if (!(error instanceof PayoutKeypairError || error instanceof RegistryKeyError)) throw error;
+  if (!(error instanceof PayoutKeypairError || error instanceof RegistryKeyError || error instanceof DatabaseNewerError)) throw error;
   process.stderr.write(`control plane: ${error.message}\n`);
   process.exit(78);
 });

@@ -37,7 +37,30 @@ export interface DbHandle {
 
 const migrationsDir = (dialect: Dialect) => path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "migrations", dialect);
 
+/**
+ * The database was migrated by a newer release than this one (a rollback after an
+ * upgrade): this build's statements may name columns that are gone, so it must not
+ * start on it and fail at the first write.
+ */
+export class DatabaseNewerError extends Error {}
+
+/**
+ * Refuses a database whose last applied migration (drizzle keeps each one's journal
+ * time as created_at) is newer than any this build ships.
+ */
+function refuseNewerDatabase(dialect: Dialect, lastAppliedMs: number | null): void {
+  const journal = JSON.parse(fs.readFileSync(path.join(migrationsDir(dialect), "meta/_journal.json"), "utf8")) as { entries: { when: number }[] };
+  const newestKnownMs = Math.max(...journal.entries.map((e) => e.when));
+  if (lastAppliedMs === null || lastAppliedMs <= newestKnownMs) return;
+  throw new DatabaseNewerError(
+    `the database was migrated by a newer release (its last migration is of ${new Date(lastAppliedMs).toISOString()}, ` +
+      `this release knows them up to ${new Date(newestKnownMs).toISOString()}): run that release again, ` +
+      "or restore the database from the backup taken before the upgrade",
+  );
+}
+
 /** `file:./data/x.db`, `file::memory:` or a bare path select SQLite; `postgres://` selects PostgreSQL. */
+/** Opens and migrates the database; DatabaseNewerError when a newer release migrated it. */
 export async function createDb(url: string): Promise<DbHandle> {
   if (/^postgres(ql)?:\/\//.test(url)) return openPg(url);
   return openSqlite(url);
@@ -52,6 +75,14 @@ function openSqlite(url: string): DbHandle {
   sqlite.pragma("synchronous = NORMAL");
   sqlite.pragma("busy_timeout = 5000");
   const db = drizzleSqlite(sqlite);
+  try {
+    const migrated = sqlite.prepare("select 1 from sqlite_master where type = 'table' and name = '__drizzle_migrations'").get();
+    const last = migrated ? (sqlite.prepare("select max(created_at) as last from __drizzle_migrations").get() as { last: number | null }).last : null;
+    refuseNewerDatabase("sqlite", last === null ? null : Number(last));
+  } catch (error) {
+    sqlite.close();
+    throw error;
+  }
   migrateSqlite(db, { migrationsFolder: migrationsDir("sqlite") });
 
   // better-sqlite3 is synchronous and drizzle's SQLite transactions cannot await.
@@ -92,6 +123,9 @@ async function openPg(url: string): Promise<DbHandle> {
   const migrator = postgres(url, { max: 1, onnotice: () => undefined });
   try {
     await migrator`select pg_advisory_lock(727274)`;
+    const [applied] = await migrator`select to_regclass('drizzle.__drizzle_migrations') is not null as migrated`;
+    const last = applied?.migrated ? (await migrator`select max(created_at)::text as last from drizzle.__drizzle_migrations`)[0]?.last : null;
+    refuseNewerDatabase("pg", last == null ? null : Number(last));
     await migratePg(drizzlePg(migrator), { migrationsFolder: migrationsDir("pg") });
     await migrator`select pg_advisory_unlock(727274)`;
   } finally {

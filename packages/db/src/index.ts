@@ -12,7 +12,7 @@ import { createPayoutsRepo } from "./repos/payouts";
 import { createRegistryCredentialsRepo } from "./repos/registry-credentials";
 import { createTemplatesRepo } from "./repos/templates";
 
-export { createDb, type DbHandle, type Dialect, isDatabaseUnavailable } from "./client";
+export { createDb, DatabaseNewerError, type DbHandle, type Dialect, isDatabaseUnavailable } from "./client";
 export type { Consumption } from "./repos/billing";
 export {
   heldDiskGb,

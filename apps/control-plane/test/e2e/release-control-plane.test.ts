@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createPgDatabase } from "@cm/db/testing";
 import { needs } from "@cm/testkit";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appVersion } from "../../../../scripts/build";
 import { betterSqliteAddon, TRIPLETS } from "../../../../scripts/release/native-addon";
@@ -214,7 +215,9 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     expect(existsSync(opt)).toBe(false);
 
     const urlFile = join(work, "database-url");
-    writeFileSync(urlFile, "postgres://cm:secret@127.0.0.1:5432/cm\n", { mode: 0o600 });
+    // A password with ; and a query with & (the shell would run or background what follows them, unquoted).
+    const databaseUrl = "postgres://cm:se;cret@127.0.0.1:5432/cm?sslmode=disable&application_name=cm";
+    writeFileSync(urlFile, `${databaseUrl}\n`, { mode: 0o600 });
     const first = await install(["--database-url-file", urlFile]);
     expect(first.code, first.out).toBe(0);
     expect(first.out).toContain(`matches SHA256SUMS`);
@@ -222,7 +225,8 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     expect(statSync(envFile).mode & 0o777).toBe(0o640);
     const settings = readFileSync(envFile, "utf8");
     expect(settings).toContain("CM_HOME=/var/lib/cm-control-plane");
-    expect(settings).toContain("DATABASE_URL=postgres://cm:secret@127.0.0.1:5432/cm");
+    // As cm-admin's wrapper reads it (the shell; systemd reads single quotes the same way).
+    expect(execFileSync("sh", ["-c", `set -a; . '${envFile}'; printf %s "$DATABASE_URL"`], { encoding: "utf8", env: { PATH: bin } })).toBe(databaseUrl);
     expect(readFileSync(join(root, "etc/systemd/system/cm-control-plane.service"), "utf8")).toContain(
       "ExecStart=/opt/cm-control-plane/current/bin/cm-control-plane",
     );
@@ -254,6 +258,25 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     expect(purged.code, purged.out).toBe(0);
     expect(existsSync(join(root, "etc/cm-control-plane"))).toBe(false);
     expect(existsSync(join(root, "var/lib/cm-control-plane"))).toBe(false);
+  }, 120_000);
+
+  it("after a rollback, refuses a database a newer release migrated: exit 78, saying what to do", async () => {
+    const rolledBack = join(work, "rolled-back");
+    await start({ CM_HOME: rolledBack });
+    for (const p of running.splice(0)) p.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 500));
+    const sqlite = new Database(join(rolledBack, "data/marketplace.db"));
+    sqlite.prepare("insert into __drizzle_migrations (hash, created_at) values ('newer', ?)").run(Date.parse("2099-01-01"));
+    sqlite.close();
+    const refused = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = spawn(join(dir, "bin/cm-control-plane"), [], { cwd: work, env: { PATH: bin, HOME: work, PORT: "0", CM_HOME: rolledBack } });
+      let stderr = "";
+      child.stderr.on("data", (d) => (stderr += d));
+      child.on("exit", (code) => resolve({ code, stderr }));
+    });
+    expect(refused.code).toBe(78);
+    expect(refused.stderr).toContain("the database was migrated by a newer release (its last migration is of 2099-01-01T00:00:00.000Z");
+    expect(refused.stderr).toContain("restore the database from the backup taken before the upgrade");
   }, 120_000);
 
   needs("postgres").it(
