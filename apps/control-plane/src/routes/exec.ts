@@ -62,19 +62,14 @@ export function execRoutes(deps: Deps, route: RouteFactory) {
     ),
     async (c) => {
       const dep = await deps.deployments.mine(c.req.valid("param").id, c.get("user").id);
-      if (dep.status !== "running")
-        throw new ApiError("INVALID_STATE_TRANSITION", `cannot exec in a deployment that is ${dep.status}: it must be running`, {
-          currentStatus: dep.status,
-          action: "exec",
-        });
-      if (!deps.agents.isConnected(dep.nodeId)) throw new ApiError("NODE_OFFLINE", `node ${dep.nodeId} is not connected; try again once it is back`);
-      if (deps.execs.sessionsOf(dep.id) >= EXEC_MAX_SESSIONS_PER_DEPLOYMENT)
-        throw new ApiError(
-          "RATE_LIMITED",
-          `deployment ${dep.id} has ${EXEC_MAX_SESSIONS_PER_DEPLOYMENT} exec sessions open, the most it may: end one first`,
-          { limit: EXEC_MAX_SESSIONS_PER_DEPLOYMENT, retryAfterSeconds: 5 },
-          { "Retry-After": "5" },
-        );
+      requireReachable(deps, dep, {
+        action: "exec",
+        doing: "exec in",
+        open: deps.execs.sessionsOf(dep.id),
+        max: EXEC_MAX_SESSIONS_PER_DEPLOYMENT,
+        what: "exec sessions",
+        free: "end one first",
+      });
       const upgrade = upgradeOf(c);
       if (!upgrade) throw new ApiError("UPGRADE_REQUIRED");
       upgrade({ deploymentId: dep.id, nodeId: dep.nodeId, log: c.get("log"), requestId: c.get("requestId"), grant: c.get("grant") });
@@ -124,6 +119,31 @@ export function execUpgrade<T = ExecTarget>(
 }
 
 /** The token of a `bearer.<token>` subprotocol, if the client named one. */
+/**
+ * What a WebSocket into a deployment (exec, a TCP port) needs, each refusal as its route
+ * documents it: the deployment running, its node's agent connected, and fewer than `max`
+ * of these connections open on it.
+ */
+export function requireReachable(
+  deps: Deps,
+  dep: { id: string; status: string; nodeId: string },
+  o: { action: string; doing: string; open: number; max: number; what: string; free: string },
+): void {
+  if (dep.status !== "running")
+    throw new ApiError("INVALID_STATE_TRANSITION", `cannot ${o.doing} a deployment that is ${dep.status}: it must be running`, {
+      currentStatus: dep.status,
+      action: o.action,
+    });
+  if (!deps.agents.isConnected(dep.nodeId)) throw new ApiError("NODE_OFFLINE", `node ${dep.nodeId} is not connected; try again once it is back`);
+  if (o.open >= o.max)
+    throw new ApiError(
+      "RATE_LIMITED",
+      `deployment ${dep.id} has ${o.max} ${o.what} open, the most it may: ${o.free}`,
+      { limit: o.max, retryAfterSeconds: 5 },
+      { "Retry-After": "5" },
+    );
+}
+
 export function bearerFromProtocols(header: string | null): string | undefined {
   const named = (header ?? "").split(",").map((p) => p.trim());
   const bearer = named.find((p) => p.startsWith(EXEC_BEARER_PROTOCOL_PREFIX));

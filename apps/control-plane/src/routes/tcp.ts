@@ -14,7 +14,7 @@ import type { Deps } from "../deps";
 import { ApiError } from "../errors";
 import { DialError } from "../gateway/ports";
 import { createRouter, PathParam, REQUEST_ID_HEADER, type RouteFactory } from "../http/route";
-import { upgradeOf } from "./exec";
+import { requireReachable, upgradeOf } from "./exec";
 
 /** The path the upgrade listener hands to the app: /deployments/{id}/tcp/{port}. */
 export const TCP_PATH = /^\/deployments\/[^/]+\/tcp\/[^/]+$/;
@@ -75,19 +75,14 @@ export function tcpRoutes(deps: Deps, route: RouteFactory) {
           `deployment ${dep.id} declares no TCP port ${port}${dep.tcpPorts.length ? ` (its tcpPorts: ${dep.tcpPorts.join(", ")})` : ": it has no tcpPorts, which are set at create"}`,
           { tcpPorts: dep.tcpPorts },
         );
-      if (dep.status !== "running")
-        throw new ApiError("INVALID_STATE_TRANSITION", `cannot connect to a deployment that is ${dep.status}: it must be running`, {
-          currentStatus: dep.status,
-          action: "tcp",
-        });
-      if (!deps.agents.isConnected(dep.nodeId)) throw new ApiError("NODE_OFFLINE", `node ${dep.nodeId} is not connected; try again once it is back`);
-      if (deps.tcp.connectionsOf(dep.id) >= TCP_MAX_CONNECTIONS_PER_DEPLOYMENT)
-        throw new ApiError(
-          "RATE_LIMITED",
-          `deployment ${dep.id} has ${TCP_MAX_CONNECTIONS_PER_DEPLOYMENT} TCP connections open, the most it may: close one first`,
-          { limit: TCP_MAX_CONNECTIONS_PER_DEPLOYMENT, retryAfterSeconds: 5 },
-          { "Retry-After": "5" },
-        );
+      requireReachable(deps, dep, {
+        action: "tcp",
+        doing: "connect to",
+        open: deps.tcp.connectionsOf(dep.id),
+        max: TCP_MAX_CONNECTIONS_PER_DEPLOYMENT,
+        what: "TCP connections",
+        free: "close one first",
+      });
       const upgrade = upgradeOf<TcpTarget>(c);
       if (!upgrade) throw new ApiError("UPGRADE_REQUIRED");
       const slot = deps.tcp.reserve(dep.id);

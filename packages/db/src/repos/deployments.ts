@@ -75,6 +75,20 @@ export function createDeploymentsRepo(h: DbHandle) {
   // The node's disk is in its specs only (the agent's figure, as it last said): read from the JSON in the UPDATE itself.
   const nodeDiskGb = h.dialect === "pg" ? sql`coalesce((${nodes.specs}->>'diskGb')::integer, 0)` : sql`coalesce(json_extract(${nodes.specs}, '$.diskGb'), 0)`;
 
+  /** One page of the deployments `where` selects, newest first, and how many it selects in all. */
+  const onePage = (where: SQL | undefined, page: number, limit: number) =>
+    h.run(async (db) => {
+      const rows = await db
+        .select()
+        .from(deployments)
+        .where(where)
+        .orderBy(desc(deployments.createdAt), desc(deployments.id))
+        .limit(limit)
+        .offset((page - 1) * limit);
+      const [c] = await db.select({ n: count() }).from(deployments).where(where);
+      return { rows, total: Number(c?.n ?? 0) };
+    });
+
   /**
    * Takes a slot on the node with the deployment's GPUs, CPU, memory and disk, and
    * holds an hour of credits, or refuses (and the caller's transaction rolls
@@ -182,34 +196,16 @@ export function createDeploymentsRepo(h: DbHandle) {
 
     /** One page of the tenant's deployments, newest first, deleted ones excluded. */
     async list({ userId, status, page, limit }: { userId: string; status?: DeploymentStatus | undefined; page: number; limit: number }) {
-      return h.run(async (db) => {
-        const w = and(eq(deployments.userId, userId), notDeleted, status ? eq(deployments.status, status) : undefined);
-        const rows = await db
-          .select()
-          .from(deployments)
-          .where(w)
-          .orderBy(desc(deployments.createdAt), desc(deployments.id))
-          .limit(limit)
-          .offset((page - 1) * limit);
-        const [c] = await db.select({ n: count() }).from(deployments).where(w);
-        return { rows, total: Number(c?.n ?? 0) };
-      });
+      return onePage(and(eq(deployments.userId, userId), notDeleted, status ? eq(deployments.status, status) : undefined), page, limit);
     },
 
     /** One page of what is on the node (its agent has not confirmed it removed), newest first: what its operator is shown. */
     async listOnNode({ nodeId, status, page, limit }: { nodeId: string; status?: DeploymentStatus | undefined; page: number; limit: number }) {
-      return h.run(async (db) => {
-        const w = and(eq(deployments.nodeId, nodeId), isNull(deployments.removedFromNodeAt), status ? eq(deployments.status, status) : undefined);
-        const rows = await db
-          .select()
-          .from(deployments)
-          .where(w)
-          .orderBy(desc(deployments.createdAt), desc(deployments.id))
-          .limit(limit)
-          .offset((page - 1) * limit);
-        const [c] = await db.select({ n: count() }).from(deployments).where(w);
-        return { rows, total: Number(c?.n ?? 0) };
-      });
+      return onePage(
+        and(eq(deployments.nodeId, nodeId), isNull(deployments.removedFromNodeAt), status ? eq(deployments.status, status) : undefined),
+        page,
+        limit,
+      );
     },
 
     /** What a node should converge to: all its deployments except the deleted ones its agent confirmed gone. */
