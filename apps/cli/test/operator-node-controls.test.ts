@@ -1,8 +1,9 @@
 import { sqliteDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type AgentHarness, eventually, startAgentHarness } from "../../control-plane/test/agents/support/agent-harness";
-import { SimAgent } from "../../control-plane/test/agents/support/sim-agent";
+import type { SimAgent } from "../../control-plane/test/agents/support/sim-agent";
 import { terminal } from "./support/cli";
+import { enrolNodeFromCli } from "./support/operator-node";
 
 // `cm operator set`, `maintenance` and `deployments` against a real control plane: the
 // operator enrols a node from the CLI and a simulated agent runs a tenant's deployment on it.
@@ -17,13 +18,7 @@ beforeAll(async () => {
   h = await startAgentHarness(sqliteDatabase);
   op = terminal({ CM_API_URL: h.url });
   op.keypair();
-  expect((await op.cm(["login"])).code).toBe(0);
-  const add = await op.cm(["operator", "add", "--name", "box", "--region", "eu-west", "--country", "DE", "--rate", "60", "--max", "4"]);
-  expect(add.code, add.stderr).toBe(0);
-  nodeId = add.stdout.trim().split("\n")[0]!;
-  const token = /AGENT_TOKEN=(\S+) /.exec(add.stdout)![1]!;
-  ({ agent } = await SimAgent.connect(h.url, token, { gpus: 1 }));
-  await eventually(async () => expect((await h.deps.repos.nodes.get(nodeId))?.status).toBe("online"));
+  ({ nodeId, agent } = await enrolNodeFromCli(h, op, { name: "box", rate: 60, max: 4 }));
   tenant = await h.signIn();
   await h.grantCredits(tenant.user.id, 100);
   const d = await h.deploy(tenant.token, nodeId, agent, { env: { TOKEN: "tenant-secret-value" } });

@@ -6,9 +6,10 @@ import { getAssociatedTokenAddressSync } from "@solana/spl-token";
 import { Keypair, PublicKey } from "@solana/web3.js";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type AgentHarness, eventually, startAgentHarness } from "../../control-plane/test/agents/support/agent-harness";
-import { SimAgent } from "../../control-plane/test/agents/support/sim-agent";
+import type { SimAgent } from "../../control-plane/test/agents/support/sim-agent";
 import { type FakeSolanaRpc, startFakeSolanaRpc } from "../../control-plane/test/support/fake-solana-rpc";
 import { type CliResult, terminal } from "./support/cli";
+import { enrolNodeFromCli } from "./support/operator-node";
 
 // `cm operator payout` and `cm operator payouts` against a real control plane that pays
 // from a hot wallet (PAYOUT_KEYPAIR, PAYOUTS=auto) through the tests' Solana RPC, which
@@ -45,13 +46,8 @@ beforeAll(async () => {
   });
   op = terminal({ CM_API_URL: h.url });
   operatorWallet = new PublicKey(op.keypair().publicKey);
-  expect((await op.cm(["login"])).code).toBe(0);
-  const add = await op.cm(["operator", "add", "--name", "earner", "--region", "eu-west", "--country", "DE", "--rate", "600", "--max", "2"]);
-  expect(add.code, add.stderr).toBe(0);
-  const nodeId = add.stdout.trim().split("\n")[0]!;
-  const token = /AGENT_TOKEN=(\S+) /.exec(add.stdout)![1]!;
-  ({ agent } = await SimAgent.connect(h.url, token, { gpus: 1 }));
-  await eventually(async () => expect((await h.deps.repos.nodes.get(nodeId))?.gpuCount).toBe(1));
+  const { nodeId, agent: connected } = await enrolNodeFromCli(h, op, { name: "earner", rate: 600, max: 2 });
+  agent = connected;
   const t = await h.signIn();
   await h.grantCredits(t.user.id, 1_000);
   const d = await h.deploy(t.token, nodeId, agent);

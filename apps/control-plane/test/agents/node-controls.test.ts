@@ -23,9 +23,7 @@ describeEachDatabase("node controls on $name", (db) => {
   });
   afterAll(() => h.close());
   // Placement looks at every online node: each test starts with only its own.
-  beforeEach(async () => {
-    for (const n of await h.deps.repos.nodes.online()) await h.deps.repos.nodes.markOffline(n.id);
-  });
+  beforeEach(() => h.takeAllNodesOffline());
 
   const node = async (id: string) => (await h.call("GET", `/nodes/${id}`)).json.node;
   const patch = (id: string, body: unknown, token = op.token) => h.call("PATCH", `/operator/nodes/${id}`, { token, body });

@@ -22,9 +22,7 @@ describeEachDatabase("estimate and placement on $name", (db) => {
   });
   afterAll(() => h.close());
   // Placement looks at every online node: each test starts with only its own.
-  beforeEach(async () => {
-    for (const n of await h.deps.repos.nodes.online()) await h.deps.repos.nodes.markOffline(n.id);
-  });
+  beforeEach(() => h.takeAllNodesOffline());
 
   const create = (body: unknown, token = tenant.token) => h.call("POST", "/deployments", { token, body });
   const estimate = (body: unknown, token = tenant.token) => h.call("POST", "/deployments/estimate", { token, body });

@@ -125,6 +125,11 @@ export async function startHarness(db: TestDatabase, opts: { config?: Partial<Co
     return { id, agentToken: r.json.agentToken as string };
   }
 
+  /** Every node offline, so that placement (which looks at every online node) sees only the ones a test brings up next. */
+  async function takeAllNodesOffline() {
+    for (const n of await deps.repos.nodes.online()) await deps.repos.nodes.markOffline(n.id);
+  }
+
   return {
     url: server.url,
     deps,
@@ -133,6 +138,7 @@ export async function startHarness(db: TestDatabase, opts: { config?: Partial<Co
     signIn,
     grantCredits,
     onlineNode,
+    takeAllNodesOffline,
     close: async () => {
       await server.close();
       await deps.close();
