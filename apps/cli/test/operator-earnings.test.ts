@@ -1,6 +1,6 @@
 import { sqliteDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type AgentHarness, eventually, startAgentHarness } from "../../control-plane/test/agents/support/agent-harness";
+import { type AgentHarness, startAgentHarness } from "../../control-plane/test/agents/support/agent-harness";
 import type { SimAgent } from "../../control-plane/test/agents/support/sim-agent";
 import { terminal } from "./support/cli";
 import { enrolNodeFromCli } from "./support/operator-node";
@@ -23,8 +23,7 @@ beforeAll(async () => {
   await h.run(agent, d.spec, t.token);
   for (let minute = 0; minute < 10; minute++) {
     h.clock.advance(60_000);
-    agent.heartbeat();
-    await eventually(() => expect(h.deps.agents.lastSeenMs(nodeId)).toBe(h.clock.now()));
+    await h.beat(agent, nodeId);
     await h.deps.metering.tick();
   }
 }, 60_000);

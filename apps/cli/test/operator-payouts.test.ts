@@ -54,8 +54,7 @@ beforeAll(async () => {
   await h.run(agent, d.spec, t.token);
   for (let minute = 0; minute < 10; minute++) {
     h.clock.advance(60_000);
-    agent.heartbeat();
-    await eventually(() => expect(h.deps.agents.lastSeenMs(nodeId)).toBe(h.clock.now()));
+    await h.beat(agent, nodeId);
     await h.deps.metering.tick();
   }
 }, 60_000);

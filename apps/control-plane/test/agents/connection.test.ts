@@ -213,8 +213,7 @@ describeEachDatabase("agent connection on $name", (db) => {
   it("gives a closed socket three heartbeat intervals to come back before the node is offline", async () => {
     const node = await h.connectedNode(op.token);
     h.clock.advance(60_000);
-    node.agent.heartbeat();
-    await eventually(() => expect(h.deps.agents.lastSeenMs(node.id)).toBe(h.clock.now()));
+    await h.beat(node.agent, node.id);
     await node.agent.close();
     h.clock.advance(20_000);
     await h.deps.agents.tick();

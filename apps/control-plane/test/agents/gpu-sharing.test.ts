@@ -4,7 +4,7 @@
 // price per GPU-hour times its GPUs, and the books add up.
 import { describeEachDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { type AgentHarness, eventually, startAgentHarness } from "./support/agent-harness";
+import { type AgentHarness, startAgentHarness } from "./support/agent-harness";
 
 const HOUR = 3600 * 1000;
 
@@ -37,8 +37,7 @@ describeEachDatabase("two tenants sharing a node's GPUs on $name", (db) => {
     await h.run(node.agent, one.spec, a.token);
     await h.run(node.agent, three.spec, b.token);
     h.clock.advance(HOUR);
-    node.agent.heartbeat();
-    await eventually(() => expect(h.deps.agents.lastSeenMs(node.id)).toBe(h.clock.now()));
+    await h.beat(node.agent, node.id);
     await h.deps.metering.tick();
     expect((await h.getDeployment(one.id, a.token)).totalCost).toBe(30);
     expect((await h.getDeployment(three.id, b.token)).totalCost).toBe(90);

@@ -19,10 +19,6 @@ describeEachDatabase("reports that arrive late, and an agent that is away, on $n
   afterAll(() => h.close());
 
   const row = async (id: string) => (await h.deps.repos.deployments.get(id))!;
-  async function beat(agent: SimAgent, nodeId: string) {
-    agent.heartbeat();
-    await eventually(() => expect(h.deps.agents.lastSeenMs(nodeId)).toBe(h.clock.now()));
-  }
   const report = (agent: SimAgent, spec: { deploymentId: string; runSeq: number }, status: ObservedStatus, atMs: number, extra: Record<string, unknown> = {}) =>
     agent.send({ type: "status", deploymentId: spec.deploymentId, runSeq: spec.runSeq, status, at: atMs, ...extra });
 
@@ -66,7 +62,7 @@ describeEachDatabase("reports that arrive late, and an agent that is away, on $n
     await h.run(node.agent, stopped.spec, t.token);
     await h.run(node.agent, deleted.spec, t.token);
     h.clock.advance(9 * S);
-    await beat(node.agent, node.id);
+    await h.beat(node.agent, node.id);
     await node.agent.close();
     await eventually(() => expect(h.deps.agents.isConnected(node.id)).toBe(false));
     h.clock.advance(3 * S); // gone: nothing proves the containers ran after the heartbeat

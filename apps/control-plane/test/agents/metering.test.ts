@@ -2,7 +2,6 @@ import { describeEachDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { costMicro } from "../../src/services/charges";
 import { type AgentHarness, eventually, startAgentHarness } from "./support/agent-harness";
-import type { SimAgent } from "./support/sim-agent";
 
 const S = 1000;
 
@@ -24,10 +23,6 @@ describeEachDatabase("metering on $name", (db) => {
   const row = async (id: string) => (await h.deps.repos.deployments.get(id))!;
   const usage = async (userId: string) => (await h.deps.repos.ledger.list(userId, "usage", 1, 10_000)).rows;
   /** The agent says it is alive now, and the control plane has noted it: ticks charge up to the last heartbeat. */
-  async function beat(agent: SimAgent, nodeId: string) {
-    agent.heartbeat();
-    await eventually(() => expect(h.deps.agents.lastSeenMs(nodeId)).toBe(h.clock.now()));
-  }
 
   it("charges a running deployment to the second, keeping an hour held, with one usage row per charge", async () => {
     const t = await tenantWith(1000);
@@ -39,7 +34,7 @@ describeEachDatabase("metering on $name", (db) => {
     await h.run(node.agent, spec, t.token);
 
     h.clock.advance(60 * S);
-    await beat(node.agent, node.id);
+    await h.beat(node.agent, node.id);
     await h.deps.metering.tick();
     expect(await row(id)).toMatchObject({ totalCostMicro: 833_333, billedMs: 60_000, reservedMicro: 50_000_000 });
     expect((await h.getDeployment(id, t.token)).totalCost).toBe(0.833333);
@@ -47,7 +42,7 @@ describeEachDatabase("metering on $name", (db) => {
     expect(first).toMatchObject({ amountMicro: -833_333, deploymentId: id, description: `deployment ${id}: 60 s at 50 credits/h` });
 
     h.clock.advance(30_500);
-    await beat(node.agent, node.id);
+    await h.beat(node.agent, node.id);
     await h.deps.metering.tick();
     await h.deps.metering.tick(); // a second tick at the same instant charges nothing
     expect((await row(id)).totalCostMicro).toBe(costMicro(50, 90_500));
@@ -67,7 +62,7 @@ describeEachDatabase("metering on $name", (db) => {
       const step = (2 * (i % 9) + 1) * S; // 1, 3, 5, ... 17 s
       h.clock.advance(step);
       totalMs += step;
-      await beat(node.agent, node.id);
+      await h.beat(node.agent, node.id);
       await h.deps.metering.tick();
     }
     const one = costMicro(7, totalMs);
@@ -119,7 +114,7 @@ describeEachDatabase("metering on $name", (db) => {
     while ((await row(id)).status === "running" && minutes < 100) {
       h.clock.advance(60 * S);
       minutes++;
-      await beat(node.agent, node.id);
+      await h.beat(node.agent, node.id);
       await h.deps.metering.tick();
       await h.checkBooks(t.user.id);
     }
@@ -146,8 +141,8 @@ describeEachDatabase("metering on $name", (db) => {
     await h.run(quiet.agent, a.spec, t.token);
     await h.run(closing.agent, b.spec, t.token);
     h.clock.advance(20 * S);
-    await beat(quiet.agent, quiet.id);
-    await beat(closing.agent, closing.id);
+    await h.beat(quiet.agent, quiet.id);
+    await h.beat(closing.agent, closing.id);
 
     // 25 s of silence: still online, and charged only up to the heartbeats.
     h.clock.advance(25 * S);
@@ -179,7 +174,7 @@ describeEachDatabase("metering on $name", (db) => {
     const d = await h.deploy(t.token, node.id, node.agent);
     await h.run(node.agent, d.spec, t.token);
     h.clock.advance(20 * S);
-    await beat(node.agent, node.id);
+    await h.beat(node.agent, node.id);
     await node.agent.close();
     // Away 10 s (within the window), then its operator retires it.
     h.clock.advance(10 * S);

@@ -31,8 +31,7 @@ describeEachDatabase("node controls on $name", (db) => {
   const create = (body: Record<string, unknown>) => h.call("POST", "/deployments", { token: tenant.token, body: { customImage: "busybox:1.36", ...body } });
   /** A heartbeat the control plane has read and written (the batch flushed). */
   async function beat(agent: SimAgent, nodeId: string) {
-    agent.heartbeat();
-    await eventually(() => expect(h.deps.agents.lastSeenMs(nodeId)).toBe(h.clock.now()));
+    await h.beat(agent, nodeId);
     await h.deps.agents.heartbeats.flush();
   }
 

@@ -60,8 +60,7 @@ describeEachDatabase("GET /deployments/:id/events on $name", (db) => {
     await until("the endpoint ready", () => states(s.events).at(-1).endpoints[0]?.ready === true);
 
     h.clock.advance(60_000);
-    node.agent.heartbeat([id]);
-    await eventually(() => expect(h.deps.agents.lastSeenMs(node.id)).toBe(h.clock.now()));
+    await h.beat(node.agent, node.id, [id]);
     await h.deps.metering.tick();
     await until("the charge", () => states(s.events).at(-1).totalCost > 0);
     expect(states(s.events).at(-1)).toMatchObject({ status: "running", totalCost: 1 });

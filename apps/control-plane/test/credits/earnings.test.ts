@@ -55,15 +55,11 @@ describeEachDatabase("operators' earnings on $name", (db) => {
     operators.add(o.user.id);
     return o;
   }
-  async function beat(agent: SimAgent, nodeId: string) {
-    agent.heartbeat();
-    await eventually(() => expect(h.deps.agents.lastSeenMs(nodeId)).toBe(h.clock.now()));
-  }
   /** Runs a deployment for `ms` of metered time (ticks every minute, and a last one for the remainder). */
   async function runFor(agent: SimAgent, nodeId: string, ms: number) {
     for (let left = ms; left > 0; left -= 60 * S) {
       h.clock.advance(Math.min(left, 60 * S));
-      await beat(agent, nodeId);
+      await h.beat(agent, nodeId);
       await h.deps.metering.tick();
     }
   }
@@ -104,12 +100,12 @@ describeEachDatabase("operators' earnings on $name", (db) => {
     await h.run(a.agent, da.spec, t.token);
     await h.run(b.agent, db.spec, t.token);
     h.clock.advance(90_500);
-    await beat(a.agent, a.id);
-    await beat(b.agent, b.id);
+    await h.beat(a.agent, a.id);
+    await h.beat(b.agent, b.id);
     await h.deps.metering.tick();
     h.clock.advance(37 * S);
-    await beat(a.agent, a.id);
-    await beat(b.agent, b.id);
+    await h.beat(a.agent, a.id);
+    await h.beat(b.agent, b.id);
     await h.deps.metering.tick();
 
     // Every usage row has the operator's row and the fee's row pointing at it, adding up to it exactly.
@@ -297,7 +293,7 @@ describeEachDatabase("operators' earnings on $name", (db) => {
       );
     for (let i = 0; i < 5; i++) {
       h.clock.advance(60 * S);
-      await beat(n.agent, n.id);
+      await h.beat(n.agent, n.id);
       const [, ...refunds] = await Promise.all([h.deps.metering.tick(), refund(), refund()]);
       for (const r of refunds) expect(r).toMatchObject({ ok: true });
     }

@@ -2,8 +2,7 @@ import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { Keypair } from "@solana/web3.js";
-import { expect } from "vitest";
-import { type AgentHarness, eventually } from "../agents/support/agent-harness";
+import type { AgentHarness } from "../agents/support/agent-harness";
 
 /** 6,000 cents an hour: 100 credits a metered minute, 90 of them the operator's at the default fee. */
 export const PAYOUT_TEST_RATE = 6_000;
@@ -26,8 +25,7 @@ export async function operatorWithEarnings(h: AgentHarness, minutes: number) {
   await h.run(node.agent, d.spec, t.token);
   for (let i = 0; i < minutes; i++) {
     h.clock.advance(60_000);
-    node.agent.heartbeat();
-    await eventually(() => expect(h.deps.agents.lastSeenMs(node.id)).toBe(h.clock.now()));
+    await h.beat(node.agent, node.id);
     await h.deps.metering.tick();
   }
   await h.call("POST", `/deployments/${d.id}/stop`, { token: t.token });

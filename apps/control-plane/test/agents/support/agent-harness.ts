@@ -47,6 +47,12 @@ export async function startAgentHarness(db: TestDatabase, config: Partial<Config
     await eventually(async () => expect((await h.call("GET", `/deployments/${spec.deploymentId}`, { token })).json.deployment.status).toBe("running"));
   }
 
+  /** A heartbeat from the node's agent (naming the deployments `running`), once the control plane has seen it at the clock's now. */
+  async function beat(agent: SimAgent, nodeId: string, running: string[] = []) {
+    agent.heartbeat(running);
+    await eventually(() => expect(h.deps.agents.lastSeenMs(nodeId)).toBe(h.clock.now()));
+  }
+
   const getDeployment = async (id: string, token: string) => (await h.call("GET", `/deployments/${id}`, { token })).json.deployment;
 
   /** The ledger's invariants: balance is the sum of its rows, nothing is held that is not there, holds add up, and the whole books' (checkWholeBooks). */
@@ -60,7 +66,7 @@ export async function startAgentHarness(db: TestDatabase, config: Partial<Config
     return bal;
   }
 
-  return { ...h, registerNode, connectedNode, deploy, run, getDeployment, checkBooks };
+  return { ...h, registerNode, connectedNode, deploy, run, beat, getDeployment, checkBooks };
 }
 
 /** Retries an assertion until it holds: frames are processed after the socket write returns. */
