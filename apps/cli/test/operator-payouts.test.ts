@@ -52,11 +52,7 @@ beforeAll(async () => {
   await h.grantCredits(t.user.id, 1_000);
   const d = await h.deploy(t.token, nodeId, agent);
   await h.run(agent, d.spec, t.token);
-  for (let minute = 0; minute < 10; minute++) {
-    h.clock.advance(60_000);
-    await h.beat(agent, nodeId);
-    await h.deps.metering.tick();
-  }
+  await h.meterMinutes(agent, nodeId, 10);
 }, 60_000);
 afterAll(async () => {
   await agent?.close();

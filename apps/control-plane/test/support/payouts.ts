@@ -23,11 +23,7 @@ export async function operatorWithEarnings(h: AgentHarness, minutes: number) {
   const node = await h.connectedNode(op.token, { hourlyRateCents: PAYOUT_TEST_RATE });
   const d = await h.deploy(t.token, node.id, node.agent);
   await h.run(node.agent, d.spec, t.token);
-  for (let i = 0; i < minutes; i++) {
-    h.clock.advance(60_000);
-    await h.beat(node.agent, node.id);
-    await h.deps.metering.tick();
-  }
+  await h.meterMinutes(node.agent, node.id, minutes);
   await h.call("POST", `/deployments/${d.id}/stop`, { token: t.token });
   return op;
 }

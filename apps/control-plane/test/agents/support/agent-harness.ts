@@ -53,6 +53,15 @@ export async function startAgentHarness(db: TestDatabase, config: Partial<Config
     await eventually(() => expect(h.deps.agents.lastSeenMs(nodeId)).toBe(h.clock.now()));
   }
 
+  /** `minutes` metered minutes of what runs on the node: each a minute on the clock, a heartbeat seen, and a meter tick. */
+  async function meterMinutes(agent: SimAgent, nodeId: string, minutes: number) {
+    for (let minute = 0; minute < minutes; minute++) {
+      h.clock.advance(60_000);
+      await beat(agent, nodeId);
+      await h.deps.metering.tick();
+    }
+  }
+
   const getDeployment = async (id: string, token: string) => (await h.call("GET", `/deployments/${id}`, { token })).json.deployment;
 
   /** The ledger's invariants: balance is the sum of its rows, nothing is held that is not there, holds add up, and the whole books' (checkWholeBooks). */
@@ -66,7 +75,7 @@ export async function startAgentHarness(db: TestDatabase, config: Partial<Config
     return bal;
   }
 
-  return { ...h, registerNode, connectedNode, deploy, run, beat, getDeployment, checkBooks };
+  return { ...h, registerNode, connectedNode, deploy, run, beat, meterMinutes, getDeployment, checkBooks };
 }
 
 /** Retries an assertion until it holds: frames are processed after the socket write returns. */
