@@ -162,6 +162,38 @@ needs("docker", "busybox").describe("cm cp with a real agent and Docker", () => 
       expect((await t.cm(["cp", src, path.join(here, "y")])).code).toBe(2);
     }, 120_000);
 
+    it("never writes through a link an earlier copy left: the second copy of a container's link replaces it", async () => {
+      // The tenant's ~/.ssh, which a container's link names by its absolute path.
+      const ssh = path.join(here, "home/.ssh");
+      fs.mkdirSync(ssh, { recursive: true, mode: 0o700 });
+      fs.writeFileSync(path.join(ssh, "authorized_keys"), "mine\n", { mode: 0o600 });
+      const sh = async (script: string) => expect((await t.cm(["exec", id, "--", "sh", "-c", script])).code).toBe(0);
+      await sh(`mkdir -p /workspace && ln -sfn '${ssh}' /workspace/results`);
+      const into = path.join(here, "downloads");
+      fs.mkdirSync(into);
+      const first = await t.cm(["cp", `${id}:/workspace/results`, into]);
+      expect(first, first.stderr).toMatchObject({ code: 0, stderr: "" });
+      expect(fs.readlinkSync(path.join(into, "results"))).toBe(ssh);
+
+      await sh(
+        "rm /workspace/results && mkdir -m 777 /workspace/results && echo evil > /workspace/results/authorized_keys && chmod 666 /workspace/results/authorized_keys",
+      );
+      const second = await t.cm(["cp", `${id}:/workspace/results`, into]);
+      expect(second, second.stderr).toMatchObject({ code: 0, stderr: "" });
+      expect(fs.readFileSync(path.join(ssh, "authorized_keys"), "utf8")).toBe("mine\n");
+      expect(fs.statSync(ssh).mode & 0o777).toBe(0o700);
+      expect(fs.lstatSync(path.join(into, "results")).isDirectory()).toBe(true);
+      expect(fs.readFileSync(path.join(into, "results/authorized_keys"), "utf8")).toBe("evil\n");
+
+      // Named as the destination itself, a link is refused rather than followed.
+      fs.symlinkSync(ssh, path.join(here, "named-link"));
+      expect(await t.cm(["cp", `${id}:/workspace/results`, path.join(here, "named-link")])).toMatchObject({
+        code: 1,
+        stderr: `error DESTINATION_IS_A_LINK: ${path.join(here, "named-link")} is a symbolic link (to ${ssh}): cm cp never writes through a link; name the directory itself, or remove the link\n`,
+      });
+      expect(fs.readdirSync(ssh)).toEqual(["authorized_keys"]);
+    }, 120_000);
+
     it("copies into an image whose busybox has tar only as its shell's applet (no /bin/tar)", async () => {
       const web = await deploy(["--image", ensureWebImage()]);
       const file = path.join(src, "nested/run.sh");

@@ -7,7 +7,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Extractor, pack } from "../src/commands/tar";
+import { pack } from "../src/commands/tar";
+import { Extractor } from "../src/commands/tar-extract";
 
 const sha256 = (file: string) => createHash("sha256").update(fs.readFileSync(file)).digest("hex");
 const LONG = `${"a-rather-long-directory-name/".repeat(4)}and-a-file-name-that-takes-it-past-one-hundred-bytes.bin`;
@@ -32,6 +33,7 @@ function tree(dir: string): Record<string, string> {
 }
 
 async function extract(archive: Buffer, dest: string, rename = (e: string) => e as string | undefined) {
+  fs.mkdirSync(dest, { recursive: true });
   const x = new Extractor(dest, rename);
   // In odd pieces, as a network delivers it.
   for (let at = 0; at < archive.length; at += 7919) x.push(archive.subarray(at, at + 7919));
@@ -103,8 +105,56 @@ describe("cm cp's tar", () => {
     expect(fs.existsSync(path.join(root, "climbed"))).toBe(false);
   });
 
+  it("follows no link an earlier copy left: a directory, a file or a hard link's source there stays outside", async () => {
+    const outside = path.join(root, "home-ssh");
+    fs.mkdirSync(outside, { mode: 0o700 });
+    fs.writeFileSync(path.join(outside, "authorized_keys"), "mine\n", { mode: 0o600 });
+    const dest = path.join(root, "second-copy");
+    fs.mkdirSync(dest);
+    // What a first copy of a container's link made: results -> the tenant's ~/.ssh, and a file link.
+    fs.symlinkSync(outside, path.join(dest, "results"));
+    fs.symlinkSync(path.join(outside, "authorized_keys"), path.join(dest, "keys"));
+    // The container then makes results a directory of mode 0777 with its own authorized_keys.
+    const staged = path.join(root, "staged");
+    fs.mkdirSync(path.join(staged, "results"), { recursive: true });
+    fs.writeFileSync(path.join(staged, "results/authorized_keys"), "evil\n");
+    fs.writeFileSync(path.join(staged, "keys"), "evil\n");
+    fs.chmodSync(path.join(staged, "results"), 0o777);
+    const archive = execFileSync("tar", ["-c", "-C", staged, "results", "keys"]);
+    const x = await extract(archive, dest);
+    expect(x.skipped).toEqual([]);
+    expect(fs.readFileSync(path.join(outside, "authorized_keys"), "utf8")).toBe("mine\n");
+    expect(fs.statSync(outside).mode & 0o777).toBe(0o700);
+    // The links were replaced by what the archive holds, not written through.
+    expect(fs.lstatSync(path.join(dest, "results")).isDirectory()).toBe(true);
+    expect(fs.readFileSync(path.join(dest, "results/authorized_keys"), "utf8")).toBe("evil\n");
+    expect(fs.lstatSync(path.join(dest, "keys")).isFile()).toBe(true);
+
+    // A hard link whose source goes through a link left here copies nothing from outside.
+    fs.symlinkSync(outside, path.join(dest, "escape"));
+    fs.writeFileSync(path.join(staged, "plain"), "plain\n");
+    fs.linkSync(path.join(staged, "plain"), path.join(staged, "twin"));
+    const hard = execFileSync("tar", ["-c", "-C", staged, "--transform", "s,^twin$,stolen,;s,^plain$,escape/authorized_keys,", "plain", "twin"]);
+    const y = await extract(hard, dest);
+    expect(y.skipped.sort()).toEqual(["escape/authorized_keys", "stolen"]);
+    expect(fs.existsSync(path.join(dest, "stolen"))).toBe(false);
+    expect(fs.readFileSync(path.join(outside, "authorized_keys"), "utf8")).toBe("mine\n");
+  });
+
+  it("copies a hard link to a file of the same archive", async () => {
+    const staged = path.join(root, "hard-src");
+    fs.mkdirSync(staged);
+    fs.writeFileSync(path.join(staged, "a"), "same bytes\n", { mode: 0o640 });
+    fs.linkSync(path.join(staged, "a"), path.join(staged, "b"));
+    const dest = path.join(root, "hard-dest");
+    const x = await extract(execFileSync("tar", ["-c", "-C", staged, "a", "b"]), dest);
+    expect(x.skipped).toEqual([]);
+    expect(tree(dest)).toEqual(tree(staged));
+  });
+
   it("says a cut-off archive is incomplete", async () => {
     const archive = await packed(src, "copy");
+    fs.mkdirSync(path.join(root, "cut"));
     const x = new Extractor(path.join(root, "cut"), (e) => e);
     x.push(archive.subarray(0, 100_000));
     expect(() => x.end()).toThrow("the archive ended early");

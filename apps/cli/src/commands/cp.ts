@@ -3,7 +3,8 @@ import path from "node:path";
 import { ApiError, CmError, type ExecSession } from "@cm/sdk";
 import { type Run, UsageError } from "../args";
 import type { Context } from "../context";
-import { Extractor, type PackSummary, pack } from "./tar";
+import { type PackSummary, pack } from "./tar";
+import { Extractor } from "./tar-extract";
 
 /**
  * `cm cp LOCAL ID:PATH` and `cm cp ID:PATH LOCAL`, as `docker cp` behaves:
@@ -151,15 +152,24 @@ async function download(ctx: Context, id: string, remote: string, local: string)
   const toStdout = local === "-";
   let extractor: Extractor | undefined;
   if (!toStdout) {
-    const st = fs.statSync(local, { throwIfNoEntry: false });
+    // lstat: a link here (one a copy before this one made, say) is not followed to where it points.
+    const st = fs.lstatSync(local, { throwIfNoEntry: false });
+    if (st?.isSymbolicLink())
+      throw new CmError(
+        "DESTINATION_IS_A_LINK",
+        `${local} is a symbolic link (to ${fs.readlinkSync(local)}): cm cp never writes through a link; name the directory itself, or remove the link`,
+      );
     if (!st && /[\\/]$/.test(local)) throw new CmError("NO_SUCH_PATH", `no such directory here: ${local}`);
-    if (!st && !fs.statSync(path.dirname(path.resolve(local)), { throwIfNoEntry: false })?.isDirectory())
-      throw new CmError("NO_SUCH_PATH", `no such directory here: ${path.dirname(path.resolve(local))}`);
+    const parent = path.dirname(path.resolve(local));
+    if (!st && !fs.statSync(parent, { throwIfNoEntry: false })?.isDirectory()) throw new CmError("NO_SUCH_PATH", `no such directory here: ${parent}`);
     // Into an existing directory under its own name (or, for "/.", its contents), else as the path named.
-    const target = st?.isDirectory() ? (name === "." ? local : path.join(local, name)) : local;
+    // The root is the directory the tenant named, as it is; everything the archive makes below it is checked.
+    const root = fs.realpathSync(st?.isDirectory() ? local : parent);
+    const top = st?.isDirectory() ? name : path.basename(path.resolve(local));
     const onFile = st !== undefined && !st.isDirectory();
-    const rename = (entry: string) => (name === "." ? entry : entry === name ? "" : entry.startsWith(`${name}/`) ? entry.slice(name.length + 1) : undefined);
-    extractor = new Extractor(path.resolve(target), rename, (type) => {
+    const rename = (entry: string) =>
+      name === "." ? path.posix.join(top, entry) : entry === name ? top : entry.startsWith(`${name}/`) ? `${top}/${entry.slice(name.length + 1)}` : undefined;
+    extractor = new Extractor(root, rename, (type) => {
       if (type === "dir" && onFile) throw new CmError("NOT_A_DIRECTORY", `cannot copy directory ${remote} onto ${local}, a file here`);
     });
   }
