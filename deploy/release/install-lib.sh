@@ -90,9 +90,13 @@ unpack_aside() {
   local arch="$1" tarball="$2"
   STAGING="$(mktemp -d "${TMPDIR:-/tmp}/$PRODUCT-install.XXXXXX")"
   trap 'rm -rf "$STAGING"' EXIT
-  tar -xzf "$tarball" -C "$STAGING" || fail "$(basename "$tarball") could not be unpacked; nothing was changed"
+  # The archive's owners and modes are not taken (as root, tar takes both): what is installed is
+  # root's, with the modes a release packs (directories 0755, files 0644 or 0755), whatever the
+  # tarball says. Unpacked in a directory only root reads, so nothing is open before the chmod.
+  tar --no-same-owner -xzf "$tarball" -C "$STAGING" || fail "$(basename "$tarball") could not be unpacked; nothing was changed"
   UNPACKED="$STAGING/$PRODUCT-${VERSION}-linux-${arch}"
   [ -f "$UNPACKED/VERSION" ] || fail "$(basename "$tarball") does not hold $PRODUCT ${VERSION} for $arch; nothing was changed"
+  chmod -R u=rwX,go=rX,a-st "$UNPACKED" || fail "the modes of the unpacked $(basename "$tarball") could not be set; nothing was changed"
   [ "$(cat "$UNPACKED/ARCH")" = "$arch" ] || fail "$(basename "$tarball") holds a Node runtime for $(cat "$UNPACKED/ARCH"), this machine is $arch; nothing was changed"
 }
 
@@ -139,6 +143,9 @@ remove_installed() {
 
 # Runs the action main() parsed: as root, unless it is a dry run or under CM_ROOT.
 run_action() {
+  # Code root runs is writable by root alone, whatever umask sudo or a provisioning tool handed
+  # over (under 000, /opt/PRODUCT and the unpacked release came out world-writable).
+  umask 022
   if [ "$PURGE" = true ] && [ "$1" != uninstall ]; then fail "--purge goes with --uninstall"; fi
   if [ "$DRY_RUN" = false ] && [ -z "$ROOT" ] && [ "$(id -u)" -ne 0 ]; then
     fail "run as root (sudo bash $0 ...): $PRODUCT is installed under /opt and as a systemd service" "or look first with --dry-run"

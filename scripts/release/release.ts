@@ -49,7 +49,7 @@ export type Arch = "x64" | "arm64";
 export const ARCHES: Arch[] = ["x64", "arm64"];
 
 /** Where downloaded runtimes are kept between releases (dist/ is not committed). */
-const CACHE_DIR = path.join(ROOT, "dist", ".cache");
+export const CACHE_DIR = path.join(ROOT, "dist", ".cache");
 
 export interface ReleaseOptions {
   arches: Arch[];
@@ -265,9 +265,12 @@ function unpackNode(arch: Arch, work: string, dir: string): void {
 
 function tar(work: string, name: string, options: ReleaseOptions): string {
   const tarball = path.join(options.outDir, `${name}.tar.gz`);
-  // Owned by root whatever built it: an install moves the tree into /opt as it is.
+  // Owned by root and writable by root alone, whatever user and umask built it (under umask 000
+  // every directory was 0777): an install moves the tree into /opt, where root runs it.
+  // Directories 0755, files 0644, or 0755 where any x bit was set; no setuid, setgid or sticky bit.
   const gzip = `gzip -${options.gzipLevel ?? 6} -n`;
-  execFileSync("tar", ["-c", "-I", gzip, "-f", tarball, "--owner=0", "--group=0", "--numeric-owner", "-C", work, name]);
+  const owner = ["--owner=root:0", "--group=root:0", "--mode=u=rwX,go=rX,a-st"];
+  execFileSync("tar", ["-c", "-I", gzip, "-f", tarball, ...owner, "-C", work, name]);
   return tarball;
 }
 

@@ -1,7 +1,7 @@
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { arch as hostArch, tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createPgDatabase } from "@cm/db/testing";
 import { needs } from "@cm/testkit";
@@ -9,9 +9,10 @@ import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appVersion } from "../../../../scripts/build";
 import { betterSqliteAddon, TRIPLETS } from "../../../../scripts/release/native-addon";
-import { type Arch, elfArch, NODE_VERSION, nodeRuntimePackage, releaseCli, releaseControlPlane } from "../../../../scripts/release/release";
+import { type Arch, CACHE_DIR, elfArch, NODE_VERSION, nodeRuntimePackage, releaseCli, releaseControlPlane } from "../../../../scripts/release/release";
 import { freePort } from "../faults/support/pg-cluster";
 import { linkTools } from "./support/clean-machine";
+import { notPackedForRoot, tarEntries, writableByOthers } from "./support/file-modes";
 import { until } from "./support/system";
 
 // The control plane's release as an administrator gets it (issue 28): the tarball unpacked
@@ -20,6 +21,14 @@ import { until } from "./support/system";
 
 const ARCH: Arch = hostArch() === "arm64" ? "arm64" : "x64";
 const OTHER: Arch = ARCH === "x64" ? "arm64" : "x64";
+/** Where the release finds (or builds) an architecture's better-sqlite3 addon. */
+const addonSource = (arch: Arch) => ({
+  root: fileURLToPath(new URL("../../../..", import.meta.url)),
+  cacheDir: CACHE_DIR,
+  nodePackage: () => nodeRuntimePackage(arch),
+  nodeVersion: NODE_VERSION,
+  elfArch,
+});
 
 describe("the control plane's release tarball, unpacked on a clean machine", () => {
   let work = "";
@@ -40,8 +49,20 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     mkdirSync(home);
     linkTools(bin);
     const out = join(work, "release");
-    ({ made, skipped } = await releaseControlPlane({ arches: [ARCH, OTHER], outDir: out, version, gzipLevel: 1 }));
-    cm = await releaseCli({ outDir: out });
+    // Built under umask 000, as a build machine with a careless umask builds it (issue 36): what it
+    // packs must not depend on it. The caches in dist/ are filled first, under the usual umask, so
+    // that no later release takes a runtime or an addon this one left world-writable.
+    for (const arch of [ARCH, OTHER]) {
+      nodeRuntimePackage(arch);
+      betterSqliteAddon(arch, addonSource(arch));
+    }
+    const umask = process.umask(0);
+    try {
+      ({ made, skipped } = await releaseControlPlane({ arches: [ARCH, OTHER], outDir: out, version, gzipLevel: 1 }));
+      cm = await releaseCli({ outDir: out });
+    } finally {
+      process.umask(umask);
+    }
     if (made.length > 0) execFileSync("tar", ["-xzf", made[0]!, "-C", work], { env: { PATH: bin } });
     dir = join(work, `cm-control-plane-${version}-linux-${ARCH}`);
   }, 360_000);
@@ -50,6 +71,17 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     for (const p of running) p.kill("SIGTERM");
     if (work) rmSync(work, { recursive: true, force: true });
   });
+
+  /** install-cm-control-plane.sh from `dir` into `root` with the plain PATH, under `umask` where given. */
+  const installInto = (root: string, args: string[], dir = join(work, "release"), umask?: string) => {
+    const script = join(dir, "install-cm-control-plane.sh");
+    const command = umask === undefined ? ["bash", script, ...args] : ["sh", "-c", `umask ${umask}; exec bash "$@"`, "sh", script, ...args];
+    return new Promise<{ code: number; out: string }>((resolve) =>
+      execFile(command[0]!, command.slice(1), { env: { PATH: bin, CM_ROOT: root } }, (error, stdout, stderr) =>
+        resolve({ code: error ? Number(error.code ?? 1) : 0, out: stdout + stderr }),
+      ),
+    );
+  };
 
   /** bin/cm-control-plane (or `program`) with the plain PATH and `env`; resolves once /health answers. */
   async function start(
@@ -120,17 +152,23 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     expect(admin).toContain(join(home, "data/marketplace.db"));
   }, 120_000);
 
+  it("packs every entry of every tarball as root's, writable by root alone, though built under umask 000", () => {
+    const tarballs = made.filter((f) => f.endsWith(".tar.gz"));
+    expect(tarballs.length).toBeGreaterThan(0);
+    for (const tarball of tarballs) {
+      expect(notPackedForRoot(tarball), tarball).toEqual([]);
+      // What runs stays executable; what is read is not.
+      const name = basename(tarball, ".tar.gz");
+      const modes = new Map(tarEntries(tarball).map((e) => [e.name, e.mode]));
+      for (const file of ["bin/cm-control-plane", "bin/cm-admin", "node/bin/node", "install.sh"]) expect(modes.get(`${name}/${file}`), file).toBe(0o755);
+      for (const file of ["README.md", "VERSION", "control-plane.env"]) expect(modes.get(`${name}/${file}`), file).toBe(0o644);
+    }
+  });
+
   it("names what the other architecture's build needs where this machine cannot cross-compile it", () => {
     const noCompiler = mkdtempSync(join(tmpdir(), "cm-no-cache-"));
     try {
-      const addon = betterSqliteAddon(OTHER, {
-        root: fileURLToPath(new URL("../../../..", import.meta.url)),
-        cacheDir: noCompiler,
-        nodePackage: () => nodeRuntimePackage(OTHER),
-        nodeVersion: NODE_VERSION,
-        elfArch,
-        searchPath: bin,
-      });
+      const addon = betterSqliteAddon(OTHER, { ...addonSource(OTHER), cacheDir: noCompiler, searchPath: bin });
       expect(addon).toEqual({
         skipped: expect.stringMatching(
           new RegExp(`^cm-control-plane for linux-${OTHER}: better-sqlite3 here is built for ${ARCH} and no ${TRIPLETS[OTHER]}-g\\+\\+ is installed`),
@@ -189,12 +227,7 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     const root = join(work, "root");
     mkdirSync(root);
     const release = join(work, "release");
-    const install = (args: string[], dir = release) =>
-      new Promise<{ code: number; out: string }>((resolve) =>
-        execFile("bash", [join(dir, "install-cm-control-plane.sh"), ...args], { env: { PATH: bin, CM_ROOT: root } }, (error, stdout, stderr) =>
-          resolve({ code: error ? Number(error.code ?? 1) : 0, out: stdout + stderr }),
-        ),
-      );
+    const install = (args: string[], dir = release) => installInto(root, args, dir);
     const opt = join(root, "opt/cm-control-plane");
     const envFile = join(root, "etc/cm-control-plane/control-plane.env");
 
@@ -258,6 +291,27 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     expect(purged.code, purged.out).toBe(0);
     expect(existsSync(join(root, "etc/cm-control-plane"))).toBe(false);
     expect(existsSync(join(root, "var/lib/cm-control-plane"))).toBe(false);
+  }, 120_000);
+
+  it("installs a tarball whose every entry is 0777, under umask 000, leaving nothing its group or others may write", async () => {
+    const name = `cm-control-plane-${version}-linux-${ARCH}`;
+    const loose = join(work, "loose");
+    const unpacked = join(work, "loose-unpacked");
+    const root = join(work, "loose-root");
+    for (const d of [loose, unpacked, root]) mkdirSync(d);
+    execFileSync("tar", ["-xzf", join(work, "release", `${name}.tar.gz`), "-C", unpacked]);
+    execFileSync("tar", ["-czf", join(loose, `${name}.tar.gz`), "--mode=a=rwx", "-C", unpacked, name]);
+    expect(tarEntries(join(loose, `${name}.tar.gz`)).filter((e) => e.mode !== 0o777)).toEqual([]);
+    copyFileSync(join(work, "release", "install-cm-control-plane.sh"), join(loose, "install-cm-control-plane.sh"));
+    writeFileSync(join(loose, "SHA256SUMS"), execFileSync("sha256sum", [`${name}.tar.gz`], { cwd: loose }));
+
+    const r = await installInto(root, [], loose, "000");
+    expect(r.code, r.out).toBe(0);
+    expect(writableByOthers(root)).toEqual([]);
+    // Which files should run is not the installer's to know: a file the archive made executable stays so.
+    const installed = join(root, "opt/cm-control-plane", version);
+    expect(statSync(join(installed, "node/bin/node")).mode & 0o7777).toBe(0o755);
+    expect(statSync(join(installed, "lib")).mode & 0o7777).toBe(0o755);
   }, 120_000);
 
   it("after a rollback, refuses a database a newer release migrated: exit 78, saying what to do", async () => {

@@ -17,9 +17,10 @@ import { basename, join, relative } from "node:path";
 import { needs, sqliteDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { appVersion } from "../../../../scripts/build";
-import { type Arch, releaseAgent, releaseCli } from "../../../../scripts/release/release";
+import { type Arch, nodeRuntimePackage, releaseAgent, releaseCli } from "../../../../scripts/release/release";
 import { type Harness, startHarness } from "../support/harness";
 import { linkTools } from "./support/clean-machine";
+import { notPackedForRoot, writableByOthers } from "./support/file-modes";
 import { removeLabelled, until } from "./support/system";
 import { ensureWebImage } from "./support/web-image";
 
@@ -57,8 +58,15 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
     mkdirSync(root);
     mkdirSync(bin);
     linkTools(bin, AGENT_TOOLS);
-    await releaseAgent({ arches: [ARCH], outDir: rel1(), version: v1, gzipLevel: 1 });
-    await releaseAgent({ arches: [ARCH], outDir: rel2(), version: v2, gzipLevel: 1 });
+    // Built under umask 000 (issue 36), the Node runtime's cache filled first under the usual one.
+    nodeRuntimePackage(ARCH);
+    const umask = process.umask(0);
+    try {
+      await releaseAgent({ arches: [ARCH], outDir: rel1(), version: v1, gzipLevel: 1 });
+      await releaseAgent({ arches: [ARCH], outDir: rel2(), version: v2, gzipLevel: 1 });
+    } finally {
+      process.umask(umask);
+    }
     cmFile = await releaseCli({ outDir: rel1() });
     h = await startHarness(sqliteDatabase, { config: { HEARTBEAT_INTERVAL_MS: 5_000 } });
     const op = await h.signIn();
@@ -103,6 +111,11 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
     expect(existsSync(join(bin, "node"))).toBe(false);
     const r = execFileSync("bash", ["-c", "command -v node npm tsx || echo none"], { encoding: "utf8", env: { PATH: bin } }).trim();
     expect(r).toBe("none");
+  });
+
+  it("packs every entry as root's, writable by root alone, though built under umask 000", () => {
+    expect(notPackedForRoot(join(rel1(), `cm-agent-${v1}-linux-${ARCH}.tar.gz`))).toEqual([]);
+    expect(notPackedForRoot(join(rel2(), `cm-agent-${v2}-linux-${ARCH}.tar.gz`))).toEqual([]);
   });
 
   it("--dry-run prints every step and changes nothing", async () => {
@@ -172,6 +185,7 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
     expect(r.stdout).toContain("✓ Token: accepted");
     expect(r.stdout).toContain("systemd is not running here");
     expect(readlinkSync(installed("current"))).toBe(v1);
+    expect(writableByOthers(root)).toEqual([]);
     const env = join(root, "etc/cm-agent/agent.env");
     expect(statSync(env).mode & 0o777).toBe(0o600);
     expect(readFileSync(env, "utf8")).toContain(`AGENT_TOKEN=${token}\n`);
