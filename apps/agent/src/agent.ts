@@ -137,6 +137,7 @@ export class Agent {
       containerLabels: config.containerLabels,
       installId: () => this.install?.installId,
       containerStopTimeoutS: timing.containerStopTimeoutS,
+      pullLimits: { timeoutMs: config.pullTimeoutS * 1000, stallMs: config.pullStallS * 1000 },
       nodeFacts: () => facts.nodeFacts(),
       canShipLogs: () => this.connection.state === "ready",
       diskDefaultGb: config.diskDefaultGb,

@@ -6,6 +6,7 @@ import { AGENT_RECONNECT_MAX_MS, AGENT_TUNNEL_PATH, AGENT_WS_PATH } from "@cm/pr
 import { z } from "zod";
 import type { EgressAllow } from "./egress/policy";
 import { parseEgressAllow } from "./egress/policy";
+import { DEFAULT_PULL_STALL_S, DEFAULT_PULL_TIMEOUT_S } from "./reconcile/pull-watch";
 import { DEFAULT_SANDBOX_POOL } from "./runtime/sandboxes";
 
 /** "silent" too, as the control plane's LOG_LEVEL allows it (`npm start` passes its environment on). */
@@ -25,6 +26,8 @@ export const CONFIG_KEYS = [
   "AGENT_EGRESS_ALLOW",
   "AGENT_DISK_DEFAULT_GB",
   "AGENT_DISK_RESERVE_GB",
+  "AGENT_PULL_TIMEOUT_S",
+  "AGENT_PULL_STALL_S",
 ] as const;
 export type ConfigKey = (typeof CONFIG_KEYS)[number];
 export type RawConfig = Partial<Record<ConfigKey, string>>;
@@ -72,6 +75,8 @@ export type Timing = z.infer<typeof Timing>;
 
 const SANDBOX_POOL_ERROR = "AGENT_SANDBOX_POOL must be a whole number from 0 to 32";
 const EGRESS_POLICY_ERROR = 'AGENT_EGRESS_POLICY must be "on" or "off"';
+const PULL_TIMEOUT_ERROR = "AGENT_PULL_TIMEOUT_S must be a whole number of seconds from 1";
+const PULL_STALL_ERROR = "AGENT_PULL_STALL_S must be a whole number of seconds from 1";
 const DISK_DEFAULT_ERROR = "AGENT_DISK_DEFAULT_GB must be a whole number of GB from 1";
 const DISK_RESERVE_ERROR = "AGENT_DISK_RESERVE_GB must be a whole number of GB from 0";
 
@@ -107,6 +112,10 @@ export const AgentConfigInput = z.object({
   diskDefaultGb: z.coerce.number({ error: DISK_DEFAULT_ERROR }).int(DISK_DEFAULT_ERROR).min(1, DISK_DEFAULT_ERROR).default(20),
   /** free space on Docker's data root below which no new deployment starts */
   diskReserveGb: z.coerce.number({ error: DISK_RESERVE_ERROR }).int(DISK_RESERVE_ERROR).min(0, DISK_RESERVE_ERROR).default(10),
+  /** the longest an image pull may take (pull-watch.ts) */
+  pullTimeoutS: z.coerce.number({ error: PULL_TIMEOUT_ERROR }).int(PULL_TIMEOUT_ERROR).min(1, PULL_TIMEOUT_ERROR).default(DEFAULT_PULL_TIMEOUT_S),
+  /** the longest a pull may go without Docker reporting progress */
+  pullStallS: z.coerce.number({ error: PULL_STALL_ERROR }).int(PULL_STALL_ERROR).min(1, PULL_STALL_ERROR).default(DEFAULT_PULL_STALL_S),
   timing: Timing.default(Timing.parse({})),
 });
 export type AgentConfigInput = z.input<typeof AgentConfigInput>;
@@ -271,6 +280,8 @@ export function configFromRaw(raw: RawConfig): AgentConfig {
     ...(raw.AGENT_EGRESS_ALLOW === undefined ? {} : { egressAllow: raw.AGENT_EGRESS_ALLOW }),
     ...(raw.AGENT_DISK_DEFAULT_GB === undefined ? {} : { diskDefaultGb: raw.AGENT_DISK_DEFAULT_GB }),
     ...(raw.AGENT_DISK_RESERVE_GB === undefined ? {} : { diskReserveGb: raw.AGENT_DISK_RESERVE_GB }),
+    ...(raw.AGENT_PULL_TIMEOUT_S === undefined ? {} : { pullTimeoutS: raw.AGENT_PULL_TIMEOUT_S }),
+    ...(raw.AGENT_PULL_STALL_S === undefined ? {} : { pullStallS: raw.AGENT_PULL_STALL_S }),
   });
 }
 

@@ -4,6 +4,7 @@ import type { Clock } from "../clock";
 import type { Logger } from "../logger";
 import type { LogShipping } from "../logs/log-shipping";
 import type { ContainerRuntime } from "../runtime/container-runtime";
+import type { PullLimits } from "./pull-watch";
 import type { NodeFacts } from "./start-deployment";
 import type { StatusReporter } from "./status-reporter";
 
@@ -19,6 +20,8 @@ export interface ReconcilerOptions {
   /** this agent's install (install-identity.ts), stamped on its containers; none without a state directory */
   installId?: () => string | undefined;
   containerStopTimeoutS: number;
+  /** see StartContext.pullLimits */
+  pullLimits?: PullLimits;
   nodeFacts(): Promise<NodeFacts>;
   /** whether log shipping can start now (the connection is ready) */
   canShipLogs(): boolean;

@@ -39,8 +39,11 @@ export class Reconciler {
   private readonly deliberate = new Set<string>();
   /** runs that failed to start, so a repeated sync reports instead of retrying */
   private readonly failedRuns = new Map<string, { runSeq: number; reason: string }>();
-  /** deployments whose next run waits out a restart's backoff: calling it ends the wait early (a newer desired state came) */
-  private readonly backingOff = new Map<string, () => void>();
+  /**
+   * What a deployment's convergence waits on now (a restart's backoff, an image
+   * pull): called with each newer desired state, it ends the wait when that makes it pointless.
+   */
+  private readonly interruptible = new Map<string, (next: DeploymentSpec) => void>();
   /** when each waiting restart is due: the same run sent again (a sync after a reconnect) waits only what is left */
   private readonly restartDue = new Map<string, { runSeq: number; atMs: number }>();
   private nodeId = "";
@@ -179,8 +182,8 @@ export class Reconciler {
 
   private enqueue(spec: DeploymentSpec): Promise<ConvergeResult> {
     this.latest.set(spec.deploymentId, spec);
-    // A stop or a newer run must not wait behind a backoff that no longer matters.
-    this.backingOff.get(spec.deploymentId)?.();
+    // A stop or a newer run must not wait behind a backoff or a pull that no longer matters.
+    this.interruptible.get(spec.deploymentId)?.(spec);
     return this.queue.run(spec.deploymentId, () => this.converge(spec));
   }
 
@@ -265,18 +268,24 @@ export class Reconciler {
     return new Promise((resolve) => {
       const done = (waited: boolean) => {
         this.options.clock.clearTimeout(timer);
-        if (this.backingOff.get(deploymentId) === cancel) this.backingOff.delete(deploymentId);
+        if (this.interruptible.get(deploymentId) === cancel) this.interruptible.delete(deploymentId);
         if (waited) this.restartDue.delete(deploymentId);
         resolve(waited && this.latest.get(deploymentId) === spec);
       };
       const cancel = () => done(false);
       const timer = this.options.clock.setTimeout(() => done(true), atMs - nowMs);
-      this.backingOff.set(deploymentId, cancel);
+      this.interruptible.set(deploymentId, cancel);
     });
   }
 
   private async startRun(spec: DeploymentSpec): Promise<ConvergeResult> {
     const { deploymentId, runSeq } = spec;
+    const interrupted = new AbortController();
+    // The same run wanted running again (a sync after a reconnect) lets the pull go on.
+    const interrupt = (next: DeploymentSpec) => {
+      if (next.runSeq !== runSeq || next.desiredState !== "running") interrupted.abort();
+    };
+    this.interruptible.set(deploymentId, interrupt);
     try {
       const container = await startDeployment(
         {
@@ -285,6 +294,7 @@ export class Reconciler {
           nodeId: this.nodeId,
           gpuLock: this.gpuLock,
           superseded: () => this.latest.get(deploymentId) !== spec,
+          signal: interrupted.signal,
         },
         spec,
       );
@@ -301,6 +311,8 @@ export class Reconciler {
       this.failedRuns.set(deploymentId, { runSeq, reason });
       this.options.reporter.status(deploymentId, runSeq, "failed", { reason });
       return { ok: false, error: reason };
+    } finally {
+      if (this.interruptible.get(deploymentId) === interrupt) this.interruptible.delete(deploymentId);
     }
   }
 

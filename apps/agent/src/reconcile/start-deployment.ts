@@ -2,6 +2,7 @@
 // container, start. Every failure becomes a DeploymentFailure whose message the
 // tenant can read.
 import type { DeploymentSpec, KeyedQueue } from "@cm/protocol";
+import type { Clock } from "../clock";
 import type { GpuInfo } from "../host/types";
 import type { Logger } from "../logger";
 import type { ContainerRuntime } from "../runtime/container-runtime";
@@ -10,6 +11,7 @@ import { LABEL_INSTALL_ID } from "../runtime/labels";
 import type { ContainerState } from "../runtime/types";
 import { pickGpus } from "./gpu-assignment";
 import { containerName, gpusOf, runLabels } from "./labels";
+import { DEFAULT_PULL_STALL_S, DEFAULT_PULL_TIMEOUT_S, PullLimitError, type PullLimits, watchPull } from "./pull-watch";
 import { containerResources, shmSizeMb } from "./resources";
 import type { StatusReporter } from "./status-reporter";
 
@@ -47,6 +49,11 @@ export interface StartContext {
   gpuLock: KeyedQueue;
   /** true when a newer desired state for this deployment has arrived meanwhile */
   superseded(): boolean;
+  /** aborted when a newer desired state for this deployment arrives: a pull under way ends at once */
+  signal?: AbortSignal;
+  clock: Clock;
+  /** how long a pull may take, and wait for progress (pull-watch.ts); the defaults without */
+  pullLimits?: PullLimits;
   /** rejects, saying why for the tenant, when this node must not start the deployment now (egress policy missing, disk full) */
   admit?(spec: DeploymentSpec): Promise<void>;
   /** the node's disk allowance for a deployment whose spec names none (a custom image): AGENT_DISK_DEFAULT_GB */
@@ -65,7 +72,7 @@ export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): 
     }
   }
   const image = await ensureImage(ctx, spec);
-  if (ctx.superseded()) return undefined;
+  if (image === undefined || ctx.superseded()) return undefined;
   const facts = await ctx.nodeFacts();
   const resources = containerResources(spec, { cpuThreads: facts.cpuThreads, ramMb: facts.ramMb, gpuCount: facts.gpus.length });
 
@@ -133,14 +140,32 @@ export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): 
   return ctx.runtime.inspect(containerId);
 }
 
-async function ensureImage(ctx: StartContext, spec: DeploymentSpec): Promise<string> {
+/** The image's local name; undefined when a newer desired state ended the pull. */
+async function ensureImage(ctx: StartContext, spec: DeploymentSpec): Promise<string | undefined> {
+  const limits = ctx.pullLimits ?? { timeoutMs: DEFAULT_PULL_TIMEOUT_S * 1000, stallMs: DEFAULT_PULL_STALL_S * 1000 };
+  const watch = watchPull(ctx.clock, limits, spec.image);
+  const interrupt = () => watch.interrupt();
+  ctx.signal?.addEventListener("abort", interrupt, { once: true });
   try {
+    if (ctx.signal?.aborted) return undefined;
     if (!(await ctx.runtime.imagePresent(spec.image))) ctx.reporter.status(spec.deploymentId, spec.runSeq, "pulling");
-    const ensured = await ctx.runtime.ensureImage(spec.image, (progress) => ctx.reporter.pullProgress(spec.deploymentId, progress), spec.registryAuth);
+    const ensured = await ctx.runtime.ensureImage(spec.image, {
+      onProgress: (progress) => {
+        watch.progressed();
+        ctx.reporter.pullProgress(spec.deploymentId, progress);
+      },
+      ...(spec.registryAuth ? { auth: spec.registryAuth } : {}),
+      signal: watch.signal,
+    });
     return ensured.ref;
   } catch (error) {
+    if (ctx.signal?.aborted || ctx.superseded()) return undefined;
+    if (error instanceof PullLimitError) throw new DeploymentFailure(error.message);
     if (error instanceof ImageUnavailableError) throw new DeploymentFailure(error.message);
     throw new DeploymentFailure(`could not get image "${spec.image}": ${dockerMessage(error)}`);
+  } finally {
+    watch.done();
+    ctx.signal?.removeEventListener("abort", interrupt);
   }
 }
 

@@ -16,16 +16,23 @@ export interface EnsuredImage {
   pulled: boolean;
 }
 
+export interface EnsureImageOptions {
+  onProgress?: (progress: PullProgress) => void;
+  /** a private image's login: used for this pull only and never logged */
+  auth?: RegistryAuth;
+  /** aborting it ends the pull at once (the engine's download with it) and rejects with the signal's reason */
+  signal?: AbortSignal;
+}
+
 export interface ImageClient {
   imagePresent(ref: string): Promise<boolean>;
   /**
    * Uses a local copy when there is one (never pulls it again: operators may
    * preload images, and a node without registry access must still run them).
-   * Otherwise pulls, reporting progress, with `auth` when given (a private
-   * image); it is used for that pull only and never logged. Rejects with
-   * ImageUnavailableError.
+   * Otherwise pulls, reporting progress. Rejects with ImageUnavailableError,
+   * or with the signal's reason once it is aborted.
    */
-  ensureImage(ref: string, onProgress?: (progress: PullProgress) => void, auth?: RegistryAuth): Promise<EnsuredImage>;
+  ensureImage(ref: string, options?: EnsureImageOptions): Promise<EnsuredImage>;
   /**
    * The names (RepoTags) of local images with neither a CMD nor an ENTRYPOINT,
    * at most `max`: a deployment naming one with no command cannot start here.

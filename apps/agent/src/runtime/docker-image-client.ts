@@ -1,12 +1,11 @@
-import { localImageCandidates, type RegistryAuth } from "@cm/protocol";
+import { localImageCandidates } from "@cm/protocol";
 import type Docker from "dockerode";
-import type { EnsuredImage, ImageClient } from "./container-runtime";
+import type { EnsuredImage, EnsureImageOptions, ImageClient } from "./container-runtime";
 import { dockerMessage, dockerStatusCode, ImageUnavailableError } from "./errors";
 import type { RuntimeLogger } from "./logger";
 import { hideNetworkDetails } from "./network-details";
 import type { PullEvent, PullState } from "./pull-progress";
 import { initialPullState, pullEventError, reducePullEvent, summarizePull } from "./pull-progress";
-import type { PullProgress } from "./types";
 
 /** A bound on the inspections one specs report makes: a node with more tagged images reports on the first ones. */
 const IMAGES_INSPECTED_MAX = 2000;
@@ -21,15 +20,16 @@ export class DockerImageClient implements ImageClient {
     return (await this.localName(ref)) !== undefined;
   }
 
-  async ensureImage(ref: string, onProgress?: (progress: PullProgress) => void, auth?: RegistryAuth): Promise<EnsuredImage> {
+  async ensureImage(ref: string, options: EnsureImageOptions = {}): Promise<EnsuredImage> {
     const local = await this.localName(ref);
     if (local !== undefined) {
       this.logger.debug("Image present locally, not pulling", { ref, local });
       return { ref: local, pulled: false };
     }
+    const { auth } = options;
     // Whose login it pulls with is the operator's business; the password never is.
     this.logger.debug("Pulling image", { ref, ...(auth ? { registry: auth.serveraddress, username: auth.username } : {}) });
-    await this.pull(ref, onProgress, auth);
+    await this.pull(ref, options);
     this.logger.debug("Pulled image", { ref });
     return { ref, pulled: true };
   }
@@ -64,21 +64,29 @@ export class DockerImageClient implements ImageClient {
     return undefined;
   }
 
-  private async pull(ref: string, onProgress?: (progress: PullProgress) => void, auth?: RegistryAuth): Promise<void> {
+  private async pull(ref: string, { onProgress, auth, signal }: EnsureImageOptions): Promise<void> {
+    signal?.throwIfAborted();
     let stream: NodeJS.ReadableStream;
     try {
-      // dockerode sends authconfig as X-Registry-Auth, for this request only.
-      stream = await this.docker.pull(ref, auth ? { authconfig: auth } : {});
+      // dockerode sends authconfig as X-Registry-Auth, for this request only. The
+      // signal closes the request's connection: the engine cancels a pull whose client left.
+      stream = await this.docker.pull(ref, { ...(auth ? { authconfig: auth } : {}), ...(signal ? { abortSignal: signal } : {}) });
     } catch (error) {
+      signal?.throwIfAborted();
       throw this.unavailable(ref, dockerMessage(error));
     }
     // Docker answers 200 and then reports failures (e.g. a missing tag) as events in the stream.
     const failure = await new Promise<string | undefined>((resolve) => {
       let state: PullState = initialPullState;
       let streamFailure: string | undefined;
+      const aborted = () => resolve(undefined);
+      signal?.addEventListener("abort", aborted, { once: true });
       this.docker.modem.followProgress(
         stream,
-        (error: Error | null) => resolve(error ? error.message : streamFailure),
+        (error: Error | null) => {
+          signal?.removeEventListener("abort", aborted);
+          resolve(error ? error.message : streamFailure);
+        },
         (event: PullEvent) => {
           streamFailure ??= pullEventError(event);
           const next = reducePullEvent(state, event);
@@ -89,6 +97,7 @@ export class DockerImageClient implements ImageClient {
         },
       );
     });
+    signal?.throwIfAborted();
     if (failure !== undefined) throw this.unavailable(ref, failure);
   }
 

@@ -1,10 +1,9 @@
 // ContainerRuntime on a Docker engine through dockerode: the only place in the
 // agent that imports dockerode. Each concern lives in its own client; this class
 // only puts them behind the one interface.
-import type { RegistryAuth } from "@cm/protocol";
 import Docker from "dockerode";
 import { type Clock, systemClock } from "../clock";
-import type { ContainerRuntime, EnsuredImage, ExecOptions, ExecProcess } from "./container-runtime";
+import type { ContainerRuntime, EnsuredImage, EnsureImageOptions, ExecOptions, ExecProcess } from "./container-runtime";
 import { DockerContainerClient } from "./docker-container-client";
 import type { DiskClient, WritableLayer } from "./docker-disk-client";
 import { DockerDiskClient } from "./docker-disk-client";
@@ -17,7 +16,7 @@ import type { RuntimeLogger } from "./logger";
 import { silentLogger } from "./logger";
 import type { SandboxOwner } from "./sandboxes";
 import { DEFAULT_SANDBOX_POOL, SandboxPool } from "./sandboxes";
-import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine, LogOptions, LogStreamHandle, PullProgress } from "./types";
+import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine, LogOptions, LogStreamHandle } from "./types";
 
 export interface DockerRuntimeOptions {
   /** defaults to dockerode's own resolution: DOCKER_HOST, else /var/run/docker.sock */
@@ -83,8 +82,8 @@ export class DockerRuntime implements ContainerRuntime, DiskClient, EngineRestar
     return this.images.imagePresent(ref);
   }
 
-  ensureImage(ref: string, onProgress?: (progress: PullProgress) => void, auth?: RegistryAuth): Promise<EnsuredImage> {
-    return this.images.ensureImage(ref, onProgress, auth);
+  ensureImage(ref: string, options?: EnsureImageOptions): Promise<EnsuredImage> {
+    return this.images.ensureImage(ref, options);
   }
 
   imagesWithoutCommand(max: number): Promise<string[]> {

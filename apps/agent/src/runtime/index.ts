@@ -3,6 +3,7 @@ export type {
   ContainerRuntime,
   EngineClient,
   EnsuredImage,
+  EnsureImageOptions,
   ExecClient,
   ExecOptions,
   ExecProcess,

@@ -31,7 +31,7 @@ needs("docker", "busybox").describe("DockerRuntime images", () => {
   it("uses a local image without pulling it", async () => {
     const pull = vi.spyOn(run.docker, "pull");
     const progress: PullProgress[] = [];
-    expect(await runtime.ensureImage(BUSYBOX_IMAGE, (p) => progress.push(p))).toEqual({ ref: BUSYBOX_IMAGE, pulled: false });
+    expect(await runtime.ensureImage(BUSYBOX_IMAGE, { onProgress: (p) => progress.push(p) })).toEqual({ ref: BUSYBOX_IMAGE, pulled: false });
     expect(pull).not.toHaveBeenCalled();
     expect(progress).toEqual([]);
   });

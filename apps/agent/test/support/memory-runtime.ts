@@ -13,12 +13,12 @@
 
 import { localImageCandidates } from "@cm/protocol";
 import type { Clock, TimerHandle } from "../../src/clock";
-import type { ContainerRuntime, EnsuredImage, ExecOptions, ExecProcess } from "../../src/runtime/container-runtime";
+import type { ContainerRuntime, EnsuredImage, EnsureImageOptions, ExecOptions, ExecProcess } from "../../src/runtime/container-runtime";
 import type { EngineRestarts } from "../../src/runtime/docker-engine-events";
 import { ContainerNotFoundError, ImageUnavailableError } from "../../src/runtime/errors";
 import { LABEL_MANAGED, LABEL_PORTS, managedLabels } from "../../src/runtime/labels";
 import type { SandboxOwner } from "../../src/runtime/sandboxes";
-import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine, LogOptions, LogStreamHandle, PullProgress } from "../../src/runtime/types";
+import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine, LogOptions, LogStreamHandle } from "../../src/runtime/types";
 
 /** What the image's program does. */
 export interface ProgramBehaviour {
@@ -37,6 +37,8 @@ export interface RegistryImage {
   layers?: number;
   /** how long the pull takes on the clock, spread evenly over the layers */
   pullMs?: number;
+  /** the registry stops sending after the first layer: the pull never ends by itself */
+  stalls?: boolean;
   behaviour?: ProgramBehaviour;
 }
 
@@ -191,7 +193,7 @@ export class MemoryRuntime implements ContainerRuntime, EngineRestarts {
     return this.localName(ref) !== undefined;
   }
 
-  async ensureImage(ref: string, onProgress?: (progress: PullProgress) => void): Promise<EnsuredImage> {
+  async ensureImage(ref: string, { onProgress, signal }: EnsureImageOptions = {}): Promise<EnsuredImage> {
     this.fault("ensureImage");
     const local = this.localName(ref);
     if (local !== undefined) return { ref: local, pulled: false };
@@ -202,7 +204,9 @@ export class MemoryRuntime implements ContainerRuntime, EngineRestarts {
     const layers = image.layers ?? 1;
     for (let done = 0; done < layers; done++) {
       onProgress?.({ layersDone: done, layersTotal: layers });
+      if (image.stalls && done > 0) await new Promise((_, reject) => signal?.addEventListener("abort", () => reject(signal.reason), { once: true }));
       await this.sleep((image.pullMs ?? 0) / layers);
+      signal?.throwIfAborted();
     }
     onProgress?.({ layersDone: layers, layersTotal: layers });
     this.local.set(ref, image.behaviour ?? {});

@@ -8,6 +8,7 @@ import { parseAgentConfig } from "../../src/config";
 import type { GpuInfo } from "../../src/host/types";
 import { silentLogger } from "../../src/logger";
 import { LogShipping } from "../../src/logs/log-shipping";
+import type { PullLimits } from "../../src/reconcile/pull-watch";
 import { Reconciler } from "../../src/reconcile/reconciler";
 import type { ReportSink } from "../../src/reconcile/status-reporter";
 import { StatusReporter } from "../../src/reconcile/status-reporter";
@@ -31,6 +32,8 @@ export interface HarnessOptions {
   installId?: string;
   /** shorter or smaller than production's, e.g. logMaxInflightLines */
   timing?: Partial<Timing>;
+  /** AGENT_PULL_TIMEOUT_S and AGENT_PULL_STALL_S, in ms; production's defaults without */
+  pullLimits?: PullLimits;
 }
 
 export function reconcilerHarness(options: HarnessOptions = {}) {
@@ -87,6 +90,7 @@ export function reconcilerHarness(options: HarnessOptions = {}) {
     containerLabels: CONTAINER_LABELS,
     installId: () => options.installId,
     containerStopTimeoutS: timing.containerStopTimeoutS,
+    ...(options.pullLimits ? { pullLimits: options.pullLimits } : {}),
     nodeFacts: async () => ({ gpus: options.gpus ?? [], cpuThreads: 16, ramMb: 65_536 }),
     canShipLogs: () => link.connected,
   });

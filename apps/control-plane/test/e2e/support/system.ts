@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import type { TestDatabase } from "@cm/db/testing";
 import { type Agent, createAgent } from "../../../../agent/src/agent";
 import { systemClock } from "../../../../agent/src/clock";
-import { parseAgentConfig } from "../../../../agent/src/config";
+import { type AgentConfigInput, parseAgentConfig } from "../../../../agent/src/config";
 import { wsSocketFactory } from "../../../../agent/src/connection/socket";
 import { SystemHostProbe } from "../../../../agent/src/host/probe";
 import { createLogger } from "../../../../agent/src/logger";
@@ -44,7 +44,8 @@ export async function startSystem(db: TestDatabase, config: Partial<Config> = {}
     },
   });
 
-  function agent() {
+  /** An agent for the node; `config` what its operator set in agent.env (AGENT_PULL_STALL_S as pullStallS, ...). */
+  function agent(config: Partial<AgentConfigInput> = {}) {
     const runtime = new DockerRuntime({ logger });
     const a = createAgent(
       parseAgentConfig({
@@ -52,6 +53,7 @@ export async function startSystem(db: TestDatabase, config: Partial<Config> = {}
         token: node.json.agentToken,
         containerLabels: runLabel,
         timing: { backoffInitialMs: 50, backoffMaxMs: 500, pingIntervalMs: 500, pongTimeoutMs: 5_000, containerStopTimeoutS: 2 },
+        ...config,
       }),
       { runtime, hostProbe: new SystemHostProbe({ dockerEngine: () => runtime.engineInfo() }), socketFactory: wsSocketFactory(), clock: systemClock, logger },
     );
