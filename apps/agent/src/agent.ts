@@ -303,7 +303,7 @@ export class Agent {
     const result = await this.tunnels
       .openTunnel({ tunnelId, deploymentId, port })
       .catch((error: unknown) => ({ ok: false as const, reason: (error as Error).message }));
-    if (!result.ok) this.connection.send({ type: "tunnel_error", tunnelId, reason: result.reason.slice(0, 2000) });
+    if (!result.ok) this.connection.send({ type: "tunnel_error", tunnelId, reason: result.reason });
   }
 }
 

@@ -11,6 +11,7 @@ export * from "./api/operator-nodes";
 export * from "./api/payouts";
 export * from "./api/registry-credentials";
 export * from "./api/templates";
+export * from "./clamp";
 export * from "./control-characters";
 export * from "./deployment-states";
 export * from "./errors";

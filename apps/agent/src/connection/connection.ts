@@ -9,8 +9,7 @@
 // The connection owns only transport concerns: hello, heartbeats, liveness,
 // backoff, parsing. What the frames mean is the agent's business.
 
-import type { AgentFrame } from "@cm/protocol";
-import { AGENT_MAX_INBOUND_FRAME_BYTES, CLOSE_CODES, PROTOCOL_VERSIONS, RETRYABLE_CLOSE } from "@cm/protocol";
+import { AGENT_MAX_INBOUND_FRAME_BYTES, AgentFrame, CLOSE_CODES, clampToSchema, PROTOCOL_VERSIONS, RETRYABLE_CLOSE } from "@cm/protocol";
 import type { TimerHandle } from "../clock";
 import { backoffDelayMs } from "./backoff";
 import { explainFatalClose } from "./close-codes";
@@ -89,7 +88,7 @@ export class Connection {
   send(frame: AgentFrame): boolean {
     const socket = this.socket;
     if (this.current !== "ready" || !socket || socket.readyState !== socket.OPEN) return false;
-    socket.send(JSON.stringify(frame));
+    write(socket, frame);
     return true;
   }
 
@@ -140,15 +139,13 @@ export class Connection {
       this.options.logger.warn("No welcome from the control plane in time; reconnecting", { helloTimeoutMs: this.options.timing.helloTimeoutMs });
       socket.terminate();
     }, this.options.timing.helloTimeoutMs);
-    socket.send(
-      JSON.stringify({
-        type: "hello",
-        token: this.options.token,
-        agentVersion: this.options.agentVersion,
-        protocolVersions: [...PROTOCOL_VERSIONS],
-        maxFrameBytes: AGENT_MAX_INBOUND_FRAME_BYTES,
-      }),
-    );
+    write(socket, {
+      type: "hello",
+      token: this.options.token,
+      agentVersion: this.options.agentVersion,
+      protocolVersions: [...PROTOCOL_VERSIONS],
+      maxFrameBytes: AGENT_MAX_INBOUND_FRAME_BYTES,
+    });
   }
 
   private onMessage(socket: AgentSocket, data: Parameters<typeof parseIncoming>[0], isBinary: boolean): void {
@@ -156,7 +153,7 @@ export class Connection {
     const parsed = parseIncoming(data, isBinary);
     if (!parsed.ok) {
       this.options.logger.warn("Ignoring a frame from the control plane that does not parse", { error: parsed.error });
-      if (socket.readyState === socket.OPEN) socket.send(JSON.stringify({ type: "error", code: "BAD_FRAME", message: parsed.error.slice(0, 2000) }));
+      if (socket.readyState === socket.OPEN) write(socket, { type: "error", code: "BAD_FRAME", message: parsed.error });
       return;
     }
     const frame = parsed.frame;
@@ -249,4 +246,12 @@ export class Connection {
     this.current = next;
     for (const listener of this.listeners) listener(next);
   }
+}
+
+/**
+ * Every frame the agent sends goes out here, each string clamped to its field's limit: text
+ * from a registry, Docker or a container must never make the control plane refuse a report.
+ */
+function write(socket: AgentSocket, frame: AgentFrame): void {
+  socket.send(JSON.stringify(clampToSchema(AgentFrame, frame)));
 }

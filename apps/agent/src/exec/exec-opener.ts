@@ -1,11 +1,12 @@
 import {
   AGENT_EXEC_PATH,
+  clampToSchema,
   EXEC_CHANNEL,
   EXEC_CLOSE_CODES,
   EXEC_MAX_MESSAGE_BYTES,
   ExecClientControl,
   type ExecErrorCode,
-  type ExecServerControl,
+  ExecServerControl,
   execFrame,
   type OpenExecFrame,
   parseFrame,
@@ -92,7 +93,7 @@ export class ExecOpener {
       void proc?.detach();
     });
     const fail = (code: ExecErrorCode, message: string) => {
-      send(ws, { type: "error", code, message: message.slice(0, 2000) });
+      send(ws, { type: "error", code, message });
       ws.close(EXEC_CLOSE_CODES.FAILED);
     };
 
@@ -223,6 +224,7 @@ function rawLength(data: WebSocket.RawData): number {
   return Array.isArray(data) ? data.reduce((n, b) => n + b.length, 0) : data.byteLength;
 }
 
+/** Every control message the agent sends on an exec leg, its strings clamped to the schema's limits (the engine's error text among them). */
 function send(ws: WebSocket, message: ExecServerControl) {
-  if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
+  if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(clampToSchema(ExecServerControl, message)));
 }

@@ -14,7 +14,7 @@
 // number), doubling the wait while nothing is answered, and no new lines go out
 // until something is. Every batch is kept until its own ack, and what is
 // unacknowledged when the shipper stops goes to the next one.
-import type { LogCursor, LogLineFrame } from "@cm/protocol";
+import { cutOnWholeCharacters, type LogCursor, type LogLineFrame } from "@cm/protocol";
 import type { Clock, TimerHandle } from "../clock";
 import type { Logger } from "../logger";
 import type { LogClient } from "../runtime/container-runtime";
@@ -301,12 +301,12 @@ export class LogShipper {
   }
 }
 
-/** The message cut to the wire's 64 Ki characters and to what fits a frame, with its size as JSON. */
+/** The message cut, on whole characters, to the wire's 64 Ki UTF-16 units and to what fits a frame, with its size as JSON. */
 function fitMessage(text: string, maxBytes: number): { message: string; bytes: number } {
-  let message = text.length > MAX_MESSAGE_CHARS ? text.slice(0, MAX_MESSAGE_CHARS) : text;
+  let message = cutOnWholeCharacters(text, MAX_MESSAGE_CHARS);
   let bytes = Buffer.byteLength(JSON.stringify(message));
   while (bytes > maxBytes && message.length > 0) {
-    message = message.slice(0, Math.floor((message.length * maxBytes) / bytes) - 1);
+    message = cutOnWholeCharacters(message, Math.floor((message.length * maxBytes) / bytes) - 1);
     bytes = Buffer.byteLength(JSON.stringify(message));
   }
   return { message, bytes };

@@ -14,8 +14,3 @@ export function describeExit(exit: Pick<ContainerExit, "exitCode" | "oomKilled" 
   if (signal) return `the container was killed by ${signal} (exit code ${exit.exitCode})`;
   return `the container exited with code ${exit.exitCode}`;
 }
-
-/** Keeps reasons within the wire's 2,000 characters. */
-export function clampReason(reason: string): string {
-  return reason.length > 2000 ? `${reason.slice(0, 1997)}...` : reason;
-}

@@ -3,7 +3,6 @@
 import type { ObservedStatus } from "@cm/protocol";
 import type { Clock } from "../clock";
 import type { PullProgress } from "../runtime/types";
-import { clampReason } from "./exit-reason";
 
 export interface StatusDetails {
   reason?: string;
@@ -44,7 +43,7 @@ export class StatusReporter {
       deploymentId,
       runSeq,
       status,
-      ...(details.reason !== undefined ? { reason: clampReason(details.reason) } : {}),
+      ...(details.reason !== undefined ? { reason: details.reason } : {}),
       ...(details.exitCode !== undefined ? { exitCode: details.exitCode } : {}),
       at: details.at ?? this.clock.now(),
     });

@@ -1,6 +1,5 @@
 // Sends `specs` after every welcome, then re-probes and re-sends on an interval
 // so replaced disks, added RAM or a GPU that fell off the bus reach the catalogue.
-import { withoutControlCharacters } from "@cm/protocol";
 import type { Clock, TimerHandle } from "../clock";
 import type { Logger } from "../logger";
 import type { HostFacts, HostSnapshot } from "./host-facts";
@@ -30,22 +29,13 @@ export function specsFrame(snapshot: HostSnapshot & { specs: NonNullable<HostSna
   const { egressPolicy, diskDefaultGb, imagesWithoutCommand } = policies;
   return {
     type: "specs" as const,
-    specs: printableLabels(snapshot.specs),
-    gpus: snapshot.gpus.gpus.map((gpu) => printableLabels(gpu)),
+    specs: snapshot.specs,
+    gpus: snapshot.gpus.gpus,
     ...(snapshot.gpus.warning ? { gpuWarning: snapshot.gpus.warning } : {}),
     ...(egressPolicy === "enforced" || egressPolicy === "off" ? { egressPolicy } : {}),
     ...(diskDefaultGb !== undefined ? { diskDefaultGb } : {}),
     ...(imagesWithoutCommand !== undefined ? { imagesWithoutCommand } : {}),
   };
-}
-
-/**
- * The control plane refuses a label with a control character (a node's hardware is shown in
- * tenants' terminals): a driver or firmware string carrying one would otherwise keep this
- * node's inventory out of the catalogue for good.
- */
-function printableLabels<T extends object>(record: T): T {
-  return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, typeof v === "string" ? withoutControlCharacters(v) : v])) as T;
 }
 
 export class SpecsReporter {
