@@ -11,6 +11,7 @@ import { Connection } from "./connection/connection";
 import type { SocketFactory } from "./connection/socket";
 import { DiskWatcher } from "./disk/disk-watcher";
 import type { EgressGuard } from "./egress/egress-guard";
+import { RegistryGuard, type RegistryProbe, systemRegistryProbe } from "./egress/registry-guard";
 import { EndpointReporter } from "./endpoints/endpoint-reporter";
 import { ExecOpener } from "./exec/exec-opener";
 import type { HostProbe } from "./host/probe";
@@ -37,6 +38,8 @@ export interface AgentDeps {
   random?: () => number;
   /** keeps the egress policy on the host's firewall; without one (tests) deployments are not held to it */
   egress?: EgressGuard;
+  /** DNS, registries' challenges and the node's addresses, for the registry guard; the system's without */
+  registryProbe?: RegistryProbe;
   /** measures containers' writable layers and free disk; without one (tests) disk is not bounded */
   disk?: DiskClient;
 }
@@ -99,6 +102,7 @@ export class Agent {
       maxFrameBytes: () => this.connection.welcome?.maxFrameBytes,
     });
     const facts = new HostFacts(deps.hostProbe, logger);
+    const registries = new RegistryGuard(deps.registryProbe ?? systemRegistryProbe, config.registryAllow);
     const egress = deps.egress;
     this.specs = new SpecsReporter({
       facts,
@@ -138,6 +142,7 @@ export class Agent {
       installId: () => this.install?.installId,
       containerStopTimeoutS: timing.containerStopTimeoutS,
       pullLimits: { timeoutMs: config.pullTimeoutS * 1000, stallMs: config.pullStallS * 1000 },
+      checkRegistry: (image) => registries.check(image),
       nodeFacts: () => facts.nodeFacts(),
       canShipLogs: () => this.connection.state === "ready",
       diskDefaultGb: config.diskDefaultGb,

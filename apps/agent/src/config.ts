@@ -28,6 +28,7 @@ export const CONFIG_KEYS = [
   "AGENT_DISK_RESERVE_GB",
   "AGENT_PULL_TIMEOUT_S",
   "AGENT_PULL_STALL_S",
+  "AGENT_REGISTRY_ALLOW",
 ] as const;
 export type ConfigKey = (typeof CONFIG_KEYS)[number];
 export type RawConfig = Partial<Record<ConfigKey, string>>;
@@ -80,6 +81,15 @@ const PULL_STALL_ERROR = "AGENT_PULL_STALL_S must be a whole number of seconds f
 const DISK_DEFAULT_ERROR = "AGENT_DISK_DEFAULT_GB must be a whole number of GB from 1";
 const DISK_RESERVE_ERROR = "AGENT_DISK_RESERVE_GB must be a whole number of GB from 0";
 
+/** AGENT_REGISTRY_ALLOW: "registry.lan:5000, 127.0.0.1:5000", each host[:port] as image references name them. */
+const RegistryAllowList = z.union([z.string(), z.array(z.string())]).transform((value, ctx): string[] => {
+  const names = Array.isArray(value) ? value : value.split(/[\s,]+/).filter(Boolean);
+  for (const name of names)
+    if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/.test(name))
+      ctx.issues.push({ code: "custom", message: `AGENT_REGISTRY_ALLOW: "${name}" is not a registry's host[:port], such as registry.lan:5000`, input: value });
+  return names;
+});
+
 /** AGENT_EGRESS_ALLOW, parsed here so a typo stops the agent at start rather than leaving a range blocked or open. */
 const EgressAllowList = z.union([z.string(), z.array(z.custom<EgressAllow>())]).transform((value, ctx): EgressAllow[] => {
   if (Array.isArray(value)) return value;
@@ -112,6 +122,8 @@ export const AgentConfigInput = z.object({
   diskDefaultGb: z.coerce.number({ error: DISK_DEFAULT_ERROR }).int(DISK_DEFAULT_ERROR).min(1, DISK_DEFAULT_ERROR).default(20),
   /** free space on Docker's data root below which no new deployment starts */
   diskReserveGb: z.coerce.number({ error: DISK_RESERVE_ERROR }).int(DISK_RESERVE_ERROR).min(0, DISK_RESERVE_ERROR).default(10),
+  /** registries tenants may pull from though they are on a private or local address (egress/registry-guard.ts) */
+  registryAllow: RegistryAllowList.default([]),
   /** the longest an image pull may take (pull-watch.ts) */
   pullTimeoutS: z.coerce.number({ error: PULL_TIMEOUT_ERROR }).int(PULL_TIMEOUT_ERROR).min(1, PULL_TIMEOUT_ERROR).default(DEFAULT_PULL_TIMEOUT_S),
   /** the longest a pull may go without Docker reporting progress */
@@ -282,6 +294,7 @@ export function configFromRaw(raw: RawConfig): AgentConfig {
     ...(raw.AGENT_DISK_RESERVE_GB === undefined ? {} : { diskReserveGb: raw.AGENT_DISK_RESERVE_GB }),
     ...(raw.AGENT_PULL_TIMEOUT_S === undefined ? {} : { pullTimeoutS: raw.AGENT_PULL_TIMEOUT_S }),
     ...(raw.AGENT_PULL_STALL_S === undefined ? {} : { pullStallS: raw.AGENT_PULL_STALL_S }),
+    ...(raw.AGENT_REGISTRY_ALLOW === undefined ? {} : { registryAllow: raw.AGENT_REGISTRY_ALLOW }),
   });
 }
 

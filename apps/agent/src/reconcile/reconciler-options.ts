@@ -22,6 +22,8 @@ export interface ReconcilerOptions {
   containerStopTimeoutS: number;
   /** see StartContext.pullLimits */
   pullLimits?: PullLimits;
+  /** see StartContext.checkRegistry */
+  checkRegistry?(image: string): Promise<void>;
   nodeFacts(): Promise<NodeFacts>;
   /** whether log shipping can start now (the connection is ready) */
   canShipLogs(): boolean;

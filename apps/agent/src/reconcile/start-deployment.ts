@@ -3,6 +3,7 @@
 // tenant can read.
 import type { DeploymentSpec, KeyedQueue } from "@cm/protocol";
 import type { Clock } from "../clock";
+import { RegistryRefusedError } from "../egress/registry-guard";
 import type { GpuInfo } from "../host/types";
 import type { Logger } from "../logger";
 import type { ContainerRuntime } from "../runtime/container-runtime";
@@ -54,6 +55,8 @@ export interface StartContext {
   clock: Clock;
   /** how long a pull may take, and wait for progress (pull-watch.ts); the defaults without */
   pullLimits?: PullLimits;
+  /** rejects, saying why for the tenant, when the node must not pull `image` (egress/registry-guard.ts) */
+  checkRegistry?(image: string): Promise<void>;
   /** rejects, saying why for the tenant, when this node must not start the deployment now (egress policy missing, disk full) */
   admit?(spec: DeploymentSpec): Promise<void>;
   /** the node's disk allowance for a deployment whose spec names none (a custom image): AGENT_DISK_DEFAULT_GB */
@@ -148,7 +151,10 @@ async function ensureImage(ctx: StartContext, spec: DeploymentSpec): Promise<str
   ctx.signal?.addEventListener("abort", interrupt, { once: true });
   try {
     if (ctx.signal?.aborted) return undefined;
-    if (!(await ctx.runtime.imagePresent(spec.image))) ctx.reporter.status(spec.deploymentId, spec.runSeq, "pulling");
+    if (!(await ctx.runtime.imagePresent(spec.image))) {
+      ctx.reporter.status(spec.deploymentId, spec.runSeq, "pulling");
+      await ctx.checkRegistry?.(spec.image);
+    }
     const ensured = await ctx.runtime.ensureImage(spec.image, {
       onProgress: (progress) => {
         watch.progressed();
@@ -160,7 +166,7 @@ async function ensureImage(ctx: StartContext, spec: DeploymentSpec): Promise<str
     return ensured.ref;
   } catch (error) {
     if (ctx.signal?.aborted || ctx.superseded()) return undefined;
-    if (error instanceof PullLimitError) throw new DeploymentFailure(error.message);
+    if (error instanceof PullLimitError || error instanceof RegistryRefusedError) throw new DeploymentFailure(error.message);
     if (error instanceof ImageUnavailableError) throw new DeploymentFailure(error.message);
     throw new DeploymentFailure(`could not get image "${spec.image}": ${dockerMessage(error)}`);
   } finally {

@@ -3,7 +3,7 @@ import type Docker from "dockerode";
 import type { EnsuredImage, EnsureImageOptions, ImageClient } from "./container-runtime";
 import { dockerMessage, dockerStatusCode, ImageUnavailableError } from "./errors";
 import type { RuntimeLogger } from "./logger";
-import { hideNetworkDetails } from "./network-details";
+import { hideNetworkDetails, shortPullReason } from "./network-details";
 import type { PullEvent, PullState } from "./pull-progress";
 import { initialPullState, pullEventError, reducePullEvent, summarizePull } from "./pull-progress";
 
@@ -104,6 +104,6 @@ export class DockerImageClient implements ImageClient {
   /** The tenant reads the reason; the operator's log keeps Docker's own words. */
   private unavailable(ref: string, reason: string): ImageUnavailableError {
     this.logger.warn("Could not pull an image", { ref, reason });
-    return new ImageUnavailableError(ref, hideNetworkDetails(reason, [ref]));
+    return new ImageUnavailableError(ref, hideNetworkDetails(shortPullReason(reason), [ref]));
   }
 }

@@ -24,3 +24,19 @@ export function hideNetworkDetails(message: string, keep: readonly string[] = []
   }
   return out;
 }
+
+/** What of a registry's error a tenant reads: enough to act on, not a page of whatever answered. */
+const PULL_REASON_MAX = 300;
+/** Docker quotes a body it could not read as a registry's error: `...response body: <why>: "<the body>"`. */
+const QUOTED_BODY = /(response body)(?::[^"]*)?: "(?:[^"\\]|\\.)*"?/gi;
+
+/**
+ * A failed pull's reason without the body of what answered (a registry's page,
+ * or a service on the node the image named), cut to a few lines on whole
+ * characters. Pure.
+ */
+export function shortPullReason(message: string): string {
+  const out = message.replace(QUOTED_BODY, "$1 not shown");
+  const chars = Array.from(out);
+  return chars.length <= PULL_REASON_MAX ? out : `${chars.slice(0, PULL_REASON_MAX - 1).join("")}…`;
+}

@@ -6,7 +6,7 @@ import Docker from "dockerode";
 import { describe, expect, it } from "vitest";
 import { DockerRuntime } from "../../src/runtime/docker-runtime";
 import { ImageUnavailableError } from "../../src/runtime/errors";
-import { hideNetworkDetails } from "../../src/runtime/network-details";
+import { hideNetworkDetails, shortPullReason } from "../../src/runtime/network-details";
 
 const IPV4 = /\b\d{1,3}(\.\d{1,3}){3}\b/;
 
@@ -50,5 +50,20 @@ needs("docker").describe("a failed pull through Docker", () => {
     expect(message).toContain("registry.example.invalid");
     expect(message).not.toMatch(IPV4);
     expect(message).not.toMatch(/ on \[?[0-9a-f:.]+\]?:53/);
+  });
+});
+
+describe("shortPullReason", () => {
+  it("drops the body of what answered instead of a registry (recorded from Docker 20.10: a JSON 404 on the loopback)", () => {
+    const docker =
+      'error parsing HTTP 404 response body: no error details found in HTTP response body: "{\\"error\\":{\\"code\\":\\"NOT_FOUND\\",\\"message\\":\\"secret internal page /admin\\",\\"requestId\\":\\"req_123\\"}}"';
+    expect(shortPullReason(docker)).toBe("error parsing HTTP 404 response body not shown");
+  });
+
+  it("keeps a registry's short error and cuts a long one on whole characters", () => {
+    expect(shortPullReason("manifest unknown: manifest unknown")).toBe("manifest unknown: manifest unknown");
+    const long = shortPullReason(`unauthorized: ${"😀".repeat(3000)}`);
+    expect(Array.from(long)).toHaveLength(300);
+    expect(long.endsWith("😀…")).toBe(true);
   });
 });

@@ -48,7 +48,8 @@ needs("docker", "busybox", "registry").describe("private images end to end", () 
       expect(imageExists(image)).toBe(false);
       const log = createLogger("debug", "control-plane", { write: (line: string) => void cpLines.push(line) });
       s = await startSystem(db, { REGISTRY_CREDENTIALS_KEY: randomBytes(32).toString("hex") }, { log });
-      await s.agent().start();
+      // The registry is on the loopback: allowed by name, as an operator with a local registry does.
+      await s.agent({ registryAllow: [registry.address] }).start();
       tenant = await s.h.signIn();
       await s.h.grantCredits(tenant.user.id, 1_000);
       await until("node online", async () => (await s.h.call("GET", `/nodes/${s.nodeId}`)).json.node.status === "online");

@@ -46,7 +46,7 @@ needs("docker").describe("a pull that never ends", () => {
 
     beforeAll(async () => {
       s = await startSystem(db);
-      await s.agent({ pullStallS: 3 }).start();
+      await s.agent({ pullStallS: 3, registryAllow: [registry.address] }).start();
       tenant = await s.h.signIn();
       other = await s.h.signIn();
       await s.h.grantCredits(tenant.user.id, 1_000);
@@ -78,7 +78,7 @@ needs("docker").describe("a pull that never ends", () => {
 
     it("a stop or a delete during a pull ends it at once, and Docker's download with it", async () => {
       await s.stopAgents();
-      await s.agent({ pullStallS: 600 }).start();
+      await s.agent({ pullStallS: 600, registryAllow: [registry.address] }).start();
       for (const end of ["stop", "delete"] as const) {
         const id = await deploySlow();
         const download = registry.downloads.at(-1)!;

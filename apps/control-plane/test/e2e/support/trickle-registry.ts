@@ -11,7 +11,7 @@ const sha256 = (data: Buffer | string) => `sha256:${createHash("sha256").update(
 
 export type TrickleRegistry = Awaited<ReturnType<typeof startTrickleRegistry>>;
 
-export async function startTrickleRegistry({ byteEveryMs = 2_000 } = {}) {
+export async function startTrickleRegistry({ byteEveryMs = 2_000, realm }: { byteEveryMs?: number; realm?: string } = {}) {
   // Never sent whole, so its bytes need not be a real layer; the sizes and digests are consistent.
   const layer = randomBytes(4 * 1024 * 1024);
   const config = Buffer.from(
@@ -26,6 +26,7 @@ export async function startTrickleRegistry({ byteEveryMs = 2_000 } = {}) {
     }),
   );
   const downloads: Array<{ open: boolean; bytesSent: number }> = [];
+  const requests: string[] = [];
   const timers = new Set<NodeJS.Timeout>();
 
   const send = (res: ServerResponse, type: string, body: Buffer, head: boolean) => {
@@ -35,6 +36,9 @@ export async function startTrickleRegistry({ byteEveryMs = 2_000 } = {}) {
   const server = createServer((req, res) => {
     const url = req.url ?? "";
     const head = req.method === "HEAD";
+    requests.push(url);
+    // With a realm, every request is challenged for a token from there, as a registry with a token service does.
+    if (realm) return res.writeHead(401, { "www-authenticate": `Bearer realm="${realm}",service="trickle"` }).end();
     if (url === "/v2/" || url === "/v2") return send(res, "application/json", Buffer.from("{}"), head);
     if (/^\/v2\/.+\/manifests\/[^/]+$/.test(url)) return send(res, "application/vnd.docker.distribution.manifest.v2+json", manifest, head);
     if (url.endsWith(`/blobs/${sha256(config)}`)) return send(res, "application/octet-stream", config, head);
@@ -63,6 +67,8 @@ export async function startTrickleRegistry({ byteEveryMs = 2_000 } = {}) {
     address,
     /** every download of the layer so far: open while the node's Docker still reads it */
     downloads,
+    /** the path of every request, in order */
+    requests,
     async close() {
       for (const timer of timers) clearInterval(timer);
       server.closeAllConnections();
