@@ -60,7 +60,7 @@ export function planReport(dep: DeploymentRow, r: Report, nowMs: number): Report
       if (from < 0 || PROGRESS.indexOf(r.status) <= from) return ignore(`reported ${r.status} while ${status}`);
       if (r.status === "running") {
         const restarted = dep.restartCount > 0 ? `running again after restart ${dep.restartCount} of ${dep.maxRestarts}` : null;
-        return { kind: "move", to: "running", patch: { startedAt: atMs, billedUntil: atMs, statusReason: restarted, exitCode: null } };
+        return { kind: "move", to: "running", patch: { startedAt: atMs, billedUntil: billedFrom(dep, atMs), statusReason: restarted, exitCode: null } };
       }
       return { kind: "move", to: r.status, patch: { statusReason: r.status === "pulling" ? "pulling image" : null } };
     }
@@ -101,7 +101,8 @@ export function planReport(dep: DeploymentRow, r: Report, nowMs: number): Report
  * never between runs) and keeps its slot and hold; the agent then starts the new
  * run as it does a tenant's start. The control plane decides, not the agent or
  * Docker, so each restart is one move in the deployment's history, counted in
- * the database across agent restarts, and a run that did not run is never billed.
+ * the database across agent restarts, and a run that did not run is never billed
+ * (its wait is charged only once the new run runs: billedFrom).
  * The new run starts after restartDelayMs (the agent waits, told by the spec),
  * which the reason names: starting, unbilled, until then.
  */
@@ -114,6 +115,18 @@ function restartPlan(dep: DeploymentRow, code: number, reason: string, atMs: num
     patch: { exitCode: code, restartCount: n, statusReason: `${reason}; restarting (${n} of ${dep.maxRestarts}) in ${restartDelayMs(n) / 1000} s` },
     settleUntilMs: atMs,
   };
+}
+
+/**
+ * Where a run's charges start. A restart's wait holds the slot (GPUs, cores) as
+ * much as a run does, and a container crashing at once used to hold a node for
+ * 196 s of waits charged 3.3 s: the wait is charged, from the previous run's
+ * exit (where its charges were settled), once the new run is running. What a
+ * slow start takes past the wait stays free.
+ */
+function billedFrom(dep: DeploymentRow, atMs: number): number {
+  if (dep.restartCount === 0 || dep.billedUntil === null) return atMs;
+  return Math.min(atMs, Math.max(dep.billedUntil, atMs - restartDelayMs(dep.restartCount)));
 }
 
 /** Pull progress as the tenant reads it in statusReason. */

@@ -105,7 +105,7 @@ describeEachDatabase("command and restart policy on $name", (db) => {
     await agent.close();
   });
 
-  it("restarts a failing container as new runs up to maxRestarts, billing only the running time, then fails saying so", async () => {
+  it("restarts a failing container as new runs up to maxRestarts, billing the running time and the restarts' waits, then fails saying so", async () => {
     const t = await tenantWith(1000);
     const node = await h.connectedNode(op.token, { hourlyRateCents: 50 });
     const body = { command: ["sh", "-c", "sleep 60; exit 1"], restart: "on-failure", maxRestarts: 2 };
@@ -126,15 +126,16 @@ describeEachDatabase("command and restart policy on $name", (db) => {
         exitCode: 1,
         statusReason: `the container exited with code 1; restarting (${n} of 2) in ${n} s`,
       });
-      // Charged up to the exit; the hold is what is left of the hour (the meter tops it up while it runs).
-      expect(await row(id)).toMatchObject({ totalCostMicro: costMicro(50, n * 60 * S) });
+      // Charged up to the exit, the earlier restarts' waits (1 s before run 2) included; the hold is what is left of the hour.
+      const charged = costMicro(50, (n * 60 + (n * (n - 1)) / 2) * S);
+      expect(await row(id)).toMatchObject({ totalCostMicro: charged });
       expect((await row(id)).reservedMicro).toBeGreaterThan(0);
       expect((await h.deps.repos.nodes.get(node.id))?.activeDeployments).toBe(1);
-      // Between runs nothing is charged, however long the start takes.
+      // Nothing is charged while it is starting; the wait (n s) is, once the run runs, and never the rest of a slow start.
       h.clock.advance(30 * S);
       node.agent.heartbeat();
       await h.deps.metering.tick();
-      expect((await row(id)).totalCostMicro).toBe(costMicro(50, n * 60 * S));
+      expect((await row(id)).totalCostMicro).toBe(charged);
       run = restart.deployment;
       node.agent.report(run, "starting");
       node.agent.report(run, "running");
@@ -151,7 +152,8 @@ describeEachDatabase("command and restart policy on $name", (db) => {
       exitCode: 1,
       statusReason: "the container exited with code 1; not restarted: all 2 restarts were used",
     });
-    expect(await row(id)).toMatchObject({ reservedMicro: 0, billedMs: 180 * S, totalCostMicro: costMicro(50, 180 * S) });
+    // Three runs of 60 s, and the waits of 1 s and 2 s that held the slot before the second and third.
+    expect(await row(id)).toMatchObject({ reservedMicro: 0, billedMs: 183 * S, totalCostMicro: costMicro(50, 183 * S) });
     expect((await h.deps.repos.nodes.get(node.id))?.activeDeployments).toBe(0);
     await h.checkBooks(t.user.id);
 

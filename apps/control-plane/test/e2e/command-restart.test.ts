@@ -121,11 +121,10 @@ needs("docker", "busybox").describe("command and restart policy end to end", () 
       await until("three runs' lines", async () => (await logLines(id)).filter((l) => l.startsWith("run ")).length === 3, 30_000);
       // Each run is a new container; the ones before it are gone.
       expect(containersOf(id)).toHaveLength(1);
-      // Charged for three runs of about 2 s each, not for the starts between them.
+      // Charged for three runs of about 2 s each and the restarts' waits (1 s, then 2 s) that held the slot.
       const row = (await s.h.deps.repos.deployments.get(id))!;
-      expect(row.billedMs).toBeGreaterThanOrEqual(3 * 1_500);
-      // The restarts' backoffs (1 s, then 2 s) were waited, unbilled: the runs took 3 s less than the deployment's life.
-      expect(row.billedMs).toBeLessThanOrEqual(row.stoppedAt! - row.createdAt - 3_000);
+      expect(row.billedMs).toBeGreaterThanOrEqual(3 * 1_500 + 3_000);
+      expect(row.billedMs).toBeLessThanOrEqual(row.stoppedAt! - row.createdAt);
       expect(row.reservedMicro).toBe(0);
     }, 120_000);
   });

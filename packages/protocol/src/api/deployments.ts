@@ -211,7 +211,7 @@ export const CreateDeploymentRequest = z.strictObject({
     description: `replaces the image's ENTRYPOINT (Docker's Entrypoint), bounded as command; [""] clears it`,
   }),
   restart: RestartPolicy.optional().meta({
-    description: `no (the default), or on-failure: restart a container that exits with a non-zero code, restart n after a wait of ${RESTART_BACKOFF_BASE_MS / 1000} s doubling each time up to ${RESTART_BACKOFF_MAX_MS / 1000} s (starting, not billed, meanwhile)`,
+    description: `no (the default), or on-failure: restart a container that exits with a non-zero code, restart n after a wait of ${RESTART_BACKOFF_BASE_MS / 1000} s doubling each time up to ${RESTART_BACKOFF_MAX_MS / 1000} s (starting meanwhile, holding the slot: the wait is charged once the new run is running)`,
   }),
   maxRestarts: z
     .number()
