@@ -159,7 +159,7 @@ export const COMMANDS: CommandSpec[] = [
         description: "create nothing: print the node it would run on, its rate, the credits it would hold and whether it fits now (and why not)",
       },
       gpus: { type: "string", value: "N", description: "whole GPUs to hold (default 1 for a template that needs one, else 0); the rate is the node's per GPU" },
-      cpus: { type: "string", value: "N", description: "CPU cores, a fraction allowed (default the node's share per GPU, or 2)" },
+      cpus: { type: "string", value: "N", description: "CPU cores, a fraction allowed: a cap (default the node's share per GPU, or 2, as a share, not a cap)" },
       memory: { type: "string", value: "MB", description: "memory limit (default the node's share per GPU, or 4096)" },
       disk: { type: "string", value: "GB", description: "disk allowance (default the template's, or the node's)" },
       name: { type: "string", value: "N", description: "a name for it" },

@@ -98,6 +98,7 @@ export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): 
           exposedPorts: spec.ports,
           ...(spec.tcpPorts?.length ? { tcpPorts: spec.tcpPorts } : {}),
           cpuCores: resources.cpuCores,
+          cpuLimit: resources.cpuLimit,
           memoryMb: resources.memoryMb,
           shmMb: shmSizeMb(resources.memoryMb),
           ...(diskGb !== undefined ? { diskGb } : {}),

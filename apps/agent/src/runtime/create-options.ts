@@ -41,6 +41,13 @@ export const DEFAULT_BRIDGE_PREFIX = "cm-";
 const INTERFACE_NAME_MAX = 15;
 
 const NANO_CPUS_PER_CORE = 1_000_000_000;
+/** Docker's weight of a container that names none is 1,024: one core's worth. The kernel takes 2 to 262,144. */
+const CPU_SHARES_PER_CORE = 1024;
+const MIN_CPU_SHARES = 2;
+const MAX_CPU_SHARES = 262_144;
+
+/** A container's CPU weight in proportion to its cores: under contention each gets its cores' share of the node. */
+export const cpuShares = (cpuCores: number) => Math.min(MAX_CPU_SHARES, Math.max(MIN_CPU_SHARES, Math.round(cpuCores * CPU_SHARES_PER_CORE)));
 const BYTES_PER_MB = 1024 * 1024;
 /** Decimal, as tenants read "GB" and as the disk watcher measures (disk/disk-watcher.ts). */
 const BYTES_PER_GB = 1_000_000_000;
@@ -57,8 +64,11 @@ export function mayCapWritableLayers(info: { Driver?: string; DriverStatus?: Arr
 
 /**
  * Options for `docker.createContainer`. A cpuCores or memoryMb of 0 means "no
- * limit". No Binds, Mounts or Volumes are ever set: tenants see nothing of the
- * host's filesystem, and never the Docker socket.
+ * limit". cpuCores weigh the container against the others (CpuShares) and, unless
+ * cpuLimit is "weight", cap it (NanoCpus): a default is not capped, since a
+ * quota of a node's share per slot (0.04 cores) slowed runc's own start 2-2.5x
+ * (see CPU_LIMITS). No Binds, Mounts or Volumes are ever set: tenants see
+ * nothing of the host's filesystem, and never the Docker socket.
  *
  * The container joins the network namespace of `sandbox`, a container holding
  * the deployment's own bridge network (sandboxes.ts): it gets that network's
@@ -84,7 +94,10 @@ export function buildContainerCreateOptions(spec: ContainerSpec, sandbox: string
     // The agent restarts (or not) deployments itself; Docker must not race it.
     RestartPolicy: { Name: "no" },
   };
-  if (spec.cpuCores > 0) hostConfig.NanoCpus = Math.round(spec.cpuCores * NANO_CPUS_PER_CORE);
+  if (spec.cpuCores > 0) {
+    hostConfig.CpuShares = cpuShares(spec.cpuCores);
+    if (spec.cpuLimit !== "weight") hostConfig.NanoCpus = Math.round(spec.cpuCores * NANO_CPUS_PER_CORE);
+  }
   if (spec.memoryMb > 0) {
     hostConfig.Memory = spec.memoryMb * BYTES_PER_MB;
     // Same as Memory: no swap on top of the limit, so the limit is what the tenant paid for.

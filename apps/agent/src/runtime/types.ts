@@ -1,6 +1,8 @@
 // The agent's own vocabulary for containers. Docker's shapes are translated into
 // these at the edge (create-options.ts, container-state.ts, log-lines.ts, ...).
 
+import type { CpuLimit } from "@cm/protocol";
+
 export interface ContainerSpec {
   deploymentId: string;
   nodeId: string;
@@ -15,8 +17,10 @@ export interface ContainerSpec {
   exposedPorts: number[];
   /** container ports a tunnel may reach as raw TCP besides exposedPorts; stamped as a label, never probed */
   tcpPorts?: number[];
-  /** fractional cores allowed, e.g. 0.5 */
+  /** fractional cores, e.g. 0.5: the container's CPU weight, and its hard cap unless cpuLimit is "weight" */
   cpuCores: number;
+  /** "quota" when absent: cpuCores caps the container (NanoCpus); "weight": only weighs it against the others (CpuShares) */
+  cpuLimit?: CpuLimit;
   memoryMb: number;
   /** the size of /dev/shm; Docker's 64 MB when absent */
   shmMb?: number;

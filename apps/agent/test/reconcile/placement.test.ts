@@ -27,22 +27,24 @@ describe("pickGpus", () => {
 describe("containerResources", () => {
   const node = { cpuThreads: 64, ramMb: 512_000, gpuCount: 8 };
 
-  it("uses the spec's limits when it gives them", () => {
-    expect(containerResources({ cpuCores: 3.5, memoryMb: 8192, gpuCount: 1 }, node)).toEqual({ cpuCores: 3.5, memoryMb: 8192 });
+  it("uses the spec's limits when it gives them: the cores a hard cap unless the spec says they are a default's weight", () => {
+    expect(containerResources({ cpuCores: 3.5, memoryMb: 8192, gpuCount: 1 }, node)).toEqual({ cpuCores: 3.5, cpuLimit: "quota", memoryMb: 8192 });
+    expect(containerResources({ cpuCores: 0.1, cpuLimit: "quota", gpuCount: 0 }, node)).toMatchObject({ cpuCores: 0.1, cpuLimit: "quota" });
+    expect(containerResources({ cpuCores: 0.04, cpuLimit: "weight", gpuCount: 0 }, node)).toMatchObject({ cpuCores: 0.04, cpuLimit: "weight" });
   });
 
   it("gives a GPU deployment the node's share its GPUs are of all GPUs", () => {
-    expect(containerResources({ gpuCount: 2 }, node)).toEqual({ cpuCores: 16, memoryMb: Math.floor(512_000 * 0.9 * 0.25) });
-    expect(containerResources({ gpuCount: 8 }, node)).toEqual({ cpuCores: 64, memoryMb: Math.floor(512_000 * 0.9) });
+    expect(containerResources({ gpuCount: 2 }, node)).toEqual({ cpuCores: 16, cpuLimit: "weight", memoryMb: Math.floor(512_000 * 0.9 * 0.25) });
+    expect(containerResources({ gpuCount: 8 }, node)).toEqual({ cpuCores: 64, cpuLimit: "weight", memoryMb: Math.floor(512_000 * 0.9) });
   });
 
-  it("gives a CPU-only deployment a quarter of the node, never less than 1 core and 256 MB", () => {
-    expect(containerResources({ gpuCount: 0 }, node)).toEqual({ cpuCores: 16, memoryMb: 115_200 });
-    expect(containerResources({ gpuCount: 0 }, { cpuThreads: 2, ramMb: 512, gpuCount: 0 })).toEqual({ cpuCores: 1, memoryMb: 256 });
+  it("gives a CPU-only deployment a quarter of the node as its weight, never less than 1 core and 256 MB", () => {
+    expect(containerResources({ gpuCount: 0 }, node)).toEqual({ cpuCores: 16, cpuLimit: "weight", memoryMb: 115_200 });
+    expect(containerResources({ gpuCount: 0 }, { cpuThreads: 2, ramMb: 512, gpuCount: 0 })).toEqual({ cpuCores: 1, cpuLimit: "weight", memoryMb: 256 });
   });
 
   it("caps what the node cannot give", () => {
-    expect(containerResources({ cpuCores: 128, memoryMb: 2_000_000, gpuCount: 0 }, node)).toEqual({ cpuCores: 64, memoryMb: 460_800 });
+    expect(containerResources({ cpuCores: 128, memoryMb: 2_000_000, gpuCount: 0 }, node)).toEqual({ cpuCores: 64, cpuLimit: "quota", memoryMb: 460_800 });
   });
 });
 

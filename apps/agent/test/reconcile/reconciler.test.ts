@@ -40,11 +40,19 @@ describe("starting a deployment", () => {
     expect(h.reconciler.running()).toEqual(["dep_web"]);
   });
 
-  it("without limits in the spec gives a CPU-only container a quarter of the node", async () => {
+  it("without limits in the spec gives a CPU-only container a quarter of the node, as a weight and not a cap", async () => {
     const h = reconcilerHarness();
     h.engine.loadImage(IMAGE);
     await h.settle(h.reconciler.sync([spec("dep_share")]));
-    expect(h.engine.container("cm-dep_share-run1").spec).toMatchObject({ cpuCores: 4, memoryMb: Math.floor(65_536 * 0.9 * 0.25) });
+    expect(h.engine.container("cm-dep_share-run1").spec).toMatchObject({ cpuCores: 4, cpuLimit: "weight", memoryMb: Math.floor(65_536 * 0.9 * 0.25) });
+  });
+
+  it("caps the cores a spec names unless it says they are a default's weight", async () => {
+    const h = reconcilerHarness();
+    h.engine.loadImage(IMAGE);
+    await h.settle(h.reconciler.sync([spec("dep_asked", { cpuCores: 0.1 }), spec("dep_default", { cpuCores: 0.04, cpuLimit: "weight" })]));
+    expect(h.engine.container("cm-dep_asked-run1").spec).toMatchObject({ cpuCores: 0.1, cpuLimit: "quota" });
+    expect(h.engine.container("cm-dep_default-run1").spec).toMatchObject({ cpuCores: 0.04, cpuLimit: "weight" });
   });
 
   it("pulls a missing image, telling the control plane it pulls and how far it got, then starts", async () => {

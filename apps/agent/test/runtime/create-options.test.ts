@@ -66,11 +66,24 @@ describe("buildContainerCreateOptions", () => {
     expect(options).not.toHaveProperty("NetworkingConfig");
     expect(options.HostConfig).toMatchObject({
       NanoCpus: 7_500_000_000,
+      CpuShares: 7_680,
       Memory: 65536 * 1024 * 1024,
       MemorySwap: 65536 * 1024 * 1024,
       NetworkMode: "container:cm-sbx-1",
     });
     expect(options.name).toBeUndefined();
+  });
+
+  it("caps the cores a tenant asked for, and only weighs a default's, in proportion to its cores", () => {
+    const asked = buildContainerCreateOptions({ ...spec, cpuCores: 0.1, cpuLimit: "quota" }, "cm-sbx-1").HostConfig;
+    expect([asked?.NanoCpus, asked?.CpuShares]).toEqual([100_000_000, 102]);
+    const byDefault = buildContainerCreateOptions({ ...spec, cpuCores: 0.04, cpuLimit: "weight" }, "cm-sbx-1").HostConfig;
+    expect(byDefault?.CpuShares).toBe(41);
+    expect(byDefault).not.toHaveProperty("NanoCpus");
+    expect(byDefault).not.toHaveProperty("CpuQuota");
+    // The kernel's floor and ceiling.
+    expect(buildContainerCreateOptions({ ...spec, cpuCores: 0.001, cpuLimit: "weight" }, "cm-sbx-1").HostConfig?.CpuShares).toBe(2);
+    expect(buildContainerCreateOptions({ ...spec, cpuCores: 512, cpuLimit: "weight" }, "cm-sbx-1").HostConfig?.CpuShares).toBe(262_144);
   });
 
   it("requests exactly the given GPUs from the nvidia driver", () => {
@@ -92,6 +105,7 @@ describe("buildContainerCreateOptions", () => {
     expect(options).not.toHaveProperty("Cmd");
     expect(options).not.toHaveProperty("Entrypoint");
     expect(options.HostConfig).not.toHaveProperty("NanoCpus");
+    expect(options.HostConfig).not.toHaveProperty("CpuShares");
     expect(options.HostConfig).not.toHaveProperty("Memory");
     expect(options.Labels?.["cm.ports"]).toBe("");
   });

@@ -52,6 +52,7 @@ needs("docker", "busybox").describe("DockerRuntime containers", () => {
       PidsLimit: 1024,
       Init: true,
       NanoCpus: 500_000_000,
+      CpuShares: 512,
       Memory: 64 * 1024 * 1024,
       LogConfig: { Type: "json-file", Config: { "max-size": "10m", "max-file": "3" } },
     });
@@ -80,6 +81,21 @@ needs("docker", "busybox").describe("DockerRuntime containers", () => {
     expect((await runtime.waitExit(id)).exitCode).toBe(0);
     const lines = await collectLogs(runtime, id, { follow: false });
     expect(lines.map((line) => line.message.replace(/\s+/g, " "))).toEqual(["CapEff: 00000000000004fb", "NoNewPrivs: 1", "hello"]);
+  });
+
+  it("caps the cores a tenant asked for, and gives a default's cores as a weight with no quota", async () => {
+    const asked = await runtime.createContainer({ ...specFor("cpu-asked", ["true"]), cpuCores: 0.1, cpuLimit: "quota" });
+    const byDefault = await runtime.createContainer({ ...specFor("cpu-default", ["true"]), cpuCores: 0.04, cpuLimit: "weight" });
+    const limits = async (id: string) => {
+      const { HostConfig: h } = await run.docker.getContainer(id).inspect();
+      return { NanoCpus: h.NanoCpus, CpuQuota: h.CpuQuota, CpuPeriod: h.CpuPeriod, CpuShares: h.CpuShares };
+    };
+    expect(await limits(asked)).toEqual({ NanoCpus: 100_000_000, CpuQuota: 0, CpuPeriod: 0, CpuShares: 102 });
+    expect(await limits(byDefault)).toEqual({ NanoCpus: 0, CpuQuota: 0, CpuPeriod: 0, CpuShares: 41 });
+    for (const id of [asked, byDefault]) {
+      await runtime.start(id);
+      expect((await runtime.waitExit(id)).exitCode).toBe(0);
+    }
   });
 
   it("reports a container that exits with code 3", async () => {

@@ -53,6 +53,8 @@ export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, di
     // would be a guess. Left as is: started again after a stop, such a deployment runs without GPUs.
     gpuCount: d.gpuCount,
     ...(d.cpuMillicores > 0 ? { cpuCores: d.cpuMillicores / MILLICORES_PER_CORE } : {}),
+    // A default's cores are its weight alone; an agent older than cpuLimit caps them, as it always did.
+    ...(d.cpuLimit === "weight" ? { cpuLimit: d.cpuLimit } : {}),
     ...(d.memoryMb > 0 ? { memoryMb: d.memoryMb } : {}),
     ...(diskGb !== undefined ? { diskGb } : {}),
     // The cursor lets a restarted agent resume shipping logs with neither loss nor duplicates.

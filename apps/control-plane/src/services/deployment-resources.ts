@@ -4,6 +4,7 @@ import type { NodeRow, TemplateRow } from "@cm/db";
 import {
   CPU_ONLY_DEFAULT_CPU_CORES,
   CPU_ONLY_DEFAULT_MEMORY_MB,
+  type CpuLimit,
   type CreateDeploymentRequest,
   MILLICORES_PER_CORE,
   MIN_CPU_CORES,
@@ -12,7 +13,7 @@ import {
 } from "@cm/protocol";
 import { ApiError } from "../errors";
 
-export type Holding = { gpuCount: number; cpuMillicores: number; memoryMb: number; diskGb: number | null };
+export type Holding = { gpuCount: number; cpuMillicores: number; cpuLimit: CpuLimit; memoryMb: number; diskGb: number | null };
 type Asked = Pick<CreateDeploymentRequest, "gpuCount" | "cpuCores" | "memoryMb" | "diskGb">;
 type NodeSize = Pick<NodeRow, "id" | "gpuCount" | "cpuCores" | "ramMb" | "maxDeployments" | "specs" | "diskDefaultGb">;
 
@@ -22,7 +23,8 @@ type NodeSize = Pick<NodeRow, "id" | "gpuCount" | "cpuCores" | "ramMb" | "maxDep
  * small machine's worth (2 cores, 4 GB) or the node's share per slot when that
  * is less, so a node still takes maxDeployments CPU-only deployments. Never
  * under a template's minimums, never over the node. Refused, before anything
- * is held, when the node could never hold it.
+ * is held, when the node could never hold it. Cores asked for are a hard cap;
+ * a default is only the container's CPU weight (CPU_LIMITS).
  */
 export function holdingFor(node: NodeSize, template: TemplateRow | undefined, asked: Asked): Holding {
   const gpuCount = asked.gpuCount ?? (template?.requiresGpu ? 1 : 0);
@@ -68,6 +70,7 @@ export function holdingFor(node: NodeSize, template: TemplateRow | undefined, as
     gpuCount,
     // A node that has not said its size (0 cores) holds nothing countable; else at least the floor Docker can run with.
     cpuMillicores: cpuMillicores > 0 ? Math.max(cpuMillicores, Math.min(nodeMillicores, MIN_CPU_CORES * MILLICORES_PER_CORE)) : 0,
+    cpuLimit: asked.cpuCores !== undefined ? "quota" : "weight",
     memoryMb: memoryMb > 0 ? Math.max(memoryMb, Math.min(ramMb, MIN_MEMORY_MB)) : 0,
     diskGb,
   };

@@ -39,6 +39,7 @@ const dep = (o: Partial<DeploymentRow> = {}): DeploymentRow => ({
   removedFromNodeAt: null,
   gpuCount: 0,
   cpuMillicores: 0,
+  cpuLimit: "weight",
   memoryMb: 0,
   diskGb: null,
   endpointKey: "k",

@@ -2,6 +2,7 @@
 // pays the node's rate per GPU, and a node takes what it has room for, no more.
 import { describeEachDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { toSpec } from "../../src/agents/desired-state";
 import { type Harness, startHarness } from "../support/harness";
 
 const H100 = { name: "NVIDIA H100 80GB HBM3", vramMb: 81559 };
@@ -54,6 +55,12 @@ describeEachDatabase("deployment resources on $name", (db) => {
     expect(custom.json.deployment).toMatchObject({ gpuCount: 0, cpuCores: 2, memoryMb: 4096, hourlyRateCents: 100 });
     const asked = await create({ nodeId: node, customImage: "busybox", gpuCount: 1, cpuCores: 1.5, memoryMb: 2048, diskGb: 7 });
     expect(asked.json.deployment).toMatchObject({ gpuCount: 1, cpuCores: 1.5, memoryMb: 2048, diskGb: 7 });
+    // The agent caps the cores asked for; a default's (a template's minimum included) are the container's weight alone.
+    const specOf = async (r: typeof tpl) => toSpec((await h.deps.repos.deployments.get(r.json.deployment.id))!, undefined);
+    expect(await specOf(tpl)).toMatchObject({ cpuCores: 8, cpuLimit: "weight" });
+    expect(await specOf(custom)).toMatchObject({ cpuCores: 2, cpuLimit: "weight" });
+    expect(await specOf(asked)).toMatchObject({ cpuCores: 1.5 });
+    expect(await specOf(asked)).not.toHaveProperty("cpuLimit");
     // On a node with many slots a CPU-only deployment gets its share per slot, so maxDeployments of them still fit.
     const crowded = (await h.onlineNode(op.token, { cpuCores: 2, ramMb: 1500, maxDeployments: 4 })).id;
     const small = await Promise.all(Array.from({ length: 4 }, () => create({ nodeId: crowded, customImage: "busybox" })));

@@ -60,6 +60,7 @@ describe("the moves table", () => {
       removedFromNodeAt: null,
       gpuCount: 0,
       cpuMillicores: 0,
+      cpuLimit: "weight",
       memoryMb: 0,
       diskGb: null,
       endpointKey: "k",

@@ -1,4 +1,5 @@
 import {
+  CPU_LIMITS,
   DEPLOYMENT_STATUSES,
   DESIRED_STATES,
   EARNING_TYPES,
@@ -149,6 +150,9 @@ export const deployments = pgTable(
     // What it holds on its node while live (0 on rows older than per-GPU scheduling: they held nothing counted).
     gpuCount: integer("gpu_count").notNull().default(0),
     cpuMillicores: integer("cpu_millicores").notNull().default(0),
+    // quota: Docker caps the container at cpuMillicores (the tenant asked for them); weight: they are its CPU weight
+    // alone (a default). Rows older than this column were all capped, which of them the tenant asked for unrecorded.
+    cpuLimit: text("cpu_limit", { enum: CPU_LIMITS }).notNull().default("quota"),
     memoryMb: integer("memory_mb").notNull().default(0),
     // null: its template's minDiskGb, or the node's default for a custom image.
     diskGb: integer("disk_gb"),

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { text } from "../api/common";
-import { RESTART_BACKOFF_MAX_MS } from "../api/deployments";
+import { CPU_LIMITS, RESTART_BACKOFF_MAX_MS } from "../api/deployments";
 import { EgressPolicy, Gpu, MAX_GPUS_PER_NODE, NodeSpecs } from "../api/nodes";
 import { ExecCommand } from "../exec";
 
@@ -110,6 +110,8 @@ export const DeploymentSpec = z.object({
   entrypoint: z.array(z.string()).optional(),
   gpuCount: z.number().int().min(0),
   cpuCores: z.number().min(0).optional(),
+  /** How cpuCores is enforced (CPU_LIMITS); absent: "quota", as agents before it did. Sent only as "weight". */
+  cpuLimit: z.enum(CPU_LIMITS).optional(),
   memoryMb: z.number().int().min(0).optional(),
   /** The deployment's disk allowance (its template's minDiskGb); absent, the node's default for custom images. */
   diskGb: z.number().int().min(1).optional(),

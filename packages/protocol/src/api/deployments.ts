@@ -50,6 +50,18 @@ export const restartDelayMs = (restartCount: number) =>
 /** cpuCores are held and stored in thousandths of a core: integer arithmetic on both databases. */
 export const MILLICORES_PER_CORE = 1000;
 export const MIN_CPU_CORES = 0.01;
+/**
+ * How Docker holds a container to its cpuCores. "quota": a hard cap
+ * (NanoCpus) and a CPU weight in proportion, for the cores a tenant asked
+ * for. "weight": the weight alone (CpuShares, 1,024 a core), for cores a
+ * deployment got by default: it gets its share of a busy node and may use
+ * idle cores, as a Kubernetes request without a limit. A default's hard quota
+ * was the node's share per slot (0.04 cores on 2 cores and 50 slots), inside
+ * which runc's own start ran: create + start took 810-980 ms against 390-430
+ * ms with no quota (README, "What one deployment may take of a node").
+ */
+export const CPU_LIMITS = ["quota", "weight"] as const;
+export type CpuLimit = (typeof CPU_LIMITS)[number];
 /** Docker refuses a memory limit under 6 MB; a container below this hardly starts. */
 export const MIN_MEMORY_MB = 64;
 /** What a deployment with no GPU holds by default: a small VM's worth, or less on a node with many slots. */
@@ -117,7 +129,7 @@ export const Deployment = z
     gpuCount: z.number().int().meta({ description: "whole GPUs of its node it holds, no other deployment's: 0 for CPU-only" }),
     cpuCores: z.number().meta({
       description:
-        "CPU cores it may use (Docker's NanoCpus) and holds of its node's; 0 on deployments made before resources were counted (the node's fair share)",
+        "CPU cores it holds of its node's: when asked for at creation, the most it may use (Docker's NanoCpus); by default, its share of a busy node's CPU (Docker's CpuShares), using idle cores beyond it. 0 on deployments made before resources were counted (the node's fair share)",
     }),
     memoryMb: z.number().int().meta({
       description: "MB of memory it may use (Docker's Memory, no swap on top) and holds of its node's; 0 on deployments made before resources were counted",
@@ -189,7 +201,7 @@ export const CreateDeploymentRequest = z.strictObject({
     .max(65_536)
     .optional()
     .meta({
-      description: `CPU cores (to ${1 / MILLICORES_PER_CORE} core) the container may use, held of the node's; default: the node's cores times gpuCount over its GPUs, or for gpuCount 0 ${CPU_ONLY_DEFAULT_CPU_CORES} cores or the node's cores over its maxDeployments when less; never less than a template's minCpuCores`,
+      description: `CPU cores (to ${1 / MILLICORES_PER_CORE} core) the container may use at most, held of the node's; default (held the same, but a share of a busy node rather than a cap): the node's cores times gpuCount over its GPUs, or for gpuCount 0 ${CPU_ONLY_DEFAULT_CPU_CORES} cores or the node's cores over its maxDeployments when less; never less than a template's minCpuCores`,
     }),
   memoryMb: z
     .number()

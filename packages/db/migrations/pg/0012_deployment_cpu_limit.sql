@@ -1,0 +1,1 @@
+ALTER TABLE "deployments" ADD COLUMN "cpu_limit" text DEFAULT 'quota' NOT NULL;
