@@ -61,8 +61,8 @@ async function main(argv: string[]) {
 /**
  * Gives a tenant credits back for a deployment, as a `refund` row on their
  * ledger; it is taken from what the node's operator earned on it (never below
- * zero), the rest from the platform's fee. At most what the deployment cost,
- * less earlier refunds.
+ * zero; their requested payouts that held it fail), the rest from the
+ * platform's fee. At most what the deployment cost, less earlier refunds.
  */
 async function refund([deploymentId, amount, ...reason]: string[]) {
   if (!deploymentId || !amount || reason.length === 0) throw new Error(usage);
@@ -83,6 +83,10 @@ async function refund([deploymentId, amount, ...reason]: string[]) {
     console.log(
       `refunded ${credits} credits for ${deploymentId} (transaction ${outcome.transactionId}) in ${database}: ${microToCredits(outcome.fromOperatorMicro)} from the operator's earnings, ${microToCredits(outcome.fromFeeMicro)} from the platform's fee`,
     );
+    for (const p of outcome.failedPayouts)
+      console.log(
+        `failed payout ${p.id} (${microToCredits(p.amountMicro)} credits, not sent): it held earnings the refund took back; its operator may ask again`,
+      );
   } finally {
     await repos.handle.close();
   }

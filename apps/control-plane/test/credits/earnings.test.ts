@@ -253,12 +253,32 @@ describeEachDatabase("operators' earnings on $name", (db) => {
     expect(rows[0]).toMatchObject({ type: "refund", amount: -10, deploymentId: d.id, transactionId: tx[0].id });
     await checkMoney();
 
-    // Past the hold, the rest: 35 from the operator (all they have left on it), 5 from the fee.
+    // Past the hold, the rest: 35 from the operator (all they have left on it, a payout of 30 waiting on them
+    // included: it fails, never sent), 5 from the fee.
     h.clock.advance(25 * HOUR);
     expect(await earnings(op.token)).toMatchObject({ pending: 0, available: 35 });
+    const waiting = await h.deps.repos.payouts.request(
+      {
+        id: h.deps.ids("pay"),
+        operatorId: op.user.id,
+        amountMicro: micro(30),
+        amountStableBase: 300_000,
+        stableMint: "mint",
+        stableDecimals: 6,
+        walletAddress: op.wallet.address,
+        requestedAt: h.clock.now(),
+      },
+      0,
+    );
+    if (!waiting.ok) throw new Error("payout refused");
     const all = await refund(d.id, "40", "outage");
     expect(all.stdout).toContain("35 from the operator's earnings, 5 from the platform's fee");
-    expect(await earnings(op.token)).toMatchObject({ pending: 0, available: 0 });
+    expect(all.stdout).toContain(`failed payout ${waiting.payout.id} (30 credits, not sent)`);
+    expect(await h.deps.repos.payouts.get(waiting.payout.id)).toMatchObject({
+      status: "failed",
+      error: expect.stringContaining(`refund of 40 credits for deployment ${d.id}`),
+    });
+    expect(await earnings(op.token)).toMatchObject({ pending: 0, available: 0, payingOut: 0 });
     await checkMoney();
 
     // Nothing is left to refund on it, and bad input is refused; nothing is written either way.

@@ -57,6 +57,11 @@ describeEachDatabase("payouts on $name", (db) => {
   const received = (wallet: string) => rpc.tokenBalance(getAssociatedTokenAddressSync(mint, new PublicKey(wallet), true)) ?? 0n;
   const tick = () => h.deps.payoutSender!.tick();
   const approve = (id: string) => h.deps.repos.payouts.approve(id, h.clock.now());
+  /** As `npm run admin -- refund` gives it: in the transaction that locks the deployment. */
+  const refund = (deploymentId: string, credits: number) =>
+    h.deps.repos.billing.locked(deploymentId, (tx, d) =>
+      h.deps.repos.earnings.refund(tx, d, { amountMicro: credits * 1_000_000, description: "refund: test", nowMs: h.clock.now(), ids: h.deps.ids }),
+    );
   /** The issue's invariants after every scenario. */
   async function checkMoney() {
     await checkWholeBooks(h.deps.repos);
@@ -274,21 +279,141 @@ describeEachDatabase("payouts on $name", (db) => {
   it("a refund racing a payout request never lets the operator withdraw what the refund took back", async () => {
     for (let round = 0; round < 3; round++) {
       const op = await operatorWithEarnings(1);
-      const dep = (await h.deps.repos.earnings.list(op.user.id, 1, 1)).rows[0]!.deploymentId;
-      const [refund, request_] = await Promise.all([
-        h.deps.repos.billing.locked(dep, (tx, d) =>
-          h.deps.repos.earnings.refund(tx, d, { amountMicro: 100_000_000, description: "refund: race", nowMs: h.clock.now(), ids: h.deps.ids }),
-        ),
-        request(op.token, 90),
-      ]);
-      expect(refund).toMatchObject({ ok: true });
-      // Either the request saw the refund (refused) or the refund saw the payout (took it from the fee).
-      if (request_.status === 201) expect(refund).toMatchObject({ fromOperatorMicro: 0, fromFeeMicro: 100_000_000 });
+      const [refunded, request_] = await Promise.all([refund(op.deploymentId, 100), request(op.token, 90)]);
+      // The operator's 90 go back either way: the request saw the refund (refused), or the refund saw the payout waiting
+      // on them and failed it.
+      expect(refunded).toMatchObject({ ok: true, fromOperatorMicro: 90_000_000, fromFeeMicro: 10_000_000 });
+      if (request_.status === 201) expect(await payout(op.token, request_.json.payout.id)).toMatchObject({ status: "failed" });
       else expect(request_.json.error.code).toBe("INSUFFICIENT_EARNINGS");
+      expect(await earnings(op.token)).toMatchObject({ available: 0, payingOut: 0 });
       await checkMoney();
-      // Out of the way of the daily-limit test below, which approves the oldest first.
-      if (request_.status === 201) expect(await h.deps.repos.payouts.reject(request_.json.payout.id, "test: done", h.clock.now())).toBeDefined();
     }
+  });
+
+  // Issue 36 item 7: a payout of 777 credits requested (PAYOUTS=manual), then the deployment refunded in full: the refund
+  // took 0.9 from the operator (all that was available beside the payout) and the rest from the platform's fee, and once
+  // the payout was rejected the operator had the 777 available again, on a deployment that earned them nothing.
+  it("a full refund takes the operator's whole share, failing the payout waiting on it: rejected, it gives back nothing", async () => {
+    const op = await operatorWithEarnings(9); // 900 charged: 810 the operator's
+    await op.earnMore(1); // 90 more, on another deployment
+    const waiting = (await request(op.token, 800)).json.payout;
+    expect(await earnings(op.token)).toMatchObject({ available: 100, payingOut: 800 });
+
+    const out = await refund(op.deploymentId, 900);
+    expect(out).toMatchObject({
+      ok: true,
+      fromOperatorMicro: 810_000_000,
+      fromFeeMicro: 90_000_000,
+      failedPayouts: [expect.objectContaining({ id: waiting.id })],
+    });
+    expect(await payout(op.token, waiting.id)).toMatchObject({
+      status: "failed",
+      amountCredits: 800,
+      error: expect.stringContaining(`a refund of 900 credits for deployment ${op.deploymentId} took back earnings this payout held`),
+    });
+    // The administrator's rejection finds it failed already; the operator has what the other deployment earned.
+    expect(await h.deps.repos.payouts.reject(waiting.id, "rejected by an administrator: test", h.clock.now())).toBeUndefined();
+    expect(await earnings(op.token)).toMatchObject({ available: 90, payingOut: 0, paidOut: 0 });
+    await checkMoney();
+  });
+
+  it("a refund fails the newest waiting payouts first, approved or not, only as far as the operator's share needs", async () => {
+    const op = await operatorWithEarnings(9); // 810 the operator's
+    await op.earnMore(1); // 90
+    const older = (await request(op.token, 700)).json.payout.id as string;
+    h.clock.advance(S);
+    const newer = (await request(op.token, 150)).json.payout.id as string;
+    await approve(older);
+    expect(await earnings(op.token)).toMatchObject({ available: 50, payingOut: 850 });
+
+    // 200 of the operator's share: 50 were available, the newest payout gives up the rest; the older one waits on.
+    const part = await refund(op.deploymentId, 200);
+    expect(part).toMatchObject({ ok: true, fromOperatorMicro: 200_000_000, fromFeeMicro: 0, failedPayouts: [expect.objectContaining({ id: newer })] });
+    expect(await payout(op.token, older)).toMatchObject({ status: "requested", approvedAt: expect.any(String) });
+    expect(await earnings(op.token)).toMatchObject({ available: 0, payingOut: 700 });
+    await checkMoney();
+
+    // The rest: the operator's 610 left on it, which the approved payout held: it fails before the sender signs it.
+    const sent = rpc.sent.length;
+    const rest = await refund(op.deploymentId, 700);
+    expect(rest).toMatchObject({ ok: true, fromOperatorMicro: 610_000_000, fromFeeMicro: 90_000_000, failedPayouts: [expect.objectContaining({ id: older })] });
+    await tick();
+    expect(rpc.sent.length).toBe(sent);
+    expect(await payout(op.token, older)).toMatchObject({ status: "failed" });
+    expect(await earnings(op.token)).toMatchObject({ available: 90, payingOut: 0 });
+    await checkMoney();
+  });
+
+  it("a payout already sending is not called back: the fee covers the refund; paid, that stands; failed, the refund takes back what it returns", async () => {
+    const paidOp = await operatorWithEarnings(1);
+    await paidOp.earnMore(1);
+    const paidId = (await request(paidOp.token, 180)).json.payout.id as string;
+    await approve(paidId);
+    await tick(); // signed, recorded, sent
+    expect(await payout(paidOp.token, paidId)).toMatchObject({ status: "sending" });
+    expect(await refund(paidOp.deploymentId, 100)).toMatchObject({ ok: true, fromOperatorMicro: 0, fromFeeMicro: 100_000_000, failedPayouts: [] });
+    expect(await untilPaid(paidOp.token, paidId)).toMatchObject({ status: "paid" });
+    expect(await earnings(paidOp.token)).toMatchObject({ available: 0, payingOut: 0, paidOut: 180 });
+    await checkMoney();
+
+    const op = await operatorWithEarnings(1);
+    await op.earnMore(1);
+    const id = (await request(op.token, 180)).json.payout.id as string;
+    await approve(id);
+    rpc.fail("sendTransaction", { kind: "blockhash-not-found" });
+    await tick();
+    expect(await payout(op.token, id)).toMatchObject({ status: "sending" });
+    expect(await refund(op.deploymentId, 100)).toMatchObject({ ok: true, fromOperatorMicro: 0, fromFeeMicro: 100_000_000 });
+    await checkMoney();
+    for (let i = 0; i < 12 && (await payout(op.token, id)).status !== "failed"; i++) {
+      await tick();
+      rpc.advanceBlocks(200);
+    }
+    expect(await payout(op.token, id)).toMatchObject({ status: "failed" });
+    // Nothing left: the 90 it held of the refunded deployment are taken now, as a refund row; the other 90 are available.
+    expect(await earnings(op.token)).toMatchObject({ available: 90, payingOut: 0, paidOut: 0 });
+    const rows = (await h.call("GET", "/operator/earnings/transactions", { token: op.token })).json.transactions;
+    expect(rows.filter((r: { type: string }) => r.type === "refund")).toEqual([expect.objectContaining({ amount: -90, deploymentId: op.deploymentId })]);
+    await checkMoney();
+  });
+
+  it("the books' check flags an operator keeping earnings of a deployment refunded in full, and a rejection takes them back", async () => {
+    const op = await operatorWithEarnings(9); // 810 the operator's
+    await op.earnMore(1); // 90
+    const out = await refund(op.deploymentId, 900);
+    if (!out?.ok) throw new Error("refund refused");
+    // The split the refund of issue 36 item 7 wrote beside a payout of 800: 100 from the operator, 800 from the fee.
+    const { t } = h.deps.repos.handle;
+    const nodeId = (await h.deps.repos.earnings.list(op.user.id, 1, 1)).rows[0]!.nodeId;
+    const base = {
+      type: "refund" as const,
+      operatorId: op.user.id,
+      nodeId,
+      deploymentId: op.deploymentId,
+      creditTransactionId: out.transactionId,
+      createdAt: h.clock.now(),
+    };
+    await h.deps.repos.handle.run((db) =>
+      db.insert(t.operatorEarnings).values([
+        { ...base, id: h.deps.ids("ern"), account: "operator", amountMicro: 710_000_000 },
+        { ...base, id: h.deps.ids("ern"), account: "platform", amountMicro: -710_000_000 },
+      ]),
+    );
+    await expect(checkWholeBooks(h.deps.repos)).rejects.toThrow(/keep more of deployments than they were charged less refunds/);
+    expect(await h.deps.repos.earnings.overkept()).toEqual([
+      {
+        operatorId: op.user.id,
+        excessMicro: 710_000_000,
+        outMicro: 0,
+        deployments: [expect.objectContaining({ deploymentId: op.deploymentId, keptMicro: 710_000_000, chargedMicro: 0 })],
+      },
+    ]);
+    // The payout waiting on them, as the issue had it: rejected, it gives back only what the refund left.
+    const waiting = await request(op.token, 800);
+    expect(waiting.status).toBe(201);
+    expect(await h.deps.repos.payouts.reject(waiting.json.payout.id, "rejected by an administrator: test", h.clock.now())).toMatchObject({ status: "failed" });
+    expect(await earnings(op.token)).toMatchObject({ available: 90, payingOut: 0 });
+    await checkMoney();
   });
 
   it("fails after five transfers that could not land, and gives the amount back to available", async () => {

@@ -19,5 +19,8 @@ export async function checkWholeBooks(repos: Repos) {
   const paid = await repos.payouts.books();
   expect(books.operatorMicro, "operators' earnings cover their payouts").toBeGreaterThanOrEqual(paid.inFlightMicro + paid.paidMicro);
   expect(await repos.payouts.overdrawn(), "operators paid out more than they earned").toEqual([]);
+  // What an operator keeps of a deployment (their earnings on it less the refunds taken from them) never exceeds what it
+  // was charged less its refunds, but for what a refund could not take back because it was sending or paid out.
+  expect(await repos.earnings.overkept(), "operators keep more of deployments than they were charged less refunds").toEqual([]);
   return totals;
 }

@@ -15,15 +15,23 @@ export function payoutKeyFile(key: Keypair, mode = 0o600): string {
   return file;
 }
 
-/** A signed-in operator whose node earned `minutes` metered minutes at PAYOUT_TEST_RATE, through the real meter. */
+/**
+ * A signed-in operator whose node earned `minutes` metered minutes at PAYOUT_TEST_RATE, through the real meter, on one
+ * deployment (`deploymentId`); `earnMore(minutes)` earns more on another deployment of the same node and answers its id.
+ */
 export async function operatorWithEarnings(h: AgentHarness, minutes: number) {
   const op = await h.signIn();
   const t = await h.signIn();
   await h.grantCredits(t.user.id, 100_000);
   const node = await h.connectedNode(op.token, { hourlyRateCents: PAYOUT_TEST_RATE });
-  const d = await h.deploy(t.token, node.id, node.agent);
-  await h.run(node.agent, d.spec, t.token);
-  await h.meterMinutes(node.agent, node.id, minutes);
-  await h.call("POST", `/deployments/${d.id}/stop`, { token: t.token });
-  return op;
+  async function earnMore(minutes: number) {
+    const d = await h.deploy(t.token, node.id, node.agent);
+    await h.run(node.agent, d.spec, t.token);
+    await h.meterMinutes(node.agent, node.id, minutes);
+    await h.call("POST", `/deployments/${d.id}/stop`, { token: t.token });
+    // Stopped on the node too: its GPU is free for the next.
+    node.agent.report(d.spec, "stopped");
+    return d.id;
+  }
+  return { ...op, deploymentId: await earnMore(minutes), earnMore };
 }

@@ -1,7 +1,8 @@
 import { and, count, desc, eq, gt, gte, inArray, sql } from "drizzle-orm";
 import type { Db, DbHandle } from "../client";
-import type { DeploymentRow, EarningRow } from "../types";
+import { type DeploymentRow, type EarningRow, microToCredits, type PayoutRow } from "../types";
 import { ledgerOps } from "./ledger";
+import { payoutOps } from "./payout-ops";
 
 const DAY_MS = 86_400_000;
 
@@ -12,7 +13,9 @@ export type NewId = (prefix: string) => string;
 export type ChargeSplit = { usageTxnId: string; earnMicro: number; feeMicro: number; nowMs: number; ids: NewId };
 
 export type Refund = { amountMicro: number; description: string; nowMs: number; ids: NewId };
-export type RefundOutcome = { ok: true; transactionId: string; fromOperatorMicro: number; fromFeeMicro: number } | { ok: false; refundableMicro: number };
+export type RefundOutcome =
+  | { ok: true; transactionId: string; fromOperatorMicro: number; fromFeeMicro: number; failedPayouts: PayoutRow[] }
+  | { ok: false; refundableMicro: number };
 
 /**
  * Where an operator's earnings (net of refunds) stand: pending + available +
@@ -28,15 +31,26 @@ export type EarningsSummaryMicro = OperatorHeld & {
 /** Ledger-wide sums, for audits and the tests' invariants. */
 export type EarningsBooks = { usageMicro: number; refundsMicro: number; operatorMicro: number; platformMicro: number };
 
+/** Payouts by state, in micro-credits. Requested ones sent nothing yet; sending ones may have, paid ones did. */
+export type PayoutSums = { requestedMicro: number; sendingMicro: number; inFlightMicro: number; paidMicro: number };
+
+/** A deployment whose operator keeps more of it (usage less refunds taken from them) than it was charged less its refunds. */
+export type KeptOver = { operatorId: string; deploymentId: string; nodeId: string; keptMicro: number; chargedMicro: number; excessMicro: number };
+
+/** An operator who keeps more of their deployments than the payouts they have out (sending or paid) explain. */
+export type Overkept = { operatorId: string; excessMicro: number; outMicro: number; deployments: KeptOver[] };
+
 /**
  * The operators' earnings ledger: append-only rows in integer micro-credits,
  * each pointing at the tenant's ledger row it comes from, written in the
  * transaction of that row. Payouts (a table of their own, states requested to
- * paid) are subtracted from what is available; they never change these rows.
+ * paid) are subtracted from what is available; only a refund the platform had
+ * to cover while a payout was out writes rows when that payout fails.
  */
 export function createEarningsRepo(h: DbHandle) {
-  const { operatorEarnings: e, nodes, creditTransactions, payouts, users } = h.t;
+  const { operatorEarnings: e, nodes, creditTransactions, payouts } = h.t;
   const ledger = ledgerOps(h);
+  const ops = payoutOps(h);
   const num = (v: unknown) => Number(v ?? 0);
   const sumWhen = (cond: ReturnType<typeof sql>) => sql<string>`coalesce(sum(case when ${cond} then ${e.amountMicro} else 0 end), 0)`;
   // What each group shows: the tenants' gross usage, the platform's fee, the refunds the operator gave back, the operator's net.
@@ -67,16 +81,86 @@ export function createEarningsRepo(h: DbHandle) {
     return num(r?.s);
   }
 
-  /** Payouts in flight (requested or sending) and paid, in micro-credits: one operator's, or everyone's. */
-  async function payoutSums(db: Db, operatorId?: string): Promise<{ inFlightMicro: number; paidMicro: number }> {
+  /** Payouts by state (in flight: requested or sending), in micro-credits: one operator's, or everyone's. */
+  async function payoutSums(db: Db, operatorId?: string): Promise<PayoutSums> {
+    const of = (status: PayoutRow["status"]) => sql<string>`coalesce(sum(case when ${payouts.status} = ${status} then ${payouts.amountMicro} else 0 end), 0)`;
     const [q] = await db
-      .select({
-        inFlight: sql<string>`coalesce(sum(case when ${payouts.status} in ('requested', 'sending') then ${payouts.amountMicro} else 0 end), 0)`,
-        paid: sql<string>`coalesce(sum(case when ${payouts.status} = 'paid' then ${payouts.amountMicro} else 0 end), 0)`,
-      })
+      .select({ requested: of("requested"), sending: of("sending"), paid: of("paid") })
       .from(payouts)
       .where(operatorId === undefined ? undefined : eq(payouts.operatorId, operatorId));
-    return { inFlightMicro: num(q?.inFlight), paidMicro: num(q?.paid) };
+    const [requestedMicro, sendingMicro, paidMicro] = [num(q?.requested), num(q?.sending), num(q?.paid)];
+    return { requestedMicro, sendingMicro, inFlightMicro: requestedMicro + sendingMicro, paidMicro };
+  }
+
+  /**
+   * Deployments whose operator keeps more of them than they were charged less
+   * their refunds: one operator's, or everyone's. The tenant's ledger says what
+   * each was charged and refunded; the operator's rows what they kept of it.
+   */
+  async function keptOver(db: Db, operatorId?: string): Promise<KeptOver[]> {
+    const theirs = operatorId === undefined ? undefined : eq(e.operatorId, operatorId);
+    const charged = db
+      .select({ deploymentId: creditTransactions.deploymentId, net: sql<string>`-sum(${creditTransactions.amountMicro})`.as("net") })
+      .from(creditTransactions)
+      .where(
+        and(
+          inArray(creditTransactions.type, ["usage", "refund"]),
+          theirs && inArray(creditTransactions.deploymentId, db.select({ id: e.deploymentId }).from(e).where(theirs)),
+        ),
+      )
+      .groupBy(creditTransactions.deploymentId)
+      .as("charged");
+    const kept = sql<string>`sum(${e.amountMicro})`;
+    const net = sql<string>`coalesce(max(${charged.net}), 0)`;
+    const rows = await db
+      .select({ operatorId: e.operatorId, deploymentId: e.deploymentId, nodeId: e.nodeId, kept, net })
+      .from(e)
+      .leftJoin(charged, eq(charged.deploymentId, e.deploymentId))
+      .where(and(eq(e.account, "operator"), theirs))
+      .groupBy(e.operatorId, e.deploymentId, e.nodeId)
+      .having(sql`${kept} > ${net}`)
+      .orderBy(e.operatorId, e.deploymentId);
+    return rows.map((r) => ({
+      operatorId: r.operatorId,
+      deploymentId: r.deploymentId,
+      nodeId: r.nodeId,
+      keptMicro: num(r.kept),
+      chargedMicro: num(r.net),
+      excessMicro: num(r.kept) - num(r.net),
+    }));
+  }
+
+  /**
+   * Takes up to `shareMicro` back from an operator: all of it but for what is
+   * sending or paid out (gone, or it may be: the platform's fee covers that).
+   * What requested payouts hold has not left: as far as the share needs it,
+   * those fail (newest first, so the oldest keep their place) before anything is
+   * signed for them. The caller holds the operator's row, so no request comes
+   * in meanwhile; a payout a sender signs first is sending, read afresh.
+   */
+  async function takeBack(db: Db, operatorId: string, shareMicro: number, reason: string, nowMs: number) {
+    const mine = and(eq(e.operatorId, operatorId), eq(e.account, "operator"));
+    const measure = async () => {
+      const totalMicro = await sumFor(db, mine);
+      const s = await payoutSums(db, operatorId);
+      const takenMicro = Math.max(0, Math.min(shareMicro, totalMicro - s.sendingMicro - s.paidMicro));
+      // What the requested payouts would have to give up for it.
+      return { takenMicro, shortMicro: takenMicro - Math.max(0, totalMicro - s.inFlightMicro - s.paidMicro) };
+    };
+    const waiting = await db
+      .select({ id: payouts.id })
+      .from(payouts)
+      .where(and(eq(payouts.operatorId, operatorId), eq(payouts.status, "requested")))
+      .orderBy(desc(payouts.requestedAt), desc(payouts.id));
+    const failedPayouts: PayoutRow[] = [];
+    for (const w of waiting) {
+      if ((await measure()).shortMicro <= 0) break;
+      const row = await ops.failUnsent(db, w.id, reason, nowMs);
+      if (row) failedPayouts.push(row);
+    }
+    const { takenMicro, shortMicro } = await measure();
+    // Never what a payout in flight still holds.
+    return { takenMicro: takenMicro - Math.max(0, shortMicro), failedPayouts };
   }
 
   /**
@@ -113,8 +197,9 @@ export function createEarningsRepo(h: DbHandle) {
     /**
      * Gives a tenant credits back for a deployment, as a `refund` row on their
      * ledger, at most what the deployment cost less what was refunded before.
-     * It is taken from the operator's earnings on that deployment, never more
-     * than they have left (on it, and in all); the rest from the platform's fee.
+     * It is taken from the operator's earnings on that deployment, in full, but
+     * never more than they have not been paid or are not being paid (requested
+     * payouts that hold it fail: see takeBack); the rest from the platform's fee.
      * Run inside repos.billing.locked, so a charge of the same deployment waits.
      */
     async refund(db: Db, dep: DeploymentRow, r: Refund): Promise<RefundOutcome> {
@@ -127,17 +212,10 @@ export function createEarningsRepo(h: DbHandle) {
       const operatorId = await operatorOf(db, dep.nodeId);
       // The operator's row too (the tenant's is written below), in id order so two refunds cannot deadlock: a payout
       // request locks the operator's row, so it cannot spend, at the same moment, what this refund takes back.
-      for (const id of [...new Set([operatorId, dep.userId])].sort())
-        await db
-          .update(users)
-          .set({ ledgerSeq: sql`${users.ledgerSeq}` })
-          .where(eq(users.id, id));
-      const mine = eq(e.account, "operator");
-      const onDeployment = await sumFor(db, mine, eq(e.deploymentId, dep.id));
-      // What the operator still holds: paid out or in-flight payouts are not theirs to give back.
-      const out = await payoutSums(db, operatorId);
-      const inAll = (await sumFor(db, mine, eq(e.operatorId, operatorId))) - out.inFlightMicro - out.paidMicro;
-      const fromOperatorMicro = Math.max(0, Math.min(r.amountMicro, onDeployment, inAll));
+      for (const id of [...new Set([operatorId, dep.userId])].sort()) await ops.lockUser(db, id);
+      const onDeployment = await sumFor(db, eq(e.account, "operator"), eq(e.deploymentId, dep.id));
+      const why = `a refund of ${microToCredits(r.amountMicro)} credits for deployment ${dep.id} took back earnings this payout held; ask again for what is available`;
+      const { takenMicro: fromOperatorMicro, failedPayouts } = await takeBack(db, operatorId, Math.min(r.amountMicro, onDeployment), why, r.nowMs);
       const fromFeeMicro = r.amountMicro - fromOperatorMicro;
       const txn = await ledger.post(db, {
         id: r.ids("txn"),
@@ -154,7 +232,50 @@ export function createEarningsRepo(h: DbHandle) {
         { ...base, id: r.ids("ern"), account: "platform" as const, amountMicro: -fromFeeMicro },
       ].filter((row) => row.amountMicro !== 0);
       if (rows.length) await db.insert(e).values(rows);
-      return { ok: true, transactionId: txn.id, fromOperatorMicro, fromFeeMicro };
+      return { ok: true, transactionId: txn.id, fromOperatorMicro, fromFeeMicro, failedPayouts };
+    },
+
+    /**
+     * Inside the transaction that failed `payout` (sent nothing, and never will),
+     * after its operator's row was locked: what it held is the operator's again,
+     * but for what refunds could not take back while it was out (the platform's
+     * fee covered that). That is taken now, as refund rows (operator -, platform
+     * +) on the deployments they keep more of than they were charged less
+     * refunds, until what they keep beyond that is no more than they have
+     * sending or paid. The rows' ids come from the payout's, which fails once.
+     */
+    async settleFailedPayout(db: Db, payout: PayoutRow, nowMs: number) {
+      const over = await keptOver(db, payout.operatorId);
+      if (over.length === 0) return;
+      const s = await payoutSums(db, payout.operatorId);
+      let dueMicro = over.reduce((sum, d) => sum + d.excessMicro, 0) - s.sendingMicro - s.paidMicro;
+      const rows = [];
+      for (const d of over) {
+        if (dueMicro <= 0) break;
+        const takeMicro = Math.min(d.excessMicro, dueMicro);
+        const [refund] = await db
+          .select({ id: creditTransactions.id })
+          .from(creditTransactions)
+          .where(and(eq(creditTransactions.deploymentId, d.deploymentId), eq(creditTransactions.type, "refund")))
+          .orderBy(desc(creditTransactions.createdAt), desc(creditTransactions.id))
+          .limit(1);
+        // Without a refund an operator never keeps more than a deployment was charged (their share is below it).
+        if (!refund) throw new Error(`earnings: ${d.deploymentId} kept beyond its charges without a refund`);
+        const base = {
+          type: "refund" as const,
+          operatorId: payout.operatorId,
+          nodeId: d.nodeId,
+          deploymentId: d.deploymentId,
+          creditTransactionId: refund.id,
+          createdAt: nowMs,
+        };
+        rows.push(
+          { ...base, id: `ern_${payout.id}_${rows.length}`, account: "operator" as const, amountMicro: -takeMicro },
+          { ...base, id: `ern_${payout.id}_${rows.length + 1}`, account: "platform" as const, amountMicro: takeMicro },
+        );
+        dueMicro -= takeMicro;
+      }
+      if (rows.length) await db.insert(e).values(rows);
     },
 
     /** What an operator has earned, net of refunds, split as held() says, with per-node and per-day breakdowns. */
@@ -212,6 +333,27 @@ export function createEarningsRepo(h: DbHandle) {
           .offset((page - 1) * limit);
         const [c] = await db.select({ n: count() }).from(e).where(w);
         return { rows, total: num(c?.n) };
+      });
+    },
+
+    /**
+     * Operators who keep more of their deployments than those were charged less
+     * refunds, beyond what their payouts sending or paid explain (a refund may
+     * not take back what left): none, ever, if refunds take the operator's share
+     * from what they still hold and a failed payout gives back only what refunds
+     * left. For audits and the tests' invariants.
+     */
+    async overkept(): Promise<Overkept[]> {
+      return h.run(async (db) => {
+        const byOperator = new Map<string, KeptOver[]>();
+        for (const d of await keptOver(db)) byOperator.set(d.operatorId, [...(byOperator.get(d.operatorId) ?? []), d]);
+        const out: Overkept[] = [];
+        for (const [operatorId, deployments] of byOperator) {
+          const s = await payoutSums(db, operatorId);
+          const excessMicro = deployments.reduce((sum, d) => sum + d.excessMicro, 0);
+          if (excessMicro > s.sendingMicro + s.paidMicro) out.push({ operatorId, excessMicro, outMicro: s.sendingMicro + s.paidMicro, deployments });
+        }
+        return out;
       });
     },
 

@@ -1,7 +1,8 @@
 import { and, asc, count, desc, eq, gte, inArray, isNotNull, isNull, lt, ne, or, sql } from "drizzle-orm";
-import type { DbHandle } from "../client";
+import type { Db, DbHandle } from "../client";
 import type { PayoutRow } from "../types";
-import { createEarningsRepo } from "./earnings";
+import { createEarningsRepo, type PayoutSums } from "./earnings";
+import { payoutOps } from "./payout-ops";
 import { execRaw } from "./raw";
 
 /** Payouts that hold their amount: requested or sending (in flight), or paid. A failed one gives it back. */
@@ -19,7 +20,7 @@ export type NewPayout = Pick<
 export type RequestOutcome = { ok: true; payout: PayoutRow } | { ok: false; availableMicro: number };
 /** A signed transfer, recorded before it is sent. */
 export type Attempt = { signature: string; signedTx: string; lastValidBlockHeight: number };
-export type PayoutBooks = { inFlightMicro: number; paidMicro: number };
+export type PayoutBooks = PayoutSums;
 
 /**
  * The payouts table. Every change that matters to money is a compare-and-set on
@@ -27,9 +28,27 @@ export type PayoutBooks = { inFlightMicro: number; paidMicro: number };
  * or a sender and an administrator, never both act on one state of a payout.
  */
 export function createPayoutsRepo(h: DbHandle) {
-  const { payouts: p, users } = h.t;
+  const { payouts: p } = h.t;
   const earnings = createEarningsRepo(h);
+  const ops = payoutOps(h);
   const num = (v: unknown) => Number(v ?? 0);
+
+  /**
+   * Fails payout `id` by `fail` (a compare-and-set) in one transaction with what
+   * that gives back: what it held, less what refunds could not take back while
+   * it was out (earnings.settleFailedPayout). The operator's row is locked
+   * first, as a refund or a request locks it, so each sees what the other left.
+   */
+  async function failing(id: string, nowMs: number, fail: (db: Db) => Promise<PayoutRow | undefined>): Promise<PayoutRow | undefined> {
+    return h.transaction(async (db) => {
+      const [was] = await db.select({ operatorId: p.operatorId }).from(p).where(eq(p.id, id));
+      if (!was) return undefined;
+      await ops.lockUser(db, was.operatorId);
+      const row = await fail(db);
+      if (row) await earnings.settleFailedPayout(db, row, nowMs);
+      return row;
+    });
+  }
 
   return {
     /**
@@ -39,10 +58,7 @@ export function createPayoutsRepo(h: DbHandle) {
      */
     async request(row: NewPayout, holdMs: number): Promise<RequestOutcome> {
       return h.transaction(async (db) => {
-        await db
-          .update(users)
-          .set({ ledgerSeq: sql`${users.ledgerSeq}` })
-          .where(eq(users.id, row.operatorId));
+        await ops.lockUser(db, row.operatorId);
         const { availableMicro } = await earnings.held(db, row.operatorId, row.requestedAt, holdMs);
         if (row.amountMicro > availableMicro) return { ok: false, availableMicro };
         const [payout] = await db
@@ -94,17 +110,11 @@ export function createPayoutsRepo(h: DbHandle) {
     /**
      * An administrator turns a payout down before anything was signed for it
      * (status requested, approved or not): it fails with `reason` and its amount
-     * is available again. Answers it, or undefined when it is past requested.
+     * is available again (see failing). Answers it, or undefined when it is past
+     * requested.
      */
     async reject(id: string, reason: string, nowMs: number): Promise<PayoutRow | undefined> {
-      const [row] = await h.transaction((db) =>
-        db
-          .update(p)
-          .set({ status: "failed", error: reason, leaseOwner: null, leaseUntil: null, updatedAt: nowMs })
-          .where(and(eq(p.id, id), eq(p.status, "requested"), isNull(p.signature)))
-          .returning(),
-      );
-      return row;
+      return failing(id, nowMs, (db) => ops.failUnsent(db, id, reason, nowMs));
     },
 
     /**
@@ -238,18 +248,19 @@ export function createPayoutsRepo(h: DbHandle) {
     },
 
     /**
-     * Nothing moved and nothing will: the amount is available again. Only while
-     * the row still holds `signature` (the one the caller saw expire or fail).
+     * Nothing moved and nothing will: the amount is available again, less what
+     * refunds could not take back while it was out (see failing). Only while the
+     * row still holds `signature` (the one the caller saw expire or fail).
      */
     async markFailed(id: string, signature: string | null, error: string, nowMs: number): Promise<PayoutRow | undefined> {
-      const [row] = await h.transaction((db) =>
-        db
+      return failing(id, nowMs, async (db) => {
+        const [row] = await db
           .update(p)
           .set({ status: "failed", error, leaseOwner: null, leaseUntil: null, updatedAt: nowMs })
           .where(and(eq(p.id, id), inArray(p.status, [...OPEN]), signature === null ? isNull(p.signature) : eq(p.signature, signature)))
-          .returning(),
-      );
-      return row;
+          .returning();
+        return row;
+      });
     },
 
     /** What delays a payout (the RPC is down, a send was refused), shown to its operator; changes nothing else. */
