@@ -84,6 +84,8 @@ export const ConfigSchema = z
     /** Node registrations one account may make per hour, on each replica. */
     NODE_REGISTRATIONS_PER_HOUR: z.coerce.number().int().min(1).default(60),
     HEARTBEAT_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
+    /** How long a node may stay unreachable before its deployments end (agents/node-contact.ts); until then they are left as they are. */
+    NODE_LOST_AFTER_S: z.coerce.number().int().min(1).default(300),
     /** How often lastHeartbeat is written for all nodes at once (see agents/heartbeat-batch.ts). */
     HEARTBEAT_FLUSH_MS: z.coerce.number().int().min(10).default(1000),
     /** An agent that sends no hello this long after connecting is closed with 4408. */

@@ -10,8 +10,8 @@ import type { DeploymentStatus } from "./api/deployments";
  *   running   the container runs; usage is charged every minute
  *   stopping  a stop was asked; the container is being stopped
  *   stopped   stopped by the tenant, or by us (credits ran out): statusReason says which
- *   exited    the container ended by itself; exitCode says how
- *   failed    it could not start (image missing, node lost, ...): statusReason says why
+ *   exited    the container ended by itself, whatever its exitCode (a restart policy decides what follows)
+ *   failed    it could not start (image missing), its node was lost or retired, or the node ended it: statusReason says why
  */
 export const TENANT_ACTIONS = {
   start: ["stopped", "exited", "failed"],

@@ -246,6 +246,11 @@ export class Reconciler {
       });
       return { ok: true };
     }
+    // Reported running, and gone: removed on the node behind the platform's back. Not started again (nobody asked for a new run).
+    if (!current && spec.started) {
+      this.options.reporter.status(deploymentId, runSeq, "removed", { reason: "the container was removed on the node, outside the platform" });
+      return { ok: true };
+    }
     // Created but never started (the last agent died in between): start afresh.
     if (current) await this.options.runtime.remove(current.id);
     const failed = this.failedRuns.get(deploymentId);

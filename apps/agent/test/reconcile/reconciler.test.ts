@@ -395,6 +395,23 @@ describe("an agent restart", () => {
     expect(first.statuses("dep_long")).toEqual(["1:starting", "1:running"]);
   });
 
+  it("reports a run whose container was removed behind its back as removed, and does not start it again", async () => {
+    const first = reconcilerHarness();
+    first.engine.loadImage(IMAGE);
+    await first.settle(first.reconciler.sync([spec("dep_gone")]));
+    first.reconciler.stop();
+    // Someone ran docker rm -f on the node while no agent ran.
+    await first.engine.remove(first.engine.container("cm-dep_gone-run1").id);
+
+    const second = reconcilerHarness({ engine: first.engine, clock: first.clock });
+    await second.settle(second.reconciler.sync([spec("dep_gone", { started: true })]));
+    expect(second.engine.ps()).toEqual([]);
+    expect(second.lastStatus("dep_gone")).toMatchObject({ status: "removed", reason: "the container was removed on the node, outside the platform" });
+    // A run not started yet (no container, never reported running) is started as before.
+    await second.settle(second.reconciler.sync([spec("dep_new")]));
+    expect(second.statuses("dep_new")).toEqual(["1:starting", "1:running"]);
+  });
+
   it("reports an exit that happened while no agent ran, stamped when it happened", async () => {
     const first = reconcilerHarness();
     first.engine.loadImage(IMAGE);

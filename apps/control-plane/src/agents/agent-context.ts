@@ -20,6 +20,8 @@ export interface SessionHost {
   notServing(nodeId: string, why: string): void;
   /** A session of the node's is ready now (this one, or a newer one). */
   isConnected(nodeId: string): boolean;
+  /** A connection of the node's begins: what ran before it is charged again only from the agent's report (node-contact.ts). */
+  connectionBegins(nodeId: string): Promise<void>;
   /** Runs fn after every earlier presence change of the node (online, lost), so they never interleave. */
   serialize<T>(nodeId: string, fn: () => Promise<T>): Promise<T>;
   readonly heartbeats: HeartbeatBatch;

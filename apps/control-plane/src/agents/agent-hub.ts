@@ -9,9 +9,10 @@ import { AgentSession } from "./agent-session";
 import type { TemplateNeeds } from "./desired-state";
 import { HeartbeatBatch } from "./heartbeat-batch";
 import { TokenBucket } from "./log-limits";
+import { NodeContact } from "./node-contact";
 import { StallWatch } from "./stall-watch";
 
-export type AgentHubOptions = Omit<AgentContext, "hub"> & { heartbeatFlushMs: number };
+export type AgentHubOptions = Omit<AgentContext, "hub"> & { heartbeatFlushMs: number /** NODE_LOST_AFTER_S, in ms */; nodeLostAfterMs: number };
 
 /**
  * Bytes a connection may send before it is a ready agent: a hello is a few
@@ -69,9 +70,11 @@ export class AgentHub implements NodeLink, SessionHost {
   private readonly logBudgets = new Map<string, TokenBucket>();
   private readonly checks = new KeyedQueue();
   private closing: Promise<void> | undefined;
+  private readonly contact: NodeContact;
 
   constructor(private readonly o: AgentHubOptions) {
     this.ctx = { ...o, hub: this };
+    this.contact = new NodeContact({ ...o, lostAfterMs: o.nodeLostAfterMs });
     this.watchingSinceMs = o.clock.now();
     this.heartbeats = new HeartbeatBatch(o.repos, o.log, SILENT_INTERVALS * o.heartbeatIntervalMs);
     this.wss = new WebSocketServer({ noServer: true, maxPayload: o.maxFrameBytes, clientTracking: false, perMessageDeflate: false });
@@ -160,8 +163,20 @@ export class AgentHub implements NodeLink, SessionHost {
     this.sessions.delete(session.nodeId);
     this.lastSeenAway.set(session.nodeId, Math.max(session.lastSeenMs, this.lastSeenAway.get(session.nodeId) ?? 0));
     // A closed socket is not yet a lost node: an agent restarting, or a network
-    // blip, reconnects within seconds and its containers never stopped. The
-    // heartbeat monitor declares the node lost once three intervals pass silent.
+    // blip, reconnects within seconds and its containers never stopped (see
+    // node-contact.ts). Nothing is charged past what the connection proved.
+    this.connectionEnded(session);
+  }
+
+  /** A connection of the node's begins: see NodeContact.connectionBegins. Called in the node's turn (serialize). */
+  connectionBegins(nodeId: string): Promise<void> {
+    return this.contact.connectionBegins(nodeId);
+  }
+
+  private connectionEnded(session: AgentSession) {
+    void this.serialize(session.nodeId, () => this.contact.connectionEnded(session.nodeId, session.billableUntilMs)).catch((err) =>
+      this.o.log.error("agent: pausing the charges of a node whose connection ended failed", { err, nodeId: session.nodeId }),
+    );
   }
 
   /**
@@ -241,8 +256,22 @@ export class AgentHub implements NodeLink, SessionHost {
           // A socket that stays open without heartbeats is half-dead: drop it, the agent reconnects.
           this.sessions.delete(node.id);
           s.terminate();
+          await this.contact.connectionEnded(node.id, s.billableUntilMs);
         }
-        await this.lose(node.id, this.lastAliveMs(node.id, s, node.lastHeartbeat), "it missed three heartbeats");
+        await this.contact.unreachable(node.id, this.lastAliveMs(node.id, s, node.lastHeartbeat), "it missed three heartbeats");
+      });
+    }
+    await this.loseOverdue();
+  }
+
+  /** Nodes silent past NODE_LOST_AFTER_S, counted from when this process could first hear them. */
+  private async loseOverdue() {
+    for (const { nodeId, lastHeartbeat } of await this.contact.overdue()) {
+      await this.serialize(nodeId, async () => {
+        if (this.sessions.has(nodeId)) return; // back meanwhile
+        const lastSeenMs = this.lastAliveMs(nodeId, undefined, lastHeartbeat);
+        if (this.o.clock.now() - Math.max(lastSeenMs, this.watchingSinceMs) <= this.o.nodeLostAfterMs) return;
+        await this.contact.lost(nodeId, lastSeenMs);
       });
     }
   }
@@ -262,7 +291,7 @@ export class AgentHub implements NodeLink, SessionHost {
       const s = this.sessions.get(nodeId);
       // Away when retired: its deployments ran no later than its last proof of life.
       const node = await this.o.repos.nodes.get(nodeId, { includeRetired: true });
-      await this.lose(nodeId, this.lastAliveMs(nodeId, s, node?.lastHeartbeat) || this.o.clock.now(), "it was retired");
+      await this.contact.retired(nodeId, this.lastAliveMs(nodeId, s, node?.lastHeartbeat) || this.o.clock.now());
       if (s && this.sessions.get(nodeId) === s) {
         this.sessions.delete(nodeId);
         s.retire(RETIRE_DRAIN_MS);
@@ -273,14 +302,5 @@ export class AgentHub implements NodeLink, SessionHost {
   /** The last instant the node is known alive: its session's last frame, one remembered from a closed session, or its stored heartbeat; 0 when none. */
   private lastAliveMs(nodeId: string, s: AgentSession | undefined, lastHeartbeat: number | null | undefined): number {
     return Math.max(lastHeartbeat ?? 0, s?.lastSeenMs ?? 0, this.lastSeenAway.get(nodeId) ?? 0);
-  }
-
-  /** Offline, and its live deployments stopped and settled up to `lastSeenMs`. */
-  private async lose(nodeId: string, lastSeenMs: number, why: string) {
-    const nowMs = this.o.clock.now();
-    await this.o.repos.nodes.markOffline(nodeId);
-    this.o.events.emit("node-changed", nodeId);
-    await this.o.metering.nodeLost(nodeId, lastSeenMs, nowMs);
-    this.o.log.warn(`node offline: ${why}`, { nodeId });
   }
 }

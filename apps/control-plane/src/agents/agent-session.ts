@@ -287,6 +287,7 @@ export class AgentSession {
     await hub.serialize(node.id, async () => {
       if (this.state === "closed") return;
       hub.adopt(this);
+      await hub.connectionBegins(node.id);
       this.lastSeenMs = clock.now();
       await repos.nodes.markOnline(node.id, this.lastSeenMs, f.agentVersion);
       events.emit("node-changed", node.id);

@@ -57,6 +57,7 @@ export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, di
     ...(d.cpuLimit === "weight" ? { cpuLimit: d.cpuLimit } : {}),
     ...(d.memoryMb > 0 ? { memoryMb: d.memoryMb } : {}),
     ...(diskGb !== undefined ? { diskGb } : {}),
+    ...(d.desiredState === "running" && d.status === "running" ? { started: true as const } : {}),
     // The cursor lets a restarted agent resume shipping logs with neither loss nor duplicates.
     logCursor: cursor ?? { seq: 0, dockerTs: null },
     ...(registryAuth && needsPull(d) ? { registryAuth } : {}),

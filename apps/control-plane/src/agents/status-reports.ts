@@ -56,12 +56,17 @@ export function planReport(dep: DeploymentRow, r: Report, nowMs: number): Report
     case "starting":
     case "running": {
       if (wanted !== "running") return ignore(`reported ${r.status} but the deployment should be ${wanted}`);
+      // Its agent is back (a new connection) and proves it runs: charges resume from this report, and the unreachable note goes.
+      if (r.status === "running" && status === "running" && dep.billedUntil === null)
+        return { kind: "move", to: "running", patch: { billedUntil: atMs, statusReason: runningReason(dep) } };
       const from = PROGRESS.indexOf(status);
       if (from < 0 || PROGRESS.indexOf(r.status) <= from) return ignore(`reported ${r.status} while ${status}`);
-      if (r.status === "running") {
-        const restarted = dep.restartCount > 0 ? `running again after restart ${dep.restartCount} of ${dep.maxRestarts}` : null;
-        return { kind: "move", to: "running", patch: { startedAt: atMs, billedUntil: billedFrom(dep, atMs), statusReason: restarted, exitCode: null } };
-      }
+      if (r.status === "running")
+        return {
+          kind: "move",
+          to: "running",
+          patch: { startedAt: atMs, billedUntil: billedFrom(dep, atMs), statusReason: runningReason(dep), exitCode: null },
+        };
       return { kind: "move", to: r.status, patch: { statusReason: r.status === "pulling" ? "pulling image" : null } };
     }
     case "stopped": {
@@ -81,7 +86,8 @@ export function planReport(dep: DeploymentRow, r: Report, nowMs: number): Report
         code !== 0 && dep.restartPolicy === "on-failure" && dep.restartCount >= dep.maxRestarts
           ? `; not restarted: all ${dep.maxRestarts} restarts were used`
           : "";
-      return end(code === 0 ? "exited" : "failed", { desiredState: "stopped", exitCode: code, statusReason: reason + spent });
+      // Ended by itself, whatever its code: exited (the restart policy decided what follows); failed is for what could not start or was lost.
+      return end("exited", { desiredState: "stopped", exitCode: code, statusReason: reason + spent });
     }
     case "failed": {
       if (!live) return ignore(`reported failed while ${status}`);
@@ -116,6 +122,9 @@ function restartPlan(dep: DeploymentRow, code: number, reason: string, atMs: num
     settleUntilMs: atMs,
   };
 }
+
+/** What a running deployment's statusReason says: which restart it is on, if any. */
+const runningReason = (dep: DeploymentRow) => (dep.restartCount > 0 ? `running again after restart ${dep.restartCount} of ${dep.maxRestarts}` : null);
 
 /**
  * Where a run's charges start. A restart's wait holds the slot (GPUs, cores) as

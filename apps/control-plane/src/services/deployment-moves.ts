@@ -35,13 +35,15 @@ const RESTART: Settles = { charge: true, rerun: true };
  * Every move a deployment can make, and what each settles; a move missing here
  * is a bug in its caller. Charging starts with the move into running, whose
  * patch says from when (billedUntil). A status moves to itself only when a
- * deployment that holds nothing is deleted.
+ * deployment that holds nothing is deleted, or when a running one's agent is
+ * back after its connection ended (charges resume).
  */
 export const MOVES: { readonly [From in DeploymentStatus]: { readonly [To in DeploymentStatus]?: Settles } } = {
   pending: { pulling: NOTHING, starting: NOTHING, running: NOTHING, stopping: NOTHING, stopped: RELEASE, exited: RELEASE, failed: RELEASE },
   pulling: { starting: NOTHING, running: NOTHING, stopping: NOTHING, stopped: RELEASE, exited: RELEASE, failed: RELEASE },
   starting: { running: NOTHING, stopping: NOTHING, stopped: RELEASE, exited: RELEASE, failed: RELEASE },
-  running: { starting: RESTART, stopping: CHARGE, stopped: CHARGE_AND_RELEASE, exited: CHARGE_AND_RELEASE, failed: CHARGE_AND_RELEASE },
+  // running to itself: its agent is back and proves it runs; charges resume from the patch's billedUntil.
+  running: { running: NOTHING, starting: RESTART, stopping: CHARGE, stopped: CHARGE_AND_RELEASE, exited: CHARGE_AND_RELEASE, failed: CHARGE_AND_RELEASE },
   stopping: { stopped: RELEASE, exited: RELEASE, failed: RELEASE },
   stopped: { starting: HOLD, stopped: NOTHING },
   exited: { starting: HOLD, exited: NOTHING },

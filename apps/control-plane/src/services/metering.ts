@@ -10,7 +10,10 @@ import type { Logger } from "./logger";
 const MINUTE_MS = 60_000;
 
 export const OUT_OF_CREDITS = "stopped: your credits ran out";
-export const NODE_LOST = "node went offline; the deployment was stopped and is no longer charged";
+/** Why a lost node's deployments ended, for the tenant: since when nothing was heard of it. */
+export const nodeLostReason = (lastSeenMs: number, lostAfterS: number) =>
+  `node lost: nothing heard from it since ${new Date(lastSeenMs).toISOString()}, more than ${lostAfterS} s; the deployment ended there and is no longer charged (should the node come back, its container is kept, stopped, until you delete the deployment or start it again)`;
+export const NODE_RETIRED = "node retired by its operator";
 
 /** What the meter knows of the agents: whether a node is connected, and up to when it proved it is alive. */
 export interface Liveness extends NodeLink {
@@ -85,8 +88,24 @@ export function createMetering(o: MeteringOptions) {
   const ticks = new KeyedQueue();
   const tick = () => ticks.run("tick", runTick);
 
+  /**
+   * The node's connection is gone, or a new one begins: its running
+   * deployments are charged up to `provenUntilMs` (the old connection's last
+   * proof, when known) and then no further, until its agent reports each
+   * running again: a gap nobody proved is never charged.
+   */
+  async function pauseNode(nodeId: string, provenUntilMs: number | undefined, nowMs: number) {
+    for (const { id } of (await repos.deployments.liveOnNode(nodeId)).filter((d) => d.status === "running" && d.billedUntil !== null)) {
+      await repos.billing.locked(id, async (db, dep) => {
+        if (dep.status !== "running" || dep.billedUntil === null) return;
+        const settled = provenUntilMs === undefined ? dep : await charges.settle(db, dep, Math.min(provenUntilMs, nowMs), nowMs);
+        await repos.billing.pause(db, settled);
+      });
+    }
+  }
+
   /** The node is gone: its live deployments fail (or finish stopping), charged up to its last sign of life. */
-  async function nodeLost(nodeId: string, lastSeenMs: number, nowMs: number) {
+  async function nodeLost(nodeId: string, lastSeenMs: number, nowMs: number, reason: string) {
     // A deployment moved by someone else meanwhile is read again on the next pass.
     for (let pass = 0; ; pass++) {
       const live = await repos.deployments.liveOnNode(nodeId);
@@ -94,7 +113,7 @@ export function createMetering(o: MeteringOptions) {
       if (pass === 3) return log.warn("metering: deployments of a lost node kept changing", { nodeId });
       for (const dep of live) {
         const stopping = dep.status === "stopping";
-        const patch: TransitionPatch = stopping ? { desiredState: "stopped" } : { desiredState: "stopped", statusReason: NODE_LOST, exitCode: null };
+        const patch: TransitionPatch = stopping ? { desiredState: "stopped" } : { desiredState: "stopped", statusReason: reason, exitCode: null };
         const moved = await moves.move(dep, stopping ? "stopped" : "failed", { patch, nowMs, settleUntilMs: lastSeenMs });
         if (moved.ok) events.emit("deployment-changed", moved.row);
       }
@@ -104,6 +123,7 @@ export function createMetering(o: MeteringOptions) {
   let timer: NodeJS.Timeout | undefined;
   return {
     nodeLost,
+    pauseNode,
     tick,
     start() {
       timer ??= setInterval(() => void tick().catch((err) => log.error("metering: tick failed", { err })), o.intervalMs);

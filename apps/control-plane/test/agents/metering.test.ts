@@ -86,7 +86,7 @@ describeEachDatabase("metering on $name", (db) => {
     expect((await row(a.id)).totalCostMicro).toBe(costMicro(50, 100 * S));
     h.clock.advance(7 * S);
     node.agent.report(b.spec, "exited", { exitCode: 3 });
-    await eventually(async () => expect((await row(b.id)).status).toBe("failed"));
+    await eventually(async () => expect((await row(b.id)).status).toBe("exited"));
     expect((await row(b.id)).totalCostMicro).toBe(costMicro(50, 107 * S));
     h.clock.advance(5 * S);
     await h.call("DELETE", `/deployments/${c.id}`, { token: t.token });
@@ -132,7 +132,7 @@ describeEachDatabase("metering on $name", (db) => {
     await node.agent.close();
   });
 
-  it("stops charging when the node is lost: charged up to its last heartbeat, the deployment failed", async () => {
+  it("charges nothing while a node is unreachable, and ends its deployments once it is lost: charged up to its last heartbeat", async () => {
     const t = await tenantWith(1000);
     const quiet = await h.connectedNode(op.token, { hourlyRateCents: 50 });
     const closing = await h.connectedNode(op.token, { hourlyRateCents: 50 });
@@ -156,13 +156,25 @@ describeEachDatabase("metering on $name", (db) => {
     await h.deps.metering.tick();
     expect(await row(b.id)).toMatchObject({ status: "running", totalCostMicro: costMicro(50, 20 * S) });
 
-    // Both stay silent: past three missed heartbeats the monitor gives up on them.
+    // Both stay silent: past three missed heartbeats they are offline, their deployments
+    // left running (the hold kept), saying the node is unreachable, charged nothing more.
     h.clock.advance(6 * S);
     await h.deps.agents.tick();
-    expect(await row(b.id)).toMatchObject({ status: "failed", desiredState: "stopped", totalCostMicro: costMicro(50, 20 * S), reservedMicro: 0 });
-    expect((await row(b.id)).statusReason).toMatch(/^node went offline/);
-    expect(await row(a.id)).toMatchObject({ status: "failed", desiredState: "stopped", totalCostMicro: costMicro(50, 20 * S), reservedMicro: 0 });
     expect((await h.call("GET", `/nodes/${quiet.id}`)).json.node.status).toBe("offline");
+    for (const id of [a.id, b.id]) {
+      expect(await row(id)).toMatchObject({ status: "running", desiredState: "running", totalCostMicro: costMicro(50, 20 * S) });
+      expect((await row(id)).reservedMicro).toBeGreaterThan(0);
+      expect((await row(id)).statusReason).toMatch(/^node unreachable since .*: its container is left as it is and nothing is charged until the node is back/);
+    }
+    // Past NODE_LOST_AFTER_S (300 s) since their last heartbeat: lost, the deployments failed saying when it was last heard of.
+    h.clock.advance(240 * S);
+    await h.deps.agents.tick();
+    expect((await row(a.id)).status).toBe("running");
+    h.clock.advance(40 * S);
+    await h.deps.agents.tick();
+    expect(await row(b.id)).toMatchObject({ status: "failed", desiredState: "stopped", totalCostMicro: costMicro(50, 20 * S), reservedMicro: 0 });
+    expect((await row(b.id)).statusReason).toMatch(/^node lost: nothing heard from it since .*, more than 300 s; the deployment ended there and is no longer charged/);
+    expect(await row(a.id)).toMatchObject({ status: "failed", desiredState: "stopped", totalCostMicro: costMicro(50, 20 * S), reservedMicro: 0 });
     h.clock.advance(600 * S);
     await h.deps.metering.tick();
     const books = await h.checkBooks(t.user.id);

@@ -57,7 +57,7 @@ describeEachDatabase("a control-plane restart on $name", (db) => {
 
     const back = await SimAgent.connect(second.url, node.agentToken);
     const desired = Object.fromEntries(back.sync.deployments.map((d) => [d.deploymentId, d]));
-    expect(desired[kept.id]).toEqual(kept.spec);
+    expect(desired[kept.id]).toEqual({ ...kept.spec, started: true });
     expect(desired[stoppedLater.id]).toMatchObject({ desiredState: "stopped", runSeq: 0 });
     // The new control plane carries on: commands and reports as before.
     expect((await second.call("POST", `/deployments/${kept.id}/stop`, { token: tenant.token })).json.deployment.status).toBe("stopping");
@@ -68,7 +68,7 @@ describeEachDatabase("a control-plane restart on $name", (db) => {
     await back.agent.close();
   });
 
-  it("gives up on a node whose agent does not come back: offline after three heartbeat intervals, its deployments failed", async () => {
+  it("gives up on a node whose agent does not come back: offline after three heartbeat intervals, its deployments failed once it is lost", async () => {
     const store = await durable(db);
     cleanups.push(store.drop);
     const first = await startAgentHarness(store.reopen);
@@ -94,9 +94,17 @@ describeEachDatabase("a control-plane restart on $name", (db) => {
     second.clock.advance(11_000);
     await second.deps.agents.tick();
     expect((await second.call("GET", `/nodes/${node.id}`)).json.node.status).toBe("offline");
+    // Unreachable: left as it is, charged nothing since the heartbeat before the restart.
+    expect(await second.getDeployment(dep.id, tenant.token)).toMatchObject({ status: "running", totalCost: 1 });
+    // Lost NODE_LOST_AFTER_S (300 s) after its last heartbeat.
+    second.clock.ms = startMs + 60_000 + 295_000;
+    await second.deps.agents.tick();
+    expect((await second.getDeployment(dep.id, tenant.token)).status).toBe("running");
+    second.clock.advance(10_000);
+    await second.deps.agents.tick();
     const d = await second.getDeployment(dep.id, tenant.token);
     expect(d).toMatchObject({ status: "failed", totalCost: 1 });
-    expect(d.statusReason).toMatch(/^node went offline/);
+    expect(d.statusReason).toMatch(/^node lost: nothing heard from it since /);
     const books = await second.checkBooks(tenant.user.id);
     expect(books).toMatchObject({ reservedMicro: 0, totalUsedMicro: 1_000_000 });
   });

@@ -56,13 +56,22 @@ describe("planReport", () => {
       patch: { startedAt: at, billedUntil: at, statusReason: null, exitCode: null },
     });
     expect(planReport(dep({ status: "running" }), { at, runSeq: 2, status: "starting" }, at).kind).toBe("ignore");
-    expect(planReport(dep({ status: "running" }), { at, runSeq: 2, status: "running" }, at).kind).toBe("ignore");
+    expect(planReport(dep({ status: "running", billedUntil: at - 1000 }), { at, runSeq: 2, status: "running" }, at).kind).toBe("ignore");
     expect(planReport(dep(), { at, runSeq: 1, status: "running" }, at).kind).toBe("ignore");
     expect(planReport(dep(), { at, runSeq: 3, status: "running" }, at).kind).toBe("ignore");
     expect(planReport(dep({ status: "stopping", desiredState: "stopped" }), { at, runSeq: 2, status: "running" }, at).kind).toBe("ignore");
   });
 
-  it("turns an exit into exited or failed with the code, unless the stop was asked for", () => {
+  it("resumes the charges of a running deployment whose agent is back from its report, clearing the unreachable note", () => {
+    const paused = dep({ status: "running", billedUntil: null, startedAt: at - 60_000, statusReason: "node unreachable since ..." });
+    expect(planReport(paused, { at, runSeq: 2, status: "running" }, at + 100)).toEqual({ kind: "move", to: "running", patch: { billedUntil: at, statusReason: null } });
+    const restarted = dep({ status: "running", billedUntil: null, restartPolicy: "on-failure", maxRestarts: 3, restartCount: 1 });
+    expect(planReport(restarted, { at, runSeq: 2, status: "running" }, at)).toMatchObject({ patch: { statusReason: "running again after restart 1 of 3" } });
+    // An older run's report never resumes anything.
+    expect(planReport(paused, { at, runSeq: 1, status: "running" }, at).kind).toBe("ignore");
+  });
+
+  it("turns an exit into exited with the code, whatever it is, unless the stop was asked for", () => {
     const running = dep({ status: "running" });
     expect(planReport(running, { at, runSeq: 2, status: "exited", exitCode: 0 }, at)).toEqual({
       kind: "move",
@@ -71,7 +80,7 @@ describe("planReport", () => {
       settleUntilMs: at,
     });
     expect(planReport(running, { at, runSeq: 2, status: "exited", exitCode: 2 }, at)).toMatchObject({
-      to: "failed",
+      to: "exited",
       patch: { exitCode: 2, statusReason: "the container exited with code 2" },
     });
     expect(planReport(dep({ status: "stopping", desiredState: "stopped" }), { at, runSeq: 2, status: "exited", exitCode: 143 }, at)).toEqual({
@@ -93,7 +102,7 @@ describe("planReport", () => {
     expect(planReport(dep({ status: "stopped", desiredState: "stopped" }), { at, runSeq: 2, status: "exited", exitCode: 1 }, at).kind).toBe("ignore");
   });
 
-  it("restarts a non-zero exit under on-failure as a new run until maxRestarts, then fails saying so", () => {
+  it("restarts a non-zero exit under on-failure as a new run until maxRestarts, then ends saying so", () => {
     const onFailure = (restartCount: number) => dep({ status: "running", restartPolicy: "on-failure", maxRestarts: 3, restartCount });
     expect(planReport(onFailure(0), { at, runSeq: 2, status: "exited", exitCode: 1 }, at + 500)).toEqual({
       kind: "move",
@@ -103,7 +112,7 @@ describe("planReport", () => {
       settleUntilMs: at,
     });
     expect(planReport(onFailure(3), { at, runSeq: 2, status: "exited", exitCode: 1 }, at)).toMatchObject({
-      to: "failed",
+      to: "exited",
       patch: { desiredState: "stopped", exitCode: 1, statusReason: "the container exited with code 1; not restarted: all 3 restarts were used" },
     });
     // Each restart waits longer, doubling from 1 s, never more than 30 s.
@@ -116,7 +125,7 @@ describe("planReport", () => {
     // A clean exit is not a failure; "no" never restarts; a stop asked for is not undone.
     expect(planReport(onFailure(0), { at, runSeq: 2, status: "exited", exitCode: 0 }, at)).toMatchObject({ to: "exited" });
     expect(planReport(dep({ status: "running" }), { at, runSeq: 2, status: "exited", exitCode: 1 }, at)).toMatchObject({
-      to: "failed",
+      to: "exited",
       patch: { statusReason: "the container exited with code 1" },
     });
     const stopping = dep({ status: "stopping", desiredState: "stopped", restartPolicy: "on-failure", maxRestarts: 3 });

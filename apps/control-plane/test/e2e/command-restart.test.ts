@@ -98,7 +98,7 @@ needs("docker", "busybox").describe("command and restart policy end to end", () 
       expect(r.status, r.text).toBe(201);
       const id = r.json.deployment.id;
       const events = await openSse(`${s.h.url}/deployments/${id}/events`, tenant.token);
-      const failed = await settled(id, "failed");
+      const failed = await settled(id, "exited");
       expect(failed).toMatchObject({
         restart: "on-failure",
         maxRestarts: 2,
@@ -116,7 +116,7 @@ needs("docker", "busybox").describe("command and restart policy end to end", () 
       ]);
       // Running once per run (shown again as its cost grows).
       expect([...new Set(states.filter((d) => d.status === "running").map((d) => d.restartCount))]).toEqual([0, 1, 2]);
-      expect(states.at(-1)).toMatchObject({ status: "failed", restartCount: 2 });
+      expect(states.at(-1)).toMatchObject({ status: "exited", restartCount: 2 });
 
       await until("three runs' lines", async () => (await logLines(id)).filter((l) => l.startsWith("run ")).length === 3, 30_000);
       // Each run is a new container; the ones before it are gone.

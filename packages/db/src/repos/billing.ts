@@ -46,6 +46,16 @@ export function createBillingRepo(h: DbHandle) {
       });
     },
 
+    /**
+     * No proof of life reaches the meter for it now (its node's connection is
+     * gone): nothing more is charged until its agent reports it running again,
+     * which says from when (billedUntil).
+     */
+    async pause(db: Db, dep: DeploymentRow): Promise<DeploymentRow> {
+      const [row] = await db.update(deployments).set({ billedUntil: null }).where(eq(deployments.id, dep.id)).returning();
+      return row!;
+    },
+
     /** The user's credits not held for anything. */
     async availableMicro(db: Db, userId: string): Promise<number> {
       const [u] = await db.select({ b: users.balanceMicro, r: users.reservedMicro }).from(users).where(eq(users.id, userId));

@@ -258,6 +258,30 @@ export function createDeploymentsRepo(h: DbHandle) {
     },
 
     /** Progress text while an image is pulled; leaves updatedAt alone, so it never races a transition. */
+    /** What the tenant reads of the node's live deployments that it still wants running (its node unreachable, say); their status stays. */
+    async noteOnNode(nodeId: string, reason: string): Promise<string[]> {
+      const rows = await h.run((db) =>
+        db
+          .update(deployments)
+          .set({ statusReason: reason })
+          .where(and(eq(deployments.nodeId, nodeId), inArray(deployments.status, [...LIVE_STATUSES]), eq(deployments.desiredState, "running")))
+          .returning({ id: deployments.id }),
+      );
+      return rows.map((r) => r.id);
+    },
+
+    /** Nodes offline since before `cutoffMs` (their last heartbeat) that still have live deployments: lost once silent that long. */
+    async silentNodesWithLive(cutoffMs: number): Promise<Array<{ nodeId: string; lastHeartbeat: number }>> {
+      const rows = await h.run((db) =>
+        db
+          .selectDistinct({ nodeId: deployments.nodeId, lastHeartbeat: nodes.lastHeartbeat })
+          .from(deployments)
+          .innerJoin(nodes, eq(nodes.id, deployments.nodeId))
+          .where(and(inArray(deployments.status, [...LIVE_STATUSES]), eq(nodes.status, "offline"), lt(nodes.lastHeartbeat, cutoffMs))),
+      );
+      return rows.map((r) => ({ nodeId: r.nodeId, lastHeartbeat: r.lastHeartbeat ?? 0 }));
+    },
+
     async notePulling(id: string, nodeId: string, reason: string) {
       await h.run((db) =>
         db

@@ -118,6 +118,13 @@ export const DeploymentSpec = z.object({
   logCursor: LogCursor,
   /** The login to pull `image` with, when it is private and not on the node yet; absent: pulled anonymously. */
   registryAuth: RegistryAuth.optional(),
+  /**
+   * This run's container was reported running. Found missing, it was removed
+   * behind the agent's back (docker rm on the node): the agent reports it
+   * removed rather than starting it afresh, which would charge a tenant for a
+   * run nobody asked for. Absent: not started yet.
+   */
+  started: z.literal(true).optional(),
 });
 export type DeploymentSpec = z.infer<typeof DeploymentSpec>;
 
