@@ -9,8 +9,13 @@ const GPUS = [
   { name: "NVIDIA L4", vramMb: 23034 },
 ];
 
-/** n nodes with a deterministic spread of regions, GPUs, sizes, prices and states. */
-export async function seedNodes(deps: Deps, n: number) {
+/**
+ * n nodes with a deterministic spread of regions, GPUs, sizes, prices and
+ * states. Three in four are online, last heard from at `onlineAtMs`: a
+ * control plane started within three heartbeat intervals of it keeps them
+ * online until then, and marks them offline one by one after.
+ */
+export async function seedNodes(deps: Deps, n: number, o: { onlineAtMs?: number } = {}) {
   const owner = await deps.repos.auth.upsertUser("usr_bench", "BenchOperator1111111111111111111111111111111", 0);
   for (let i = 0; i < n; i++) {
     const id = `node_bench${i}`;
@@ -50,6 +55,6 @@ export async function seedNodes(deps: Deps, n: number) {
         driverVersion: "550.54.15",
       })),
     );
-    if (i % 4 !== 0) await deps.repos.nodes.markOnline(id, 1_700_000_100_000);
+    if (i % 4 !== 0) await deps.repos.nodes.markOnline(id, o.onlineAtMs ?? 1_700_000_100_000);
   }
 }

@@ -66,6 +66,42 @@ function errorsAsMessages(fields: LogFields): LogFields {
   return out;
 }
 
+/**
+ * `parent.child(fields)`, made when it first logs: for a child per request,
+ * where most requests log nothing and pino's child cost 5% of the catalogue's
+ * CPU under load. A class: closures made per request cost most of that again.
+ */
+export function lazyChild(parent: Logger, fields: LogFields): Logger {
+  return new LazyChild(parent, fields);
+}
+
+class LazyChild implements Logger {
+  private made: Logger | undefined;
+  constructor(
+    private readonly parent: Logger,
+    private readonly fields: LogFields,
+  ) {}
+  private get log(): Logger {
+    this.made ??= this.parent.child(this.fields);
+    return this.made;
+  }
+  debug(message: string, fields?: LogFields) {
+    this.log.debug(message, fields);
+  }
+  info(message: string, fields?: LogFields) {
+    this.log.info(message, fields);
+  }
+  warn(message: string, fields?: LogFields) {
+    this.log.warn(message, fields);
+  }
+  error(message: string, fields?: LogFields) {
+    this.log.error(message, fields);
+  }
+  child(fields: LogFields): Logger {
+    return this.log.child(fields);
+  }
+}
+
 const noop = () => {};
 /** Writes nothing: for tests, and for the parts a caller runs without a log. */
 export const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop, child: () => silentLogger };

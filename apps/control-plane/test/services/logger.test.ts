@@ -1,4 +1,5 @@
 // JSON lines on stderr: the fault suite and log shippers read `msg`, `level` and the fields.
+import { lazyChild } from "@cm/log";
 import { describe, expect, it } from "vitest";
 import { createLogger, type LogLevel } from "../../src/services/logger";
 
@@ -46,6 +47,21 @@ describe("control-plane logger", () => {
       { msg: "parent untouched" },
     ]);
     expect(records[2]).not.toHaveProperty("nodeId");
+  });
+
+  it("makes a request's child logger only when it first logs, with the request's fields", () => {
+    const { records, log } = capture();
+    let made = 0;
+    const parent = { ...log, child: (fields: Record<string, unknown>) => (made++, log.child(fields)) };
+    const request = lazyChild(parent, { requestId: "req_1" });
+    expect(made).toBe(0);
+    request.warn("slow", { ms: 12 });
+    request.child({ nodeId: "node_1" }).info("nested");
+    expect(made).toBe(1);
+    expect(records).toMatchObject([
+      { msg: "slow", requestId: "req_1", ms: 12 },
+      { msg: "nested", requestId: "req_1", nodeId: "node_1" },
+    ]);
   });
 
   it("writes an Error under err with its stack, and one under another key as its message", () => {
