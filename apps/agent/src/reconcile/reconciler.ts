@@ -13,6 +13,7 @@ import { runSeqOf } from "./labels";
 import { ownRunningContainer } from "./own-container";
 import { leftByPreviousEnrolment, removeLeftOver } from "./previous-enrolment";
 import type { ConvergeResult, ReconcilerOptions } from "./reconciler-options";
+import { RunWaits } from "./run-waits";
 import { DeploymentFailure, startDeployment } from "./start-deployment";
 
 export type { ConvergeResult, ReconcilerOptions } from "./reconciler-options";
@@ -39,17 +40,13 @@ export class Reconciler {
   private readonly deliberate = new Set<string>();
   /** runs that failed to start, so a repeated sync reports instead of retrying */
   private readonly failedRuns = new Map<string, { runSeq: number; reason: string }>();
-  /**
-   * What a deployment's convergence waits on now (a restart's backoff, an image
-   * pull): called with each newer desired state, it ends the wait when that makes it pointless.
-   */
-  private readonly interruptible = new Map<string, (next: DeploymentSpec) => void>();
-  /** when each waiting restart is due: the same run sent again (a sync after a reconnect) waits only what is left */
-  private readonly restartDue = new Map<string, { runSeq: number; atMs: number }>();
+  /** a restart's backoff and an image pull: what a newer desired state ends */
+  private readonly waits: RunWaits;
   private nodeId = "";
 
   constructor(private readonly options: ReconcilerOptions) {
     this.watcher = new ExitWatcher(options.runtime, options.clock, options.logger);
+    this.waits = new RunWaits(options.clock, options.logger);
   }
 
   /**
@@ -182,8 +179,7 @@ export class Reconciler {
 
   private enqueue(spec: DeploymentSpec): Promise<ConvergeResult> {
     this.latest.set(spec.deploymentId, spec);
-    // A stop or a newer run must not wait behind a backoff or a pull that no longer matters.
-    this.interruptible.get(spec.deploymentId)?.(spec);
+    this.waits.newer(spec);
     return this.queue.run(spec.deploymentId, () => this.converge(spec));
   }
 
@@ -210,7 +206,7 @@ export class Reconciler {
         for (const container of containers) await this.options.runtime.remove(container.id);
         this.options.logs.stop(spec.deploymentId);
         this.failedRuns.delete(spec.deploymentId);
-        this.restartDue.delete(spec.deploymentId);
+        this.waits.forget(spec.deploymentId);
       }
       this.options.reporter.status(spec.deploymentId, spec.runSeq, spec.desiredState);
       return { ok: true };
@@ -258,50 +254,25 @@ export class Reconciler {
       this.options.reporter.status(deploymentId, runSeq, "failed", { reason: failed.reason });
       return { ok: false, error: failed.reason };
     }
-    if (spec.startDelayMs && !(await this.backOff(spec, spec.startDelayMs))) return { ok: true };
+    if (spec.startDelayMs && !(await this.waits.backOff(spec, spec.startDelayMs, () => this.latest.get(deploymentId) === spec))) return { ok: true };
     return this.startRun(spec);
-  }
-
-  /** A restart's wait before its run starts: true once waited, false when a newer desired state for the deployment came first. */
-  private backOff(spec: DeploymentSpec, delayMs: number): Promise<boolean> {
-    const { deploymentId, runSeq } = spec;
-    const nowMs = this.options.clock.now();
-    const due = this.restartDue.get(deploymentId);
-    const atMs = due?.runSeq === runSeq ? Math.min(due.atMs, nowMs + delayMs) : nowMs + delayMs;
-    this.restartDue.set(deploymentId, { runSeq, atMs });
-    this.options.logger.info("Waiting before restarting a deployment", { deploymentId, runSeq, delayMs: atMs - nowMs });
-    return new Promise((resolve) => {
-      const done = (waited: boolean) => {
-        this.options.clock.clearTimeout(timer);
-        if (this.interruptible.get(deploymentId) === cancel) this.interruptible.delete(deploymentId);
-        if (waited) this.restartDue.delete(deploymentId);
-        resolve(waited && this.latest.get(deploymentId) === spec);
-      };
-      const cancel = () => done(false);
-      const timer = this.options.clock.setTimeout(() => done(true), atMs - nowMs);
-      this.interruptible.set(deploymentId, cancel);
-    });
   }
 
   private async startRun(spec: DeploymentSpec): Promise<ConvergeResult> {
     const { deploymentId, runSeq } = spec;
-    const interrupted = new AbortController();
-    // The same run wanted running again (a sync after a reconnect) lets the pull go on.
-    const interrupt = (next: DeploymentSpec) => {
-      if (next.runSeq !== runSeq || next.desiredState !== "running") interrupted.abort();
-    };
-    this.interruptible.set(deploymentId, interrupt);
     try {
-      const container = await startDeployment(
-        {
-          ...this.options,
-          installId: this.options.installId?.(),
-          nodeId: this.nodeId,
-          gpuLock: this.gpuLock,
-          superseded: () => this.latest.get(deploymentId) !== spec,
-          signal: interrupted.signal,
-        },
-        spec,
+      const container = await this.waits.starting(spec, (signal) =>
+        startDeployment(
+          {
+            ...this.options,
+            installId: this.options.installId?.(),
+            nodeId: this.nodeId,
+            gpuLock: this.gpuLock,
+            superseded: () => this.latest.get(deploymentId) !== spec,
+            signal,
+          },
+          spec,
+        ),
       );
       if (!container) return { ok: true };
       this.track(container);
@@ -316,8 +287,6 @@ export class Reconciler {
       this.failedRuns.set(deploymentId, { runSeq, reason });
       this.options.reporter.status(deploymentId, runSeq, "failed", { reason });
       return { ok: false, error: reason };
-    } finally {
-      if (this.interruptible.get(deploymentId) === interrupt) this.interruptible.delete(deploymentId);
     }
   }
 

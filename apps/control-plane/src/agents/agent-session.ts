@@ -14,8 +14,8 @@ import WebSocket, { type RawData } from "ws";
 import { hashSecret } from "../services/ids";
 import type { Logger } from "../services/logger";
 import type { AgentContext } from "./agent-context";
-import { commandAction, diskGbFor, needsPull, specKey, syncParts, toSpec } from "./desired-state";
 import { handleFrame } from "./frame-handlers";
+import { sendChange, sendSync } from "./session-sends";
 
 type HelloFrame = Extract<AgentFrame, { type: "hello" }>;
 type State = "awaiting-hello" | "authenticating" | "ready" | "closed";
@@ -29,12 +29,6 @@ const RESUME_AT = 8;
 /** Frames whose database writes are retried (every OUTAGE_RETRY_MS, in order) while the database cannot be reached. */
 const KEPT_THROUGH_OUTAGES: ReadonlySet<AgentFrame["type"]> = new Set(["hello", "status", "specs", "endpoints"]);
 const OUTAGE_RETRY_MS = 500;
-/**
- * The most one sync part weighs. Parts far below the agent's limit keep one
- * frame from holding the agent's socket (and heap) for long; a node's whole
- * history of stopped deployments (a few hundred bytes each) still takes few.
- */
-const SYNC_PART_MAX_BYTES = 1024 * 1024;
 /** The close code a `ws` peer sends when a frame exceeds its maxPayload. */
 const MESSAGE_TOO_BIG = 1009;
 
@@ -181,16 +175,7 @@ export class AgentSession {
   /** Tells the agent about a change, unless it already knows this desired state. */
   onDeploymentChanged(dep: DeploymentRow) {
     if (!this.ready) return; // the sync, read after the session became ready, carries it
-    this.enqueueOut(async () => {
-      const prev = this.known.get(dep.id);
-      if (dep.removedFromNodeAt !== null || prev === specKey(dep)) return;
-      this.known.set(dep.id, specKey(dep));
-      const cursor = (await this.ctx.repos.logIngest.cursors([dep.id])).get(dep.id);
-      const templates = await this.ctx.hub.templateNeeds();
-      const spec = toSpec(dep, cursor, diskGbFor(dep, templates), await this.registryAuthFor(dep));
-      if (!this.send({ type: "command", commandId: this.ctx.ids("cmd"), action: commandAction(dep, prev !== undefined), deployment: spec }))
-        await this.unsendable(spec);
-    });
+    this.enqueueOut(() => sendChange(this, dep));
   }
 
   private enqueueOut(fn: () => Promise<void>) {
@@ -302,47 +287,9 @@ export class AgentSession {
       });
       this.state = "ready";
       this.wasReady = true;
-      this.enqueueOut(() => this.sync());
+      this.enqueueOut(() => sendSync(this));
     });
     this.log.info("agent connected", { agentVersion: f.agentVersion, protocolVersion: version });
-  }
-
-  /** The node's whole desired state, read after the session became ready so no change falls between it and the commands. */
-  private async sync() {
-    const { repos, hub } = this.ctx;
-    const deps = await repos.deployments.desiredForNode(this.nodeId);
-    const cursors = await repos.logIngest.cursors(deps.map((d) => d.id));
-    const templates = await hub.templateNeeds();
-    for (const d of deps) this.known.set(d.id, specKey(d));
-    const specs: DeploymentSpec[] = [];
-    for (const d of deps) specs.push(toSpec(d, cursors.get(d.id), diskGbFor(d, templates), await this.registryAuthFor(d)));
-    const { parts, tooBig } = syncParts(specs, Math.min(SYNC_PART_MAX_BYTES, this.agentMaxFrameBytes), this.agentMaxFrameBytes);
-    for (const [i, part] of parts.entries()) {
-      if (!this.send({ type: "sync", deployments: part, ...(i < parts.length - 1 ? { more: true } : {}) })) return;
-    }
-    for (const spec of tooBig) await this.unsendable(spec);
-  }
-
-  /** The registry login the spec carries, opened only when the agent may pull with it (needsPull). Never logged. */
-  private async registryAuthFor(d: DeploymentRow) {
-    return needsPull(d) && this.ctx.registryAuth ? this.ctx.registryAuth(d.registryCredentialId!) : undefined;
-  }
-
-  /**
-   * A deployment whose spec alone is larger than the agent reads (its env from
-   * before env was bounded, or an agent with a small limit) can never reach the
-   * node: it fails, as if the agent had reported it, rather than wait forever.
-   */
-  private async unsendable(spec: DeploymentSpec) {
-    if (spec.desiredState !== "running") return;
-    await handleFrame(this, {
-      type: "status",
-      deploymentId: spec.deploymentId,
-      runSeq: spec.runSeq,
-      status: "failed",
-      reason: `its settings (env) are too large for this node's agent to receive (over ${this.agentMaxFrameBytes} bytes); recreate it with a smaller env`,
-      at: this.ctx.clock.now(),
-    });
   }
 
   private closed(code: number) {
