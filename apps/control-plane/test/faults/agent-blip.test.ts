@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { needs } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type FaultSystem, sleep, startFaultSystem, until } from "./support/fault-system";
+import { startTcpProxy } from "./support/tcp-proxy";
 
 // A tenant's work outlives a blip. The agent is stopped (SIGSTOP, as a stuck host
 // or a network blip looks from the control plane) past the offline window
@@ -117,6 +118,53 @@ needs("docker", "busybox", "postgres-server").describe("a node that loses contac
     figures.lines = await sys.lineCounts(id);
     expect(figures.lines, "no line lost or repeated").toMatchObject({ lost: 0, repeated: 0 });
   }, 180_000);
+  it("keeps a deployment across a network partition between the agent and the control plane, both processes running", async () => {
+    const proxy = await startTcpProxy({ host: "127.0.0.1", port: Number(new URL(sys.url).port) });
+    try {
+      await sys.agent!.stop();
+      await sys.startAgent(proxy.url);
+      const id = await sys.deploy();
+      await sys.waitStatus(id, "running");
+      const [cid] = containerOf(id);
+      await sleep(3000);
+
+      proxy.partition();
+      const cutAt = Date.now();
+      await until("the deployment unreachable", async () => /^node unreachable since /.test((await sys.deployment(id)).statusReason ?? ""), 15_000);
+      await sleep(Math.max(0, cutAt + 12_000 - Date.now()));
+      proxy.heal();
+      const healedAt = Date.now();
+      figures.partitionS = (healedAt - cutAt) / 1000;
+      await until(
+        "back and running, the note gone",
+        async () => {
+          const d = await sys.deployment(id);
+          return d.status === "running" && d.statusReason === null;
+        },
+        60_000,
+      );
+      figures.partitionBackAfterS = (Date.now() - healedAt) / 1000;
+      expect(containerOf(id)).toEqual([cid]);
+      expect(inspect(cid!).RestartCount).toBe(0);
+      await sleep(2000);
+
+      const stop = await sys.stop(id);
+      await sys.waitStatus(id, "stopped");
+      const dep = (await sys.repos.deployments.getOnNode(id, sys.nodeId))!;
+      const ranMs = sys.runs.ranMs(id, stop.askedAtMs);
+      figures.partitionBilling = { billedS: dep.billedMs / 1000, ranS: ranMs / 1000, unchargedS: (ranMs - dep.billedMs) / 1000 };
+      expect(dep.billedMs, JSON.stringify(figures)).toBeLessThanOrEqual(ranMs - (healedAt - cutAt) + 500);
+      figures.partitionLines = await sys.lineCounts(id);
+      expect(figures.partitionLines, "no line lost or repeated").toMatchObject({ lost: 0, repeated: 0 });
+      await sys.checkBooks();
+    } finally {
+      // The next scenario's agent talks to the control plane directly.
+      await sys.agent!.stop();
+      await proxy.close();
+      await sys.startAgent();
+    }
+  }, 180_000);
+
   it("charges a container removed while everything was stopped only for the time it existed, and never starts it again", async () => {
     const id = await sys.deploy();
     await sys.waitStatus(id, "running");

@@ -131,11 +131,12 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
     removeNodeContainers(nodeId);
   });
 
-  async function startAgent() {
+  /** The node's agent, talking to the control plane at `controlPlaneUrl` (through a proxy, say), or directly. */
+  async function startAgent(controlPlaneUrl = url) {
     // AGENT_EGRESS_POLICY=off: as root the agent would put its egress policy on this machine's firewall and leave
     // it when stopped, as agents do; the policy has its own tests (apps/agent/test/egress).
     const started = startProgram("agent", "apps/agent/src/index.ts", ["run"], {
-      CONTROL_PLANE_URL: url,
+      CONTROL_PLANE_URL: controlPlaneUrl,
       AGENT_TOKEN: agentToken,
       AGENT_SANDBOX_POOL: "0",
       LOG_LEVEL: "info",
