@@ -1,9 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { creditsToMicro, openRepos, type Repos } from "@cm/db";
-import { expect } from "vitest";
 import { ensureScriptImage } from "../../../../agent/test/support/script-image";
 import { costMicro } from "../../../src/services/charges";
-import { checkWholeBooks } from "../../support/books";
 import { newWallet } from "../../support/harness";
 import { until } from "../../support/until";
 import { type DockerRuns, removeNodeContainers, watchDockerRuns } from "./docker-runs";
@@ -16,10 +14,16 @@ export const RATE_CENTS_PER_HOUR = 3600;
 /** A container that prints 1, 2, 3, ... every `everyS` seconds, so lost or repeated lines can be counted. */
 export const numberedLines = (everyS = 0.1) => `i=0; while true; do i=$((i+1)); echo "$i"; sleep ${everyS}; done`;
 
-export type FaultSystemOptions = { heartbeatIntervalMs: number; meterIntervalMs?: number; env?: Record<string, string> };
+export type FaultSystemOptions = {
+  heartbeatIntervalMs: number;
+  meterIntervalMs?: number;
+  env?: Record<string, string> /** the node's slots, 16 by default */;
+  maxDeployments?: number;
+};
 
 /**
- * The product as an operator runs it, for fault injection: PostgreSQL in a
+ * The product as an operator runs it, for fault injection (and for bench/partition.ts,
+ * outside vitest: the checks load vitest's expect when they are called): PostgreSQL in a
  * cluster of the test's own, the control plane and the agent each in their own
  * process (configured by environment, as their CLIs are), real Docker. The test
  * holds a connection of its own to the database to check the books afterwards.
@@ -121,7 +125,7 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
   );
   const node = await call("POST", "/operator/nodes", {
     token,
-    body: { name: "fault", region: "eu-west", country: "DE", hourlyRateCents: RATE_CENTS_PER_HOUR, maxDeployments: 16 },
+    body: { name: "fault", region: "eu-west", country: "DE", hourlyRateCents: RATE_CENTS_PER_HOUR, maxDeployments: o.maxDeployments ?? 16 },
   });
   nodeId = node.json.node.id as string;
   const agentToken = node.json.agentToken as string;
@@ -163,7 +167,7 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
   async function stop(id: string) {
     const askedAtMs = Date.now();
     const r = await call("POST", `/deployments/${id}/stop`, { token });
-    expect(r.status, r.text).toBe(200);
+    if (r.status !== 200) throw new Error(`stop ${id}: ${r.status} ${r.text}`);
     return { askedAtMs, ms: r.ms };
   }
 
@@ -195,6 +199,8 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
 
   /** The ledger's invariants, read from the database itself (as the in-process harness checks them). */
   async function checkBooks() {
+    const { expect } = await import("vitest");
+    const { checkWholeBooks } = await import("../../support/books");
     const bal = await repos.ledger.balance(userId);
     expect(bal.balanceMicro).toBe(await repos.ledger.sumOfRows(userId));
     expect(bal.availableMicro).toBeGreaterThanOrEqual(0);
@@ -211,6 +217,7 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
    * Answers the figures.
    */
   async function checkBilled(id: string, toleranceMs: number, stopAskedAtMs?: number) {
+    const { expect } = await import("vitest");
     const dep = (await repos.deployments.getOnNode(id, nodeId))!;
     const ranMs = runs!.ranMs(id, stopAskedAtMs);
     expect(dep.totalCostMicro, `${id}: cost is the floor formula of the billed time`).toBe(costMicro(dep.hourlyRateCents, dep.billedMs));
@@ -221,6 +228,7 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
 
   /** No tenant container runs on the node that its deployment does not want running. */
   async function checkNothingUnwanted() {
+    const { expect } = await import("vitest");
     const out = execFileSync("docker", ["ps", "--filter", `label=cm.node-id=${nodeId}`, "--format", '{{.Label "cm.deployment-id"}}'], { encoding: "utf8" });
     for (const id of out.split("\n").filter(Boolean)) {
       const dep = await repos.deployments.getOnNode(id, nodeId);
