@@ -24,6 +24,17 @@ needs("docker", "busybox", "postgres-server").describe("a node that loses contac
   let sys: FaultSystem;
   const figures: Record<string, unknown> = {};
 
+  /** The deployment running again, the unreachable note gone, its node online: its agent is back. */
+  const backRunning = (id: string) =>
+    until(
+      "back and running, the note gone",
+      async () => {
+        const d = await sys.deployment(id);
+        return d.status === "running" && d.statusReason === null && (await sys.call("GET", `/nodes/${sys.nodeId}`)).json.node.status === "online";
+      },
+      60_000,
+    );
+
   beforeAll(async () => {
     sys = await startFaultSystem({ heartbeatIntervalMs: HEARTBEAT_MS, env: { NODE_LOST_AFTER_S: String(LOST_AFTER_S) } });
     await sys.startAgent();
@@ -89,14 +100,7 @@ needs("docker", "busybox", "postgres-server").describe("a node that loses contac
     const resumedAt = Date.now();
     figures.pausedS = (resumedAt - pausedAt) / 1000;
 
-    await until(
-      "back and running, the note gone",
-      async () => {
-        const d = await sys.deployment(id);
-        return d.status === "running" && d.statusReason === null && (await sys.call("GET", `/nodes/${sys.nodeId}`)).json.node.status === "online";
-      },
-      40_000,
-    );
+    await backRunning(id);
     figures.backAfterS = (Date.now() - resumedAt) / 1000;
     // The same container, never restarted, its file as it was.
     expect(containerOf(id)).toEqual([cid]);
@@ -135,14 +139,7 @@ needs("docker", "busybox", "postgres-server").describe("a node that loses contac
       proxy.heal();
       const healedAt = Date.now();
       figures.partitionS = (healedAt - cutAt) / 1000;
-      await until(
-        "back and running, the note gone",
-        async () => {
-          const d = await sys.deployment(id);
-          return d.status === "running" && d.statusReason === null;
-        },
-        60_000,
-      );
+      await backRunning(id);
       figures.partitionBackAfterS = (Date.now() - healedAt) / 1000;
       expect(containerOf(id)).toEqual([cid]);
       expect(inspect(cid!).RestartCount).toBe(0);
