@@ -32,7 +32,24 @@ const CONTROL = new RegExp(`[${CONTROL_CHARACTERS}]`, "g");
 export const jsonText = (value: unknown, indent?: number) =>
   JSON.stringify(value, null, indent).replace(CONTROL, (c) => (c === "\n" ? c : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`));
 
+const quietOnBrokenPipe = new WeakSet<NodeJS.WriteStream>();
+/**
+ * `cm ls | head -1`: the reader has gone, so nothing more anyone reads can be written, and that is
+ * the reader's choice, not a failure. Node ignores SIGPIPE and reports EPIPE as an `error` event,
+ * which unhandled became a stack trace and exit 1; here it ends cm at once, quietly, with 0.
+ */
+function exitQuietlyOnBrokenPipe(stream: NodeJS.WriteStream) {
+  if (quietOnBrokenPipe.has(stream)) return;
+  quietOnBrokenPipe.add(stream);
+  stream.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code === "EPIPE") process.exit(0);
+    throw err;
+  });
+}
+
 export function createOutput(stdout: NodeJS.WriteStream, stderr: NodeJS.WriteStream): Output {
+  exitQuietlyOnBrokenPipe(stdout);
+  exitQuietlyOnBrokenPipe(stderr);
   const emit = (s: string) => stdout.write(`${s}\n`);
   const write = (s: string) => emit(printable(s));
   return {

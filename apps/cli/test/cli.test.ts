@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from "node:child_process";
+import { execFile, spawn, spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
 import { join } from "node:path";
@@ -6,7 +6,7 @@ import { sqliteDatabase } from "@cm/testkit";
 import bs58 from "bs58";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Harness, startHarness, TestClock } from "../../control-plane/test/support/harness";
-import { ENTRY, ROOT, TSX, terminal } from "./support/cli";
+import { type CliResult, ENTRY, ROOT, TSX, terminal } from "./support/cli";
 
 // The real `cm` as a subprocess against a real control plane (SQLite, port 0). Its clock
 // stands still at the real time: tokens are valid by the CLI's clock, and nodes with no
@@ -297,6 +297,30 @@ describe("credits and deployments", () => {
     expect(code).toBe(130);
     expect(stderr).toBe("");
     await t.cm(["rm", id], api);
+  });
+
+  it("exits 0 with nothing on stderr when the reader of its output goes away (cm ls | head -1)", async () => {
+    const ids = [];
+    for (const name of ["a", "b"]) ids.push((await t.cm(["deploy", "--image", "nginx:1.27", "--node", nodeId, "--name", name], api)).stdout.trim());
+    // `true` leaves before cm writes a byte; `head -1` after the first line: before the fix 1 run in 3
+    // of show ended with an unhandled `write EPIPE`, a stack trace and exit 1.
+    const pipeline = (command: string, reader: string) =>
+      new Promise<CliResult>((done) => {
+        const script = `${TSX} ${ENTRY} ${command} | ${reader}; echo "cm exited \${PIPESTATUS[0]}" >&2`;
+        execFile(
+          "bash",
+          ["-c", script],
+          { cwd: ROOT, env: { PATH: process.env.PATH ?? "", HOME: t.home, XDG_CONFIG_HOME: join(t.home, ".config"), ...api } },
+          (err, stdout, stderr) => done({ code: err ? -1 : 0, stdout, stderr }),
+        );
+      });
+    const runs = await Promise.all(
+      ["ls", `show ${ids[0]}`].flatMap((command) => ["true", ...Array(4).fill("head -1")].map((reader) => pipeline(command, reader))),
+    );
+    for (const r of runs) expect(r.stderr.replace(/^page .*\n/, "")).toBe("cm exited 0\n");
+    expect(runs[1]!.stdout).toMatch(/^dep_\S+\t[ab]\t.*\n$/);
+    expect(runs[6]!.stdout).toBe(`${"id:".padEnd(12)}${ids[0]}\n`);
+    for (const id of ids) await t.cm(["rm", id], api);
   });
 
   it("refuses a deployment it cannot pay for, with the API's code", async () => {
