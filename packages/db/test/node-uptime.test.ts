@@ -72,6 +72,16 @@ describeEachDatabase("node uptime on $name", (db) => {
     expect([got.get(a)?.last24h, got.get(b)?.last24h, got.get(silent)]).toEqual([10_000, 9_000, undefined]);
   });
 
+  it("narrows every window to the hours asked for, the two parts summing to the whole", async () => {
+    const id = await node(H * HOUR - 4_000);
+    for (const hour of [H, H + 22, H + 23]) await repos.nodes.recordHeartbeats([[id, hour * HOUR + 6_000]], CAP_MS);
+    // Hour H - 1: 4 s; H: 6 s; then each beat's 30 s cap split 24 s before its hour, 6 s in it: H + 21: 24, H + 22: 30, H + 23: 6.
+    const now = (H + 24) * HOUR;
+    expect((await repos.nodes.uptime([id], now)).get(id)).toEqual({ last24h: 66_000, last7d: 70_000, last30d: 70_000 });
+    expect((await repos.nodes.uptime([id], now, { beforeHour: H + 22 })).get(id)).toEqual({ last24h: 30_000, last7d: 34_000, last30d: 34_000 });
+    expect((await repos.nodes.uptime([id], now, { fromHour: H + 22 })).get(id)).toEqual({ last24h: 36_000, last7d: 36_000, last30d: 36_000 });
+  });
+
   it("forgets only the hours older than 31 days", async () => {
     const id = await node(H * HOUR - 4_000);
     await repos.nodes.recordHeartbeats([[id, H * HOUR + 6_000]], CAP_MS);

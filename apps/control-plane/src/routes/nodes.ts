@@ -3,7 +3,7 @@ import type { Deps } from "../deps";
 import { ApiError } from "../errors";
 import { presentNodeDetail, presentNodeSummary } from "../http/presenters";
 import { createRouter, IdParams, json, type RouteFactory } from "../http/route";
-import { nodeUptimes } from "../services/node-uptime";
+import { createNodeUptimes } from "../services/node-uptime";
 
 /** `?region=eu-west&...` of a request's URL, as sent: what the catalogue's cache is keyed on. */
 const rawQuery = (url: string) => {
@@ -15,6 +15,7 @@ const rawQuery = (url: string) => {
 export function nodeRoutes(deps: Deps, route: RouteFactory) {
   const { repos, clock } = deps;
   const tags = ["nodes"];
+  const nodeUptimes = createNodeUptimes(repos);
   const router = createRouter();
   // A cached page is answered before the query is validated, needing no database: only a query that
   // was valid made one, and the same text validates the same. Validating it for every request took
@@ -40,7 +41,7 @@ export function nodeRoutes(deps: Deps, route: RouteFactory) {
         const { page, limit, ...filter } = c.req.valid("query");
         const body = await deps.nodeCatalogCache.fill(rawQuery(c.req.url), async () => {
           const { rows, total } = await repos.nodes.list(filter, page, limit);
-          const uptime = await nodeUptimes(repos, rows, clock.now());
+          const uptime = await nodeUptimes(rows, clock.now());
           return JSON.stringify({ nodes: rows.map((n) => presentNodeSummary(n, uptime(n))), pagination: paginate(page, limit, total) });
         });
         // The cached answer is JSON text already: sent as is, which the route's typed c.json cannot say.
@@ -65,7 +66,7 @@ export function nodeRoutes(deps: Deps, route: RouteFactory) {
       async (c) => {
         const node = await repos.nodes.get(c.req.valid("param").id);
         if (!node) throw new ApiError("NODE_NOT_FOUND");
-        const uptime = await nodeUptimes(repos, [node], clock.now());
+        const uptime = await nodeUptimes([node], clock.now());
         return c.json({ node: presentNodeDetail(node, uptime(node)) }, 200);
       },
     );

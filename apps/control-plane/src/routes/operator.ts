@@ -17,16 +17,17 @@ import type { Deps } from "../deps";
 import { presentNodeDetail, presentOperatorNodeDeployment } from "../http/presenters";
 import { createRouter, IdParams, json, jsonBody, type RouteFactory } from "../http/route";
 import { fixedWindows } from "../middleware/rate-limit";
-import { nodeUptimes } from "../services/node-uptime";
+import { createNodeUptimes } from "../services/node-uptime";
 
 /** The nodes a signed-in account operates; mounted at /operator/nodes. */
 export function operatorRoutes(deps: Deps, route: RouteFactory) {
   const { operator, clock, repos } = deps;
   const tags = ["operator"];
   const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString());
+  const nodeUptimes = createNodeUptimes(repos);
   /** Each node as its operator sees it: the detail, and its retirement. */
   async function present(rows: NodeRow[]) {
-    const uptime = await nodeUptimes(repos, rows, clock.now());
+    const uptime = await nodeUptimes(rows, clock.now());
     return rows.map((n) => ({
       ...presentNodeDetail(n, uptime(n)),
       retiredAt: iso(n.retiredAt),

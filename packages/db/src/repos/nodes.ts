@@ -1,4 +1,4 @@
-import { and, count, desc, eq, gt, gte, inArray, isNotNull, isNull, lte, type SQL, sql } from "drizzle-orm";
+import { and, count, desc, eq, gt, gte, inArray, isNotNull, isNull, lt, lte, type SQL, sql } from "drizzle-orm";
 import type { DbHandle } from "../client";
 import type { EgressPolicy, Gpu, NodeRow, NodeSpecs } from "../types";
 import { execRaw } from "./raw";
@@ -327,16 +327,25 @@ export function createNodesRepo(h: DbHandle) {
       return h.run((db) => execRaw(h, db, sql`delete from node_uptime_hours where node_id in (select id from nodes) and hour < ${before}`));
     },
 
-    /** Each node's ms heard from over the last 24 h, 7 d and 30 d (from the clock hour each reaches back into); none for a node never heard. */
-    async uptime(ids: readonly string[], nowMs: number): Promise<Map<string, UptimeWindows>> {
+    /**
+     * Each node's ms heard from over the last 24 h, 7 d and 30 d (from the clock hour each reaches back into); none for a
+     * node never heard. `hours` narrows every window to the clock hours from `fromHour` and before `beforeHour`.
+     */
+    async uptime(ids: readonly string[], nowMs: number, hours: { fromHour?: number; beforeHour?: number } = {}): Promise<Map<string, UptimeWindows>> {
       if (ids.length === 0) return new Map();
-      const from = (w: keyof UptimeWindows) => uptimeWindowStartHour(nowMs, UPTIME_WINDOWS_MS[w]);
+      const from = (w: keyof UptimeWindows) => Math.max(uptimeWindowStartHour(nowMs, UPTIME_WINDOWS_MS[w]), hours.fromHour ?? Number.MIN_SAFE_INTEGER);
       const within = (w: keyof UptimeWindows) => sql<string>`coalesce(sum(case when ${up.hour} >= ${from(w)} then ${up.onlineMs} else 0 end), 0)`;
       const rows = await h.run((db) =>
         db
           .select({ id: up.nodeId, last24h: within("last24h"), last7d: within("last7d"), last30d: within("last30d") })
           .from(up)
-          .where(and(inArray(up.nodeId, [...new Set(ids)]), gte(up.hour, from("last30d"))))
+          .where(
+            and(
+              inArray(up.nodeId, [...new Set(ids)]),
+              gte(up.hour, from("last30d")),
+              hours.beforeHour === undefined ? undefined : lt(up.hour, hours.beforeHour),
+            ),
+          )
           .groupBy(up.nodeId),
       );
       return new Map(rows.map((r) => [r.id, { last24h: Number(r.last24h), last7d: Number(r.last7d), last30d: Number(r.last30d) }]));
