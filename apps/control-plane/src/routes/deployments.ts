@@ -229,6 +229,7 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
           description: [
             `tail: the last n lines (default 100, max ${LOG_LINES_KEPT.toLocaleString("en")}). since: only lines at or after this time. The ${LOG_LINES_KEPT.toLocaleString("en")} highest-numbered lines of each deployment are kept, whatever order its node sends them in.`,
             `One answer holds at most ${LOG_READ_MAX_BYTES / 1024 / 1024} MiB of message text (UTF-8): when the lines asked for hold more, it has the newest of them that fit (the newest line always) and \`truncated: true\`. GET /deployments/{id}/logs/stream sends a tail of any size, a page at a time.`,
+            "Each line carries its `seq`, the id the stream gives it: poll again with `since` the newest line's timestamp and skip the lines whose `seq` is at or below the highest read, and the poll resumes exactly where the last one ended.",
           ].join("\n\n"),
           request: { params: IdParams, query: LogsQuery },
           responses: { 200: json(LogsResponse, "The log lines") },
@@ -240,7 +241,10 @@ export function deploymentRoutes(deps: Deps, route: RouteFactory) {
         const dep = await svc.mine(c.req.valid("param").id, c.get("user").id);
         const sinceMs = query.since ? Date.parse(query.since) : undefined;
         const { rows, truncated } = await deps.repos.logs.newest(dep.id, { tail: query.tail, maxBytes: LOG_READ_MAX_BYTES, sinceMs });
-        return c.json({ logs: rows.map((r) => ({ timestamp: r.ts, stream: r.stream as "stdout" | "stderr", message: r.message })), truncated }, 200);
+        return c.json(
+          { logs: rows.map((r) => ({ timestamp: r.ts, stream: r.stream as "stdout" | "stderr", message: r.message, seq: r.seq })), truncated },
+          200,
+        );
       },
     )
     .openapi(

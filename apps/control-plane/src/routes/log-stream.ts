@@ -31,7 +31,7 @@ export function streamLogs(c: Context, deps: Pick<Deps, "repos" | "watch" | "log
     let top = 0;
     const event = (r: LogRow) => {
       top = Math.max(top, r.seq);
-      return `data: ${JSON.stringify({ timestamp: r.ts, stream: r.stream, message: r.message })}\nid: ${top}\n\n`;
+      return `data: ${JSON.stringify({ timestamp: r.ts, stream: r.stream, message: r.message, seq: r.seq })}\nid: ${top}\n\n`;
     };
     const write = (chunk: string) => writePaced(c, stream, chunk, deps.config.LOG_STREAM_STALL_MS);
     let afterSeq: number;

@@ -34,6 +34,7 @@ describeEachDatabase("logs from the agent on $name", (db) => {
       timestamp: string;
       stream: string;
       message: string;
+      seq: number;
     }>;
 
   it("stores batches, acks the cursor, and serves them with tail and since; a resent batch adds nothing", async () => {
@@ -44,8 +45,8 @@ describeEachDatabase("logs from the agent on $name", (db) => {
 
     const last100 = await logs(id);
     expect(last100).toHaveLength(100);
-    expect(last100[0]).toEqual({ timestamp: tsOf(101), stream: "stdout", message: "line 101" });
-    expect(last100[99]).toEqual({ timestamp: tsOf(200), stream: "stderr", message: "line 200" });
+    expect(last100[0]).toEqual({ timestamp: tsOf(101), stream: "stdout", message: "line 101", seq: 101 });
+    expect(last100[99]).toEqual({ timestamp: tsOf(200), stream: "stderr", message: "line 200", seq: 200 });
     expect((await logs(id, "?tail=5")).map((l) => l.message)).toEqual(["line 196", "line 197", "line 198", "line 199", "line 200"]);
     const since = await logs(id, `?tail=1000&since=${encodeURIComponent(new Date(base + 150).toISOString())}`);
     expect(since.map((l) => l.message)).toEqual(lines(150, 200).map((l) => l.message));
@@ -59,6 +60,26 @@ describeEachDatabase("logs from the agent on $name", (db) => {
     node.agent.send({ type: "logs", deploymentId: id, lines: [{ seq: 301, ts: tsOf(301), stream: "stdout", message: "a\u0000b \u{1F600} é" }] });
     await node.agent.next("logs_ack");
     expect((await logs(id, "?tail=1"))[0]!.message).toBe("a\uFFFDb \u{1F600} é");
+    await node.agent.close();
+  });
+
+  it("numbers each line as the stream's ids do, so a poller with since resumes exactly where lines share an instant", async () => {
+    const node = await h.connectedNode(op.token);
+    const { id } = await h.deploy(tenant.token, node.id, node.agent);
+    const sameInstant = (from: number, to: number) => lines(from, to).map((l) => ({ ...l, ts: tsOf(1) }));
+    node.agent.send({ type: "logs", deploymentId: id, lines: sameInstant(1, 3) });
+    await node.agent.next("logs_ack");
+    const first = await logs(id);
+    expect(first.map((l) => l.seq)).toEqual([1, 2, 3]);
+    node.agent.send({ type: "logs", deploymentId: id, lines: sameInstant(4, 5) });
+    await node.agent.next("logs_ack");
+    // Asked again from the newest line's instant: the lines read already are those numbered at or below the highest read.
+    const again = await logs(id, `?since=${encodeURIComponent(first.at(-1)!.timestamp)}`);
+    expect(again.filter((l) => l.seq > first.at(-1)!.seq).map((l) => l.message)).toEqual(["line 4", "line 5"]);
+    const stream = await openSse(`${h.url}/deployments/${id}/logs/stream`, tenant.token);
+    await until("the tail", () => stream.events.length === 5);
+    expect(stream.events.map((e) => [Number(e.id), JSON.parse(e.data!).seq])).toEqual([1, 2, 3, 4, 5].map((n) => [n, n]));
+    stream.close();
     await node.agent.close();
   });
 

@@ -270,7 +270,17 @@ export const DeploymentResponse = z.object({ deployment: Deployment });
 export const DeploymentActionResponse = z.object({ deployment: Deployment });
 export const DeleteDeploymentResponse = SuccessResponse;
 
-export const LogEntry = z.object({ timestamp: Timestamp, stream: z.enum(["stdout", "stderr"]), message: z.string() }).meta({ id: "LogEntry" });
+export const LogEntry = z
+  .object({
+    timestamp: Timestamp,
+    stream: z.enum(["stdout", "stderr"]),
+    message: z.string(),
+    seq: z.number().int().min(0).meta({
+      description:
+        "the line's number within its deployment, in the order it was written (numbers may have gaps), as the logs stream's event ids: lines are answered in this order. A poller keeps the highest it has read and, asking again with `since` the newest line's timestamp, skips the lines at or below it: none repeated, none lost when several lines share a timestamp",
+    }),
+  })
+  .meta({ id: "LogEntry" });
 /** Each deployment keeps its highest-numbered lines, this many at most: whatever order, gaps or repeats its agent sends them in. */
 export const LOG_LINES_KEPT = 10_000;
 /**
