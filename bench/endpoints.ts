@@ -5,6 +5,7 @@
  * and one large transfer (MB/s).
  *
  *   npx tsx bench/endpoints.ts   (DURATION_MS=4000 CONCURRENCY=16 ROUNDS=3 LARGE_MIB=64; REQUEST_LOGS=1: the server logs each request)
+ *   npx tsx bench/endpoints.ts --quick   (1 round of 2 s, 32 MiB, one 1 s latency sample: what bench:check runs)
  *
  * Goal: at least half the direct throughput, under 2 ms added median latency.
  * The phases alternate (direct, endpoint, two bare relays) for ROUNDS rounds
@@ -16,16 +17,18 @@ import http from "node:http";
 import { until } from "../apps/control-plane/test/e2e/support/system";
 import { ensureWebImage } from "../apps/control-plane/test/e2e/support/web-image";
 import { cpuPer, fmtCpu } from "./lib/cpu";
+import { quick, reportFigures } from "./lib/figures";
 import { fmt, type LoadResult, load } from "./lib/load";
 import { median } from "./lib/median";
 import { startRelay } from "./lib/relays";
 import { startProcesses } from "./lib/system-procs";
 
-const durationMs = Number(process.env.DURATION_MS ?? 4000);
+const durationMs = Number(process.env.DURATION_MS ?? (quick ? 2000 : 4000));
 const concurrency = Number(process.env.CONCURRENCY ?? 16);
-const rounds = Number(process.env.ROUNDS ?? 3);
+const rounds = Number(process.env.ROUNDS ?? (quick ? 1 : 3));
 // Long enough that setting up a connection and a tunnel is a small part of it.
-const largeMib = Number(process.env.LARGE_MIB ?? 64);
+const largeMib = Number(process.env.LARGE_MIB ?? (quick ? 32 : 64));
+const latencySamples = quick ? 1 : 3;
 // The server logs a line per request unless told not to; those lines flow to the
 // control plane in both phases and take CPU from everything on a 2-core machine.
 const QUIET = process.env.REQUEST_LOGS !== "1";
@@ -112,12 +115,14 @@ try {
   // Alternated three times, medians: one 2 s sample once read +1.1 ms where the others read +0.25.
   const d1s: number[] = [];
   const e1s: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    d1s.push((await load(direct, () => "/", { concurrency: 1, durationMs: 2000 })).p50Ms);
-    e1s.push((await load(gateway, () => "/", { concurrency: 1, durationMs: 2000, headers: { host: endpointHost } })).p50Ms);
+  for (let i = 0; i < latencySamples; i++) {
+    d1s.push((await load(direct, () => "/", { concurrency: 1, durationMs: quick ? 1000 : 2000 })).p50Ms);
+    e1s.push((await load(gateway, () => "/", { concurrency: 1, durationMs: quick ? 1000 : 2000, headers: { host: endpointHost } })).p50Ms);
   }
   const [d1, e1] = [median(d1s), median(e1s)];
-  console.log(`one client (median of 3): direct p50 ${d1.toFixed(3)} ms, endpoint p50 ${e1.toFixed(3)} ms: +${(e1 - d1).toFixed(3)} ms added median latency`);
+  console.log(
+    `one client (median of ${latencySamples}): direct p50 ${d1.toFixed(3)} ms, endpoint p50 ${e1.toFixed(3)} ms: +${(e1 - d1).toFixed(3)} ms added median latency`,
+  );
 
   const big = (base: string, headers: Record<string, string>) =>
     new Promise<number>((resolve, reject) => {
@@ -148,6 +153,13 @@ try {
     `large transfer (${largeMib} MiB, median of 5): direct ${bd.result.mbps.toFixed(0)} MB/s, endpoint ${be.result.mbps.toFixed(0)} MB/s, ratio ${(be.result.mbps / bd.result.mbps).toFixed(2)}; two bare relays ${bb.result.mbps.toFixed(0)} MB/s, ratio ${(bb.result.mbps / bd.result.mbps).toFixed(2)}`,
   );
   console.log(`  CPU: direct: ${perMb(bd)}; endpoint: ${perMb(be)}; two bare relays: ${perMb(bb)}`);
+  // The large transfer's goal against direct is not met on 2 cores even by two bare relays (bench/README.md):
+  // what is guarded is that the endpoint stays at that floor.
+  reportFigures("endpoints", [
+    { name: "small requests, endpoint / direct", value: rps("endpoint") / rps("direct"), goal: 0.5, better: "higher" },
+    { name: "added median latency, one client", value: e1 - d1, goal: 2, better: "lower", unit: "ms" },
+    { name: "large transfer, endpoint / two bare relays", value: be.result.mbps / bb.result.mbps, goal: 1, better: "higher" },
+  ]);
 } finally {
   for (const r of relays) r.proc.kill();
   for (const id of created) await s.call("DELETE", `/deployments/${id}`).catch(() => undefined);
