@@ -86,6 +86,8 @@ export const ConfigSchema = z
     HEARTBEAT_INTERVAL_MS: z.coerce.number().int().min(100).default(10_000),
     /** How long a node may stay unreachable before its deployments end (agents/node-contact.ts); until then they are left as they are. */
     NODE_LOST_AFTER_S: z.coerce.number().int().min(1).default(300),
+    /** How long a lost node's returning agent keeps the stopped container of a deployment that ended with it, its files with it. */
+    LOST_RETENTION_S: z.coerce.number().int().min(0).default(86_400),
     /** How often lastHeartbeat is written for all nodes at once (see agents/heartbeat-batch.ts). */
     HEARTBEAT_FLUSH_MS: z.coerce.number().int().min(10).default(1000),
     /** An agent that sends no hello this long after connecting is closed with 4408. */

@@ -136,6 +136,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     heartbeatIntervalMs: config.HEARTBEAT_INTERVAL_MS,
     heartbeatFlushMs: config.HEARTBEAT_FLUSH_MS,
     nodeLostAfterMs: config.NODE_LOST_AFTER_S * 1000,
+    lostRetentionMs: config.LOST_RETENTION_S * 1000,
     helloTimeoutMs: config.AGENT_HELLO_TIMEOUT_MS,
     maxFrameBytes: config.AGENT_MAX_FRAME_BYTES,
     logIngestBytesPerS: config.LOG_INGEST_BYTES_PER_S,

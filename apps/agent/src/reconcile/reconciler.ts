@@ -202,7 +202,13 @@ export class Reconciler {
         // Removing or reporting now would lose them: the next sync converges again, lines first.
         return { ok: false, error: "the connection dropped while the container's last log lines went out; continuing after the next sync" };
       }
-      if (spec.desiredState === "removed") {
+      const expired = spec.removeAfter !== undefined && this.options.clock.now() >= spec.removeAfter;
+      // A lost node's ended deployment: its stopped container (and the tenant's files) is kept until then.
+      if (spec.removeAfter !== undefined && !expired)
+        this.waits.later(spec, spec.removeAfter, () => {
+          if (this.latest.get(spec.deploymentId) === spec) void this.enqueue(spec);
+        });
+      if (spec.desiredState === "removed" || expired) {
         for (const container of containers) await this.options.runtime.remove(container.id);
         this.options.logs.stop(spec.deploymentId);
         this.failedRuns.delete(spec.deploymentId);

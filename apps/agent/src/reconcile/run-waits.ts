@@ -1,5 +1,6 @@
-// What a deployment's next run waits on before its container starts: a
-// restart's backoff, then its image pull. A newer desired state (a stop, a
+// What a deployment's convergence waits on: before its next run's container
+// starts, a restart's backoff and its image pull; after a lost node came back,
+// the time its ended deployment's stopped container is kept. A newer desired state (a stop, a
 // delete, another run) ends either at once, so a stop never waits behind a
 // backoff or a pull that no longer matters; the same run sent again (a sync
 // after a reconnect) waits only what is left of its backoff and lets its pull
@@ -48,6 +49,24 @@ export class RunWaits {
       const timer = this.clock.setTimeout(() => done(true), atMs - nowMs);
       this.waiting.set(deploymentId, cancel);
     });
+  }
+
+  /** Calls `converge` at `atMs` (a stopped container's removal), unless a newer desired state comes first. */
+  later(spec: DeploymentSpec, atMs: number, converge: () => void): void {
+    const { deploymentId } = spec;
+    const cancel = () => {
+      this.clock.clearTimeout(timer);
+      if (this.waiting.get(deploymentId) === cancel) this.waiting.delete(deploymentId);
+    };
+    const timer = this.clock.setTimeout(
+      () => {
+        cancel();
+        converge();
+      },
+      Math.max(0, atMs - this.clock.now()),
+    );
+    this.waiting.get(deploymentId)?.(spec);
+    this.waiting.set(deploymentId, cancel);
   }
 
   /** Runs the start of `spec`'s run with a signal a newer run or state aborts (a pull under way ends with it). */

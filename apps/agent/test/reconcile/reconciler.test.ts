@@ -395,6 +395,30 @@ describe("an agent restart", () => {
     expect(first.statuses("dep_long")).toEqual(["1:starting", "1:running"]);
   });
 
+  it("keeps a lost node's ended deployment's stopped container until removeAfter, then removes it", async () => {
+    const h = reconcilerHarness();
+    h.engine.loadImage(IMAGE);
+    await h.settle(h.reconciler.sync([spec("dep_lost"), spec("dep_old")]));
+    const hourMs = 3_600_000;
+    await h.settle(
+      h.reconciler.sync([
+        spec("dep_lost", { desiredState: "stopped", removeAfter: h.clock.now() + hourMs }),
+        spec("dep_old", { desiredState: "stopped", removeAfter: h.clock.now() - 1 }),
+      ]),
+    );
+    // Past its time already: removed at once. Within it: stopped, kept with its files.
+    expect(h.engine.ps().map((c) => [c.name, c.state.running])).toEqual([["cm-dep_lost-run1", false]]);
+    await h.clock.advance(hourMs - 1_000);
+    expect(h.engine.ps()).toHaveLength(1);
+    await h.clock.advanceUntil(() => h.engine.ps().length === 0, "the kept container removed", 5_000);
+    // Started again meanwhile (a newer desired state): the new run's container is not removed when the old time comes.
+    await h.settle(h.reconciler.sync([spec("dep_back"), spec("dep_lost", { desiredState: "stopped", runSeq: 1 })]));
+    await h.settle(h.reconciler.sync([spec("dep_back", { desiredState: "stopped", removeAfter: h.clock.now() + hourMs })]));
+    await h.settle(h.reconciler.command("start", spec("dep_back", { runSeq: 2 })));
+    await h.clock.advance(hourMs + 1_000);
+    expect(h.engine.ps().map((c) => [c.name, c.state.running])).toEqual([["cm-dep_back-run2", true]]);
+  });
+
   it("reports a run whose container was removed behind its back as removed, and does not start it again", async () => {
     const first = reconcilerHarness();
     first.engine.loadImage(IMAGE);

@@ -42,6 +42,8 @@ export type AgentContext = {
   dbHealth: DatabaseHealth;
   hub: SessionHost;
   heartbeatIntervalMs: number;
+  /** LOST_RETENTION_S, in ms: how long a lost node's returning agent keeps an ended deployment's stopped container */
+  lostRetentionMs: number;
   helloTimeoutMs: number;
   maxFrameBytes: number;
   /** Log text (plus a per-line overhead) one node's connection may store per second, on average. */

@@ -12,7 +12,11 @@ import { TokenBucket } from "./log-limits";
 import { NodeContact } from "./node-contact";
 import { StallWatch } from "./stall-watch";
 
-export type AgentHubOptions = Omit<AgentContext, "hub"> & { heartbeatFlushMs: number /** NODE_LOST_AFTER_S, in ms */; nodeLostAfterMs: number };
+export type AgentHubOptions = Omit<AgentContext, "hub"> & {
+  heartbeatFlushMs: number;
+  /** NODE_LOST_AFTER_S, in ms */
+  nodeLostAfterMs: number;
+};
 
 /**
  * Bytes a connection may send before it is a ready agent: a hello is a few

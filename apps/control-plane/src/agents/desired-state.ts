@@ -1,5 +1,6 @@
 import type { DeploymentRow, StoredLogCursor } from "@cm/db";
 import { type CommandAction, type DeploymentSpec, MILLICORES_PER_CORE, type RegistryAuth, restartDelayMs } from "@cm/protocol";
+import { NODE_LOST_PREFIX } from "../services/metering";
 
 /** What the agent needs to know about a deployment's wanted state; equal keys need no new command. */
 export const specKey = (d: Pick<DeploymentRow, "desiredState" | "runSeq">) => `${d.desiredState}:${d.runSeq}`;
@@ -63,6 +64,16 @@ export function toSpec(d: DeploymentRow, cursor: StoredLogCursor | undefined, di
     ...(registryAuth && needsPull(d) ? { registryAuth } : {}),
   };
 }
+
+/**
+ * Until when a lost node's returning agent keeps the stopped container of a
+ * deployment that ended with it (LOST_RETENTION_S after the loss): the tenant's
+ * files are there meanwhile, and an operator's disk is not held for ever.
+ */
+export const lostRetention = (d: Pick<DeploymentRow, "desiredState" | "status" | "statusReason" | "stoppedAt">, retentionMs: number) =>
+  d.desiredState === "stopped" && d.status === "failed" && d.stoppedAt !== null && d.statusReason?.startsWith(NODE_LOST_PREFIX)
+    ? { removeAfter: d.stoppedAt + retentionMs }
+    : {};
 
 /**
  * Whether the agent may have to pull the deployment's image for this spec: it is

@@ -5,7 +5,7 @@
 import type { DeploymentRow } from "@cm/db";
 import type { DeploymentSpec } from "@cm/protocol";
 import type { AgentSession } from "./agent-session";
-import { commandAction, diskGbFor, needsPull, specKey, syncParts, toSpec } from "./desired-state";
+import { commandAction, diskGbFor, lostRetention, needsPull, specKey, syncParts, toSpec } from "./desired-state";
 import { handleFrame } from "./frame-handlers";
 
 /**
@@ -28,7 +28,8 @@ export async function sendSync(s: AgentSession): Promise<void> {
   const templates = await hub.templateNeeds();
   for (const d of deps) s.known.set(d.id, specKey(d));
   const specs: DeploymentSpec[] = [];
-  for (const d of deps) specs.push(toSpec(d, cursors.get(d.id), diskGbFor(d, templates), await registryAuthFor(s, d)));
+  for (const d of deps)
+    specs.push({ ...toSpec(d, cursors.get(d.id), diskGbFor(d, templates), await registryAuthFor(s, d)), ...lostRetention(d, s.ctx.lostRetentionMs) });
   const { parts, tooBig } = syncParts(specs, Math.min(SYNC_PART_MAX_BYTES, s.agentMaxFrameBytes), s.agentMaxFrameBytes);
   for (const [i, part] of parts.entries()) {
     if (!s.send({ type: "sync", deployments: part, ...(i < parts.length - 1 ? { more: true } : {}) })) return;
@@ -43,7 +44,7 @@ export async function sendChange(s: AgentSession, dep: DeploymentRow): Promise<v
   s.known.set(dep.id, specKey(dep));
   const cursor = (await s.ctx.repos.logIngest.cursors([dep.id])).get(dep.id);
   const templates = await s.ctx.hub.templateNeeds();
-  const spec = toSpec(dep, cursor, diskGbFor(dep, templates), await registryAuthFor(s, dep));
+  const spec = { ...toSpec(dep, cursor, diskGbFor(dep, templates), await registryAuthFor(s, dep)), ...lostRetention(dep, s.ctx.lostRetentionMs) };
   if (!s.send({ type: "command", commandId: s.ctx.ids("cmd"), action: commandAction(dep, prev !== undefined), deployment: spec })) await unsendable(s, spec);
 }
 

@@ -11,8 +11,9 @@ const MINUTE_MS = 60_000;
 
 export const OUT_OF_CREDITS = "stopped: your credits ran out";
 /** Why a lost node's deployments ended, for the tenant: since when nothing was heard of it. */
+export const NODE_LOST_PREFIX = "node lost:";
 export const nodeLostReason = (lastSeenMs: number, lostAfterS: number) =>
-  `node lost: nothing heard from it since ${new Date(lastSeenMs).toISOString()}, more than ${lostAfterS} s; the deployment ended there and is no longer charged (should the node come back, its container is kept, stopped, until you delete the deployment or start it again)`;
+  `${NODE_LOST_PREFIX} nothing heard from it since ${new Date(lastSeenMs).toISOString()}, more than ${lostAfterS} s; the deployment ended there and is no longer charged (should the node come back, its container is kept, stopped, for a while, unless you delete the deployment or start it again)`;
 export const NODE_RETIRED = "node retired by its operator";
 
 /** What the meter knows of the agents: whether a node is connected, and up to when it proved it is alive. */

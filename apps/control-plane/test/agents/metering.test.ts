@@ -2,6 +2,7 @@ import { describeEachDatabase } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { costMicro } from "../../src/services/charges";
 import { type AgentHarness, eventually, startAgentHarness } from "./support/agent-harness";
+import { SimAgent } from "./support/sim-agent";
 
 const S = 1000;
 
@@ -173,8 +174,17 @@ describeEachDatabase("metering on $name", (db) => {
     h.clock.advance(40 * S);
     await h.deps.agents.tick();
     expect(await row(b.id)).toMatchObject({ status: "failed", desiredState: "stopped", totalCostMicro: costMicro(50, 20 * S), reservedMicro: 0 });
-    expect((await row(b.id)).statusReason).toMatch(/^node lost: nothing heard from it since .*, more than 300 s; the deployment ended there and is no longer charged/);
+    expect((await row(b.id)).statusReason).toMatch(
+      /^node lost: nothing heard from it since .*, more than 300 s; the deployment ended there and is no longer charged/,
+    );
     expect(await row(a.id)).toMatchObject({ status: "failed", desiredState: "stopped", totalCostMicro: costMicro(50, 20 * S), reservedMicro: 0 });
+    // Back later: told to keep its stopped container, the tenant's files with it, for LOST_RETENTION_S (a day) from the loss.
+    const back = await SimAgent.connect(h.url, closing.agentToken);
+    expect(back.sync.deployments.find((d) => d.deploymentId === b.id)).toMatchObject({
+      desiredState: "stopped",
+      removeAfter: (await row(b.id)).stoppedAt! + 86_400 * S,
+    });
+    await back.agent.close();
     h.clock.advance(600 * S);
     await h.deps.metering.tick();
     const books = await h.checkBooks(t.user.id);

@@ -125,6 +125,13 @@ export const DeploymentSpec = z.object({
    * run nobody asked for. Absent: not started yet.
    */
   started: z.literal(true).optional(),
+  /**
+   * A stopped deployment whose node was lost and came back: its container is
+   * kept stopped, with its files, until this instant (LOST_RETENTION_S after
+   * the loss), then removed. Absent: kept until the deployment is deleted or
+   * started again.
+   */
+  removeAfter: EpochMs.optional(),
 });
 export type DeploymentSpec = z.infer<typeof DeploymentSpec>;
 
