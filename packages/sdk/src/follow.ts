@@ -43,7 +43,7 @@ export interface FollowOptions extends PollOptions {
  * waited out and the stream read again, whose current state is yielded only if it
  * changed meanwhile. A control plane without the events route is polled instead.
  */
-export async function* watch(t: Transport, id: string, options: PollOptions = {}): AsyncGenerator<Deployment> {
+export async function* watch(t: Transport, id: string, options: PollOptions = {}): AsyncGenerator<Deployment, void, undefined> {
   const path = `/deployments/${encodeURIComponent(id)}`;
   let last = "";
   for await (const step of resumingStream(t, `${path}/events`, { signal: options.signal })) {
@@ -62,7 +62,7 @@ export async function* watch(t: Transport, id: string, options: PollOptions = {}
 }
 
 /** The same by reading GET /deployments/:id every `intervalMs` (a control plane without the events route). */
-export async function* watchByPolling(t: Transport, id: string, options: PollOptions = {}): AsyncGenerator<Deployment> {
+export async function* watchByPolling(t: Transport, id: string, options: PollOptions = {}): AsyncGenerator<Deployment, void, undefined> {
   let last = "";
   for (;;) {
     const { deployment } = await retrying(options, () =>
@@ -113,7 +113,7 @@ export async function waitFor(t: Transport, id: string, status: DeploymentStatus
  * stream resumes after the last line read (Last-Event-ID), none lost or repeated.
  * A control plane without the stream route is polled instead.
  */
-export async function* follow(t: Transport, id: string, options: FollowOptions = {}): AsyncGenerator<LogEntry> {
+export async function* follow(t: Transport, id: string, options: FollowOptions = {}): AsyncGenerator<LogEntry, void, undefined> {
   const path = `/deployments/${encodeURIComponent(id)}/logs/stream`;
   for await (const step of resumingStream(t, path, { query: { tail: options.tail, since: options.since }, signal: options.signal })) {
     if (step.type === "unsupported") return yield* followByPolling(t, id, options);
@@ -182,7 +182,7 @@ async function* resumingStream(
 }
 
 /** The same by polling the logs route with `since` (a control plane without the stream route). */
-export async function* followByPolling(t: Transport, id: string, options: FollowOptions = {}): AsyncGenerator<LogEntry> {
+export async function* followByPolling(t: Transport, id: string, options: FollowOptions = {}): AsyncGenerator<LogEntry, void, undefined> {
   const path = `/deployments/${encodeURIComponent(id)}`;
   const tail = options.tail ?? 100;
   const read = (query: { tail: number; since?: string }) =>
