@@ -110,7 +110,9 @@ needs("docker", "busybox").describe("cm cp with a real agent and Docker", () => 
 
     it("copies a directory with a binary file into the container and back, identical", async () => {
       const up = await t.cm(["cp", src, `${id}:/tmp`]);
-      expect(up, up.stderr).toMatchObject({ code: 0, stdout: "", stderr: "" });
+      // What it copied, on stderr: the regular files (the link apart) and their bytes, and where they went.
+      const bytes = 256 + 4 * 1024 * 1024 + 3 + "#!/bin/sh\necho hi\n".length + "far down\n".length;
+      expect(up, up.stderr).toMatchObject({ code: 0, stdout: "", stderr: `copied 4 files, 1 link, ${bytes} bytes from ${src} to ${id}:/tmp/data\n` });
       // The container's own view of the bytes: its sha256sum of what its tar wrote.
       const inside = await t.cm(["exec", id, "--", "sha256sum", "/tmp/data/weights.bin"]);
       expect(inside.stdout.split(" ")[0]).toBe(sha256(path.join(src, "weights.bin")));
@@ -118,12 +120,14 @@ needs("docker", "busybox").describe("cm cp with a real agent and Docker", () => 
 
       const back = path.join(here, "back");
       const down = await t.cm(["cp", `${id}:/tmp/data`, back]);
-      expect(down, down.stderr).toMatchObject({ code: 0, stdout: "", stderr: "" });
+      expect(down, down.stderr).toMatchObject({ code: 0, stdout: "", stderr: `copied 4 files, 1 link, ${bytes} bytes from ${id}:/tmp/data to ${back}\n` });
       expect(tree(back)).toEqual(tree(src));
 
       // Into a directory that exists: under its own name, as docker cp does.
       fs.mkdirSync(path.join(here, "into"));
-      expect((await t.cm(["cp", `${id}:/tmp/data/nested`, path.join(here, "into")])).code).toBe(0);
+      expect((await t.cm(["cp", `${id}:/tmp/data/nested`, path.join(here, "into")])).stderr).toBe(
+        `copied 2 files, 18 bytes from ${id}:/tmp/data/nested to ${path.join(here, "into/nested")}\n`,
+      );
       expect(tree(path.join(here, "into/nested"))).toEqual(tree(path.join(src, "nested")));
     }, 120_000);
 
@@ -172,14 +176,20 @@ needs("docker", "busybox").describe("cm cp with a real agent and Docker", () => 
       const into = path.join(here, "downloads");
       fs.mkdirSync(into);
       const first = await t.cm(["cp", `${id}:/workspace/results`, into]);
-      expect(first, first.stderr).toMatchObject({ code: 0, stderr: "" });
+      expect(first, first.stderr).toMatchObject({
+        code: 0,
+        stderr: `copied 0 files, 1 link, 0 bytes from ${id}:/workspace/results to ${path.join(into, "results")}\n`,
+      });
       expect(fs.readlinkSync(path.join(into, "results"))).toBe(ssh);
 
       await sh(
         "rm /workspace/results && mkdir -m 777 /workspace/results && echo evil > /workspace/results/authorized_keys && chmod 666 /workspace/results/authorized_keys",
       );
       const second = await t.cm(["cp", `${id}:/workspace/results`, into]);
-      expect(second, second.stderr).toMatchObject({ code: 0, stderr: "" });
+      expect(second, second.stderr).toMatchObject({
+        code: 0,
+        stderr: `copied 1 file, 5 bytes from ${id}:/workspace/results to ${path.join(into, "results")}\n`,
+      });
       expect(fs.readFileSync(path.join(ssh, "authorized_keys"), "utf8")).toBe("mine\n");
       expect(fs.statSync(ssh).mode & 0o777).toBe(0o700);
       expect(fs.lstatSync(path.join(into, "results")).isDirectory()).toBe(true);
@@ -198,7 +208,7 @@ needs("docker", "busybox").describe("cm cp with a real agent and Docker", () => 
       const web = await deploy(["--image", ensureWebImage()]);
       const file = path.join(src, "nested/run.sh");
       const up = await t.cm(["cp", file, `${web}:/app/run.sh`]);
-      expect(up, up.stderr).toMatchObject({ code: 0, stderr: "" });
+      expect(up, up.stderr).toMatchObject({ code: 0, stderr: `copied 1 file, 18 bytes from ${file} to ${web}:/app/run.sh\n` });
       const back = path.join(here, "from-web.sh");
       expect((await t.cm(["cp", `${web}:/app/run.sh`, back])).code).toBe(0);
       expect(fs.readFileSync(back, "utf8")).toBe("#!/bin/sh\necho hi\n");

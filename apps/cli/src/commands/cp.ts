@@ -115,7 +115,7 @@ async function upload(ctx: Context, local: string, id: string, remote: string) {
   const localContents = /(^|[\\/])\.$/.test(local);
   const into = where === "dir" ? target : path.posix.dirname(target);
   const top = where === "dir" ? (localContents ? "." : path.basename(path.resolve(local)) || ".") : path.posix.basename(target);
-  const summary: PackSummary = { files: 0, bytes: 0, skipped: [] };
+  const summary: PackSummary = { files: 0, symlinks: 0, bytes: 0, skipped: [] };
   let over = false;
   // Through sh, as the probe found tar: a busybox image may have the applet without a /bin/tar for exec to find.
   const r = await run(ctx, id, ["sh", "-c", 'exec tar -x -f - -C "$1"', "cm-cp", into], {
@@ -138,7 +138,17 @@ async function upload(ctx: Context, local: string, id: string, remote: string) {
   if (r.code !== 0) throw missingProgram(r.code, r.stderr, "") ?? failed(r.code, r.stderr);
   for (const skipped of summary.skipped) process.stderr.write(`cm cp: left out ${skipped}: not a file, directory or link\n`);
   if (ctx.json) ctx.out.json({ copied: { files: summary.files, bytes: summary.bytes } });
+  else if (fromStdin) ctx.out.note(`copied the tar stream on stdin into ${id}:${into}`);
+  else ctx.out.note(`copied ${amount(summary)} from ${local} to ${id}:${top === "." ? into : path.posix.join(into, top)}`);
 }
+
+/** What a copy carried, for the person at the terminal (as cp -v and rsync --stats say it, on stderr). */
+const amount = ({ files, symlinks, bytes }: { files: number; symlinks: number; bytes: number }) =>
+  [
+    `${files} file${files === 1 ? "" : "s"}`,
+    ...(symlinks ? [`${symlinks} link${symlinks === 1 ? "" : "s"}`] : []),
+    `${bytes} byte${bytes === 1 ? "" : "s"}`,
+  ].join(", ");
 
 // Archives $2 from within directory $1 on stdout.
 const FETCH = `command -v tar >/dev/null 2>&1 || exit ${NO_TAR}
@@ -151,6 +161,7 @@ async function download(ctx: Context, id: string, remote: string, local: string)
   const name = contents ? "." : path.posix.basename(remote);
   const toStdout = local === "-";
   let extractor: Extractor | undefined;
+  let landed = local;
   if (!toStdout) {
     // lstat: a link here (one a copy before this one made, say) is not followed to where it points.
     const st = fs.lstatSync(local, { throwIfNoEntry: false });
@@ -166,6 +177,7 @@ async function download(ctx: Context, id: string, remote: string, local: string)
     // The root is the directory the tenant named, as it is; everything the archive makes below it is checked.
     const root = fs.realpathSync(st?.isDirectory() ? local : parent);
     const top = st?.isDirectory() ? name : path.basename(path.resolve(local));
+    if (st?.isDirectory() && top !== ".") landed = path.join(local, top);
     const onFile = st !== undefined && !st.isDirectory();
     const rename = (entry: string) =>
       name === "." ? path.posix.join(top, entry) : entry === name ? top : entry.startsWith(`${name}/`) ? `${top}/${entry.slice(name.length + 1)}` : undefined;
@@ -200,10 +212,14 @@ async function download(ctx: Context, id: string, remote: string, local: string)
   if (r.code === NO_SUCH_PATH)
     throw new CmError("NO_SUCH_PATH", `no such file or directory in the container: ${remote === "/" ? "/" : remote.replace(/\/\.$/, "")}`);
   if (r.code !== 0) throw missingProgram(r.code, r.stderr, "") ?? failed(r.code, r.stderr);
-  if (!extractor) return;
+  if (!extractor) {
+    ctx.out.note(`copied ${id}:${remote} to stdout, as a tar stream`);
+    return;
+  }
   extractor.end();
   for (const skipped of extractor.skipped) process.stderr.write(`cm cp: left out ${skipped}\n`);
   if (ctx.json) ctx.out.json({ copied: { files: extractor.files, bytes: extractor.bytes } });
+  else ctx.out.note(`copied ${amount(extractor)} from ${id}:${remote} to ${landed}`);
 }
 
 /** Stdout as a pipe: a full one holds the container's tar back rather than this process's memory. */

@@ -97,6 +97,7 @@ export class Extractor {
   topType: EntryType | undefined;
   readonly skipped: string[] = [];
   files = 0;
+  symlinks = 0;
   bytes = 0;
 
   constructor(
@@ -295,6 +296,7 @@ export class Extractor {
         if (!this.parentReady(rel)) throw new ExtractError("through a link");
         if (lstat(target)?.isSymbolicLink()) fs.unlinkSync(target);
         fs.symlinkSync(linkname, target);
+        this.symlinks++;
       } catch {
         this.skipped.push(target);
       }

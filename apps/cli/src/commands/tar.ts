@@ -58,7 +58,7 @@ function entryHeader(name: string, type: string, o: { mode: number; size: number
   return out;
 }
 
-export type PackSummary = { files: number; bytes: number; skipped: string[] };
+export type PackSummary = { files: number; symlinks: number; bytes: number; skipped: string[] };
 
 /**
  * The archive of `src` (a file, or a directory and everything under it), its
@@ -67,7 +67,7 @@ export type PackSummary = { files: number; bytes: number; skipped: string[] };
  * links are archived as links, never followed; sockets, FIFOs and devices are
  * left out and named in `summary.skipped`.
  */
-export async function* pack(src: string, top: string, summary: PackSummary = { files: 0, bytes: 0, skipped: [] }): AsyncGenerator<Buffer> {
+export async function* pack(src: string, top: string, summary: PackSummary = { files: 0, symlinks: 0, bytes: 0, skipped: [] }): AsyncGenerator<Buffer> {
   async function* walk(abs: string, name: string): AsyncGenerator<Buffer> {
     const st = await fs.promises.lstat(abs);
     const mtimeS = st.mtimeMs / 1000;
@@ -78,6 +78,7 @@ export async function* pack(src: string, top: string, summary: PackSummary = { f
       for (const child of children) yield* walk(path.join(abs, child), name === "." ? child : `${name}/${child}`);
     } else if (st.isSymbolicLink()) {
       yield* entryHeader(name, "2", { mode, size: 0, mtimeS, linkname: await fs.promises.readlink(abs) });
+      summary.symlinks++;
     } else if (st.isFile()) {
       yield* entryHeader(name, "0", { mode, size: st.size, mtimeS });
       // The size is in the header already: a file that shrinks meanwhile is padded with zeros, one that grows is cut.
