@@ -9,6 +9,7 @@
  *                                           an env file and install.sh
  *   install-cm-control-plane.sh             that install.sh, to download beside the tarball
  *   cm-<version>.mjs                        cm as one file, for a tenant's own Node
+ *   cm-<version>.tgz, cm-sdk-<version>.tgz  cm and @cm/sdk for npm install (pack.ts; alone: npm run pack)
  *   SHA256SUMS                              what install.sh checks the tarball against
  * The Node runtime is the npm registry's `node-linux-<arch>` package (Node's own binary
  * for that platform), pinned by version and integrity below: the registry is all a
@@ -36,6 +37,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { appVersion, buildApp } from "../build";
 import { betterSqliteAddon } from "./native-addon";
+import { packCli, packSdk } from "./pack";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -330,7 +332,13 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const started = Date.now();
   const options = parseOptions(process.argv.slice(2));
   const controlPlane = await releaseControlPlane(options);
-  const made = [...(await releaseAgent(options)), ...controlPlane.made, await releaseCli(options)];
+  const made = [
+    ...(await releaseAgent(options)),
+    ...controlPlane.made,
+    await releaseCli(options),
+    await packCli(options.outDir),
+    await packSdk(options.outDir),
+  ];
   for (const line of controlPlane.skipped) process.stdout.write(`skipped ${line}\n`);
   for (const file of made) process.stdout.write(`${path.relative(process.cwd(), file)} (${(statSync(file).size / 1e6).toFixed(1)} MB)\n`);
   process.stdout.write(

@@ -1,6 +1,9 @@
+import { DEPLOYMENT_STATUSES, NODE_STATUSES, REGIONS, TEMPLATE_CATEGORIES } from "@cm/protocol/lists";
 import type { CommandSpec } from "./args";
 
-const REGION = "us-east|us-west|eu-west|eu-central|asia-east|asia-south";
+const REGION = REGIONS.join("|");
+/** "a, b or c" */
+const oneOf = (list: readonly string[]) => `${list.slice(0, -1).join(", ")} or ${list.at(-1)}`;
 const page = {
   page: { type: "string", value: "N", description: "page number (default 1)" },
   limit: { type: "string", value: "N", description: "per page (default 20, at most 100)" },
@@ -37,6 +40,13 @@ export const COMMANDS: CommandSpec[] = [
     load: async () => (await import("./commands/auth")).token,
   },
   {
+    name: "version",
+    summary: "Print cm's version (as cm --version does).",
+    usage: "",
+    examples: ["cm version", "cm version --json"],
+    load: async () => (await import("./commands/version")).version,
+  },
+  {
     name: "keygen",
     summary: "Make a new Solana keypair file (the Solana CLI's format, mode 0600) and print its public key.",
     usage: "[--outfile PATH] [--force]",
@@ -57,7 +67,7 @@ export const COMMANDS: CommandSpec[] = [
     summary: "Browse the nodes for rent.",
     usage: "[--status S] [--gpu] [--min-free-gpus N] [--min-vram MB] [--min-cpu N] [--min-ram MB] [--region R] [--max-rate CENTS] [--page N] [--limit N]",
     options: {
-      status: { type: "string", value: "S", description: "online, offline or maintenance" },
+      status: { type: "string", value: "S", description: oneOf(NODE_STATUSES) },
       gpu: { type: "boolean", description: "only nodes with a GPU" },
       "min-free-gpus": { type: "string", value: "N", description: "at least N GPUs that no deployment holds" },
       "min-vram": { type: "string", value: "MB", description: "at least this much GPU memory" },
@@ -87,7 +97,7 @@ export const COMMANDS: CommandSpec[] = [
     summary: "Browse the deployment templates.",
     usage: "[--category C] [--gpu] [--search TEXT]",
     options: {
-      category: { type: "string", value: "C", description: "llm, image, notebook, utility or custom" },
+      category: { type: "string", value: "C", description: oneOf(TEMPLATE_CATEGORIES) },
       gpu: { type: "boolean", description: "only templates that need a GPU" },
       search: { type: "string", value: "TEXT", description: "in names and descriptions" },
     },
@@ -229,7 +239,7 @@ export const COMMANDS: CommandSpec[] = [
     name: "ls",
     summary: "Your deployments, newest first.",
     usage: "[--status S] [--page N] [--limit N]",
-    options: { status: { type: "string", value: "S", description: "pending, pulling, starting, running, stopping, stopped, exited or failed" }, ...page },
+    options: { status: { type: "string", value: "S", description: oneOf(DEPLOYMENT_STATUSES) }, ...page },
     examples: ["cm ls --status running"],
     load: async () => (await import("./commands/deployments")).ls,
   },

@@ -1,4 +1,5 @@
 #!/usr/bin/env -S npx tsx
+import { realpathSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { version } from "../package.json";
 import { commandHelp, findCommand, GLOBAL_OPTIONS, parseCommand, UsageError } from "./args";
@@ -74,6 +75,15 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
 
 class Interrupted extends Error {}
 
+/** What to run next, after the errors whose fix is a command of cm's own (the SDK's words serve any client, so they cannot name it). */
+const HINTS: Record<string, string> = {
+  NETWORK_ERROR: " (is the control plane running? --api or CM_API_URL says where)",
+  NOT_SIGNED_IN: " with `cm login`",
+  SESSION_EXPIRED: " with `cm login`",
+  // A protected route refused the session's token: signed out elsewhere, or the session revoked.
+  UNAUTHORIZED: " (sign in again with `cm login`)",
+};
+
 function report(err: unknown): number {
   if (err instanceof UsageError) {
     process.stderr.write(`error: ${err.message}\n\n${err.command ? commandHelp(err.command) : usage()}`);
@@ -84,7 +94,7 @@ function report(err: unknown): number {
   // Our errors (the SDK's and the keypair's) carry a code and a message meant for people: no stack.
   if (err instanceof Error && typeof code === "string" && /^[A-Z][A-Z0-9_]*$/.test(code)) {
     const requestId = (err as { requestId?: string }).requestId;
-    const hint = code === "NETWORK_ERROR" ? " (is the control plane running? --api or CM_API_URL says where)" : "";
+    const hint = HINTS[code] ?? "";
     // The message may carry a deployment's reason, which a node's agent wrote: escaped like all output.
     process.stderr.write(`error ${code}: ${printable(err.message)}${hint}${requestId && process.env.CM_DEBUG ? ` (request ${requestId})` : ""}\n`);
     return EXIT.failed;
@@ -94,7 +104,16 @@ function report(err: unknown): number {
   return EXIT.failed;
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+/** Run as a program, also through a link to it (npm install -g links bin/cm to the file). */
+const isEntryPoint = (script: string | undefined) => {
+  try {
+    return script !== undefined && import.meta.url === pathToFileURL(realpathSync(script)).href;
+  } catch {
+    return false;
+  }
+};
+
+if (isEntryPoint(process.argv[1])) {
   // `npm run cm` starts cm in the repository's root, wherever it was typed: the paths a user gives
   // (cm cp ./results, keygen --outfile) are theirs, from the folder they ran it in (npm's INIT_CWD).
   if (process.env.npm_lifecycle_event === "cm" && process.env.INIT_CWD) {

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import { creditsToMicro, microToCredits, openRepos } from "@cm/db";
+import { version } from "../package.json";
 import { loadConfig } from "./config";
 import { describeDatabase, sqliteFile } from "./database-location";
 import { decodeWallet } from "./services/auth-service";
@@ -14,21 +15,27 @@ import { randomId } from "./services/ids";
  * exist is refused rather than made: a new empty database is one no control
  * plane reads. Each says which database it wrote to.
  *
- *   npm run admin -- credit <walletAddress> <credits> [note]
- *   npm run admin -- refund <deploymentId> <credits> <reason>
- *   npm run admin -- payouts [list]
- *   npm run admin -- payouts approve [payoutId]
- *   npm run admin -- payouts reject <payoutId> <reason>
+ * Installed from a release it is cm-admin; from a checkout, `npm run admin --`:
+ *   cm-admin credit <walletAddress> <credits> [note]
+ *   cm-admin refund <deploymentId> <credits> <reason>
+ *   cm-admin payouts [list]
+ *   cm-admin payouts approve [payoutId]
+ *   cm-admin payouts reject <payoutId> <reason>
+ *   cm-admin version | --version | --help
  */
 const usage = [
-  "usage: npm run admin -- credit <walletAddress> <credits> [note]",
-  "       npm run admin -- refund <deploymentId> <credits> <reason>",
-  "       npm run admin -- payouts [list]                 requested (waiting) and sending payouts",
-  "       npm run admin -- payouts approve [payoutId]     let one requested payout (or all of them) be sent",
-  "       npm run admin -- payouts reject <payoutId> <reason>   turn one down before it is sent: it fails, its amount is available again",
+  "usage: cm-admin credit <walletAddress> <credits> [note]",
+  "       cm-admin refund <deploymentId> <credits> <reason>",
+  "       cm-admin payouts [list]                 requested (waiting) and sending payouts",
+  "       cm-admin payouts approve [payoutId]     let one requested payout (or all of them) be sent",
+  "       cm-admin payouts reject <payoutId> <reason>   turn one down before it is sent: it fails, its amount is available again",
+  "       cm-admin version                        print the version (also --version)",
+  "From a checkout: npm run admin -- <the same>",
 ].join("\n");
 
 async function main(argv: string[]) {
+  if (argv.length === 1 && (argv[0] === "version" || argv[0] === "--version")) return void console.log(version);
+  if (argv.length === 1 && (argv[0] === "help" || argv[0] === "--help" || argv[0] === "-h")) return void console.log(usage);
   if (argv[0] === "refund") return refund(argv.slice(1));
   if (argv[0] === "payouts") return payouts(argv.slice(1));
   const [cmd, wallet, amount, ...note] = argv;

@@ -61,6 +61,10 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       parsed.command = "help";
       continue;
     }
+    if (arg === "--version") {
+      parsed.command = "version";
+      continue;
+    }
     const match = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
     if (!match) throw new UsageError(`unexpected argument "${arg}"`);
     const [, name = "", inline] = match;
@@ -84,14 +88,15 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
 export const TOKEN_FLAG_WARNING =
   "cm-agent: warning: --token puts the agent token on the command line, where every user of this machine reads it (ps). Set AGENT_TOKEN in the environment, or pass --token-file PATH (a file of mode 0600), instead.";
 
-export const USAGE = `Usage: npm run agent -- [command] [options]
+export const USAGE = `Usage: cm-agent [command] [options]
+       (from a checkout: npm run agent -- [command] [options])
 
 Commands:
   run (default)   connect to the control plane and run deployments
   install         write the systemd unit and /etc/cm-agent/agent.env, then enable the service
   uninstall       stop and disable the service, remove its unit and the egress policy's firewall rules
   doctor          check Docker, GPUs, the NVIDIA runtime, the egress policy, the control plane and the token
-  version         print the agent's version
+  version         print the agent's version (also --version)
 
 Options (every command; they override the environment and the config file):
   --control-plane URL   the control plane, e.g. https://cp.example.com (env CONTROL_PLANE_URL)

@@ -1,3 +1,4 @@
+import { NODE_STATUSES, REGIONS, TEMPLATE_CATEGORIES } from "@cm/protocol/lists";
 import { intFlag, numberFlag, type Run, str, UsageError } from "../args";
 import { cents, gb, gpus } from "./format";
 
@@ -8,13 +9,13 @@ const oneOf = <T extends string>(value: string | undefined, allowed: readonly T[
 
 export const nodes: Run = async (ctx, { flags }) => {
   const answer = await ctx.client.nodes.list({
-    status: oneOf(str(flags, "status"), ["online", "offline", "maintenance"] as const, "status"),
+    status: oneOf(str(flags, "status"), NODE_STATUSES, "status"),
     hasGpu: flags.gpu === true ? true : undefined,
     minGpuVram: intFlag(flags, "min-vram"),
     minFreeGpus: intFlag(flags, "min-free-gpus"),
     minCpuCores: intFlag(flags, "min-cpu"),
     minRamMb: intFlag(flags, "min-ram"),
-    region: oneOf(str(flags, "region"), ["us-east", "us-west", "eu-west", "eu-central", "asia-east", "asia-south"] as const, "region"),
+    region: oneOf(str(flags, "region"), REGIONS, "region"),
     maxHourlyRate: numberFlag(flags, "max-rate"),
     page: intFlag(flags, "page"),
     limit: intFlag(flags, "limit"),
@@ -67,7 +68,7 @@ export const nodeShow: Run = async (ctx, { args }) => {
 
 export const templates: Run = async (ctx, { flags }) => {
   const answer = await ctx.client.templates.list({
-    category: oneOf(str(flags, "category"), ["llm", "image", "notebook", "utility", "custom"] as const, "category"),
+    category: oneOf(str(flags, "category"), TEMPLATE_CATEGORIES, "category"),
     requiresGpu: flags.gpu === true ? true : undefined,
     search: str(flags, "search"),
   });

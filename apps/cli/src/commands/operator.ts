@@ -1,3 +1,4 @@
+import type { Region } from "@cm/protocol/lists";
 import type { OperatorNode, Payout } from "@cm/sdk";
 import { intFlag, type Run, str, UsageError } from "../args";
 import { cents, credits, gpus } from "./format";
@@ -7,7 +8,8 @@ export const add: Run = async (ctx, { flags }) => {
   if (missing.length) throw new UsageError(`missing ${missing.map((m) => `--${m}`).join(", ")}`);
   const answer = await ctx.client.operator.registerNode({
     name: str(flags, "name")!,
-    region: str(flags, "region") as "eu-west",
+    // Unchecked here: the API's refusal names the field and the regions.
+    region: str(flags, "region") as Region,
     country: str(flags, "country")!.toUpperCase(),
     hourlyRateCents: intFlag(flags, "rate")!,
     maxDeployments: intFlag(flags, "max")!,
@@ -58,7 +60,7 @@ const agent = (version: string | null, update: string | null) =>
 export const set: Run = async (ctx, { args, flags }) => {
   const body = {
     name: str(flags, "name"),
-    region: str(flags, "region") as "eu-west" | undefined,
+    region: str(flags, "region") as Region | undefined,
     country: str(flags, "country")?.toUpperCase(),
     hourlyRateCents: intFlag(flags, "rate"),
     maxDeployments: intFlag(flags, "max-deployments"),

@@ -1,13 +1,10 @@
 import { z } from "zod";
+import { DEPLOYMENT_STATUSES } from "../lists";
 import { TCP_MAX_PORTS } from "../tcp";
 import { EnvMap, INT32_MAX, nameText, Pagination, pageQuery, queryInteger, SuccessResponse, Timestamp, text, utf8Bytes } from "./common";
 import { MAX_GPUS_PER_NODE, Region } from "./nodes";
 
-/**
- * Every status a deployment can have. The spec names pending, starting, running,
- * stopping and "a stopped state"; the rest are ours (see deployment-states.ts).
- */
-export const DEPLOYMENT_STATUSES = ["pending", "pulling", "starting", "running", "stopping", "stopped", "exited", "failed"] as const;
+export { DEPLOYMENT_STATUSES };
 export const DeploymentStatus = z.enum(DEPLOYMENT_STATUSES);
 export type DeploymentStatus = z.infer<typeof DeploymentStatus>;
 

@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { AGENT_UPDATE_LEVELS } from "../agent-versions";
+import { NODE_STATUSES, REGIONS } from "../lists";
 import { INT32_MAX, labelText, nameText, Pagination, pageQuery, queryBoolean, queryInteger, queryNumber, Timestamp } from "./common";
 
-export const REGIONS = ["us-east", "us-west", "eu-west", "eu-central", "asia-east", "asia-south"] as const;
+export { NODE_STATUSES, REGIONS };
 export const Region = z.enum(REGIONS);
-export const NODE_STATUSES = ["online", "offline", "maintenance"] as const;
 export const NodeStatus = z.enum(NODE_STATUSES);
 
 /** Whether a node's firewall keeps tenants' containers off its host and networks, as its agent reports it. */

@@ -1,7 +1,8 @@
 import { z } from "zod";
+import { TEMPLATE_CATEGORIES } from "../lists";
 import { queryBoolean, text } from "./common";
 
-export const TEMPLATE_CATEGORIES = ["llm", "image", "notebook", "utility", "custom"] as const;
+export { TEMPLATE_CATEGORIES };
 export const TemplateCategory = z.enum(TEMPLATE_CATEGORIES);
 
 export const TemplatePort = z.object({ internal: z.number().int(), protocol: z.string(), description: z.string() });
