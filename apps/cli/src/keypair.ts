@@ -15,7 +15,7 @@ export async function readKeypair(path: string) {
     const why = code === "ENOENT" ? "no such file" : code === "EACCES" ? "not readable" : (code ?? String(err));
     throw new CmError(
       "KEYPAIR_NOT_FOUND",
-      `cannot read the keypair ${path} (${why}): pass --keypair PATH or set CM_KEYPAIR, or create one with \`solana-keygen new\``,
+      `cannot read the keypair ${path} (${why}): create one there with \`cm keygen\`, or pass --keypair PATH or set CM_KEYPAIR to one you have`,
     );
   }
   let bytes: unknown;

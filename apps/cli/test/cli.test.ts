@@ -58,7 +58,9 @@ describe("bad inputs", () => {
   it("says the keypair is missing, with no stack trace", async () => {
     const r = await t.cm(["login"], api);
     expect(r).toMatchObject({ code: 1, stdout: "" });
-    expect(r.stderr).toMatch(/^error KEYPAIR_NOT_FOUND: cannot read the keypair .*\.config\/solana\/id\.json \(no such file\): pass --keypair PATH/);
+    expect(r.stderr).toMatch(
+      /^error KEYPAIR_NOT_FOUND: cannot read the keypair .*\.config\/solana\/id\.json \(no such file\): create one there with `cm keygen`, or pass --keypair PATH/,
+    );
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 
@@ -87,7 +89,7 @@ describe("bad inputs", () => {
   it("says to log in when there is no session", async () => {
     const r = await t.cm(["whoami"], api);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/^error NOT_SIGNED_IN: /);
+    expect(r.stderr).toBe("error NOT_SIGNED_IN: not signed in: sign in first with `cm login`\n");
   });
 
   it("says the session expired when it cannot be refreshed, and forgets it", async () => {
@@ -98,7 +100,11 @@ describe("bad inputs", () => {
     writeFileSync(file, JSON.stringify({ accessToken: "cma_old", refreshToken: "cmr_revoked", expiresAt: 0 }));
     const r = await other.cm(["credits"]);
     other.close();
-    expect(r).toMatchObject({ code: 1, stdout: "", stderr: "error SESSION_EXPIRED: the session expired and cannot be refreshed: sign in again\n" });
+    expect(r).toMatchObject({
+      code: 1,
+      stdout: "",
+      stderr: "error SESSION_EXPIRED: the session expired and cannot be refreshed: sign in again with `cm login`\n",
+    });
   });
 });
 
@@ -323,6 +329,19 @@ describe("credits and deployments", () => {
     for (const id of ids) await t.cm(["rm", id], api);
   });
 
+  it("ssh asks the control plane first, as port-forward does, and runs no ssh for a port the deployment did not declare", async () => {
+    const id = (await t.cm(["deploy", "--image", "busybox:1.36", "--node", nodeId], api)).stdout.trim();
+    // An ssh that only notes that it ran: before the check, cm started it for any port.
+    const bin = join(t.home, "fake-ssh");
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(join(bin, "ssh"), `#!/bin/sh\n[ "$1" = -V ] && exit 0\necho "$@" >> ${join(bin, "ran")}\n`, { mode: 0o755 });
+    const r = await t.cm(["ssh", id, "--port", "2222"], { ...api, PATH: `${bin}:${process.env.PATH ?? ""}` });
+    expect(r).toMatchObject({ code: 1, stdout: "" });
+    expect(r.stderr).toMatch(/^error (TCP_PORT_NOT_DECLARED|DEPLOYMENT_NOT_RUNNING): /);
+    expect(readdirSync(bin)).toEqual(["ssh"]);
+    await t.cm(["rm", id], api);
+  });
+
   it("refuses a deployment it cannot pay for, with the API's code", async () => {
     const other = terminal({ CM_API_URL: h.url });
     other.keypair();
@@ -434,6 +453,10 @@ describe("logout", () => {
     expect(readdirSync(dir)).toEqual([]);
     expect((await t.cm(["whoami"], api)).stderr).toMatch(/^error NOT_SIGNED_IN/);
     expect((await h.call("GET", "/auth/me", { token: session.accessToken })).status).toBe(401);
+    // A session ended elsewhere (its file left here): the refusal names the command that helps.
+    writeFileSync(join(dir, `${h.url.replace("http://", "").replace(/[^A-Za-z0-9.-]+/g, "_")}.json`), JSON.stringify(session));
+    const stale = await t.cm(["whoami"], api);
+    expect(stale).toMatchObject({ code: 1, stderr: expect.stringMatching(/^error UNAUTHORIZED: .* \(sign in again with `cm login`\)\n$/) });
     expect((await h.call("POST", "/auth/refresh", { body: { refreshToken: session.refreshToken } })).json.error.code).toBe("INVALID_REFRESH_TOKEN");
   });
 });

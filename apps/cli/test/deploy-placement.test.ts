@@ -50,5 +50,10 @@ it("deploys without --node on the cheapest node that fits, and says why none fit
   expect(none.stderr).toMatch(/^error NO_NODE_FITS: no node fits: 3 nodes online: 1 lacks 2 free GPUs, 1 is over your maximum rate, 1 is in another region$/m);
   const estimate = await t.cm(["deploy", "--image", "busybox:1.36", "--gpus", "2", "--region", "eu-west", "--max-rate", "250", "--estimate"]);
   expect(estimate.stdout).toMatch(/^fits: +no: NO_NODE_FITS: no node fits: 3 nodes online/m);
+  // A script's test: 0 when it fits (above), 1 when it does not, with or without --json.
+  expect(estimate.code).toBe(1);
+  const json = await t.cm(["deploy", "--image", "busybox:1.36", "--gpus", "2", "--region", "eu-west", "--max-rate", "250", "--estimate", "--json"]);
+  expect(json.code).toBe(1);
+  expect(JSON.parse(json.stdout)).toMatchObject({ fits: false, refusal: { code: "NO_NODE_FITS" } });
   expect((await t.cm(["deploy", "--image", "x", "--region", "mars"])).stderr).toMatch(/--region is one of us-east, /);
 });

@@ -99,9 +99,16 @@ export const deploy: Run = async (ctx, { flags, args }) => {
   for (const e of running.endpoints) ctx.out.note(`  ${e.url} -> ${e.internalPort}`);
 };
 
-/** What deploy would do, on stdout: the node, the price, the hold and what it holds, or the refusal it would meet. */
-function printEstimate(ctx: Context, e: DeploymentEstimateResponse) {
-  if (ctx.json) return ctx.out.json(e);
+/**
+ * What deploy would do, on stdout: the node, the price, the hold and what it holds, or the refusal it would meet.
+ * Exit 0 when it fits and 1 when not, so a script asks `cm deploy ... --estimate && cm deploy ...`.
+ */
+function printEstimate(ctx: Context, e: DeploymentEstimateResponse): number {
+  const code = e.fits ? 0 : 1;
+  if (ctx.json) {
+    ctx.out.json(e);
+    return code;
+  }
   ctx.out.fields([
     ["fits", e.fits ? "yes" : `no: ${e.refusal?.code}: ${e.refusal?.message}`],
     ["node", e.nodeId],
@@ -114,6 +121,7 @@ function printEstimate(ctx: Context, e: DeploymentEstimateResponse) {
         : `${e.gpuCount} GPU${e.gpuCount === 1 ? "" : "s"}, ${e.cpuCores} cores, ${e.memoryMb} MB memory${e.diskGb !== null ? `, ${e.diskGb} GB disk` : ""}`,
     ],
   ]);
+  return code;
 }
 
 export const ls: Run = async (ctx, { flags }) => {

@@ -52,6 +52,9 @@ export const ssh: Run = async (ctx, { args, flags }) => {
     ctx.out.line(["ssh", ...argv].map(shellQuote).join(" "));
     return 1;
   }
+  // The route's checks first, as port-forward makes them: a port the deployment did not declare fails
+  // here with the API's code, not as ssh's "Connection closed by UNKNOWN port 65535".
+  await ctx.client.deployments.checkTcp(id, port);
   const child = spawn("ssh", argv, { stdio: "inherit" });
   // Ctrl-C in a terminal reaches ssh itself; a SIGINT sent to cm alone must not leave ssh behind.
   const onAbort = () => child.kill("SIGTERM");
