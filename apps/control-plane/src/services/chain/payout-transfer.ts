@@ -1,4 +1,6 @@
 // The payout transfer: pure, given the hot wallet's keypair and a blockhash.
+// First, so that spl-token finds bigint-buffer loaded without its unactionable warning.
+import "./quiet-bigint-buffer";
 import {
   createAssociatedTokenAccountIdempotentInstruction,
   createTransferCheckedInstruction,
