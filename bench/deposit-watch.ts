@@ -62,6 +62,8 @@ async function measure(dbName: string, url: string, others: number, oneWallet = 
       STABLE_MINT: USDC_MINT.toBase58(),
       AUTH_RATE_LIMIT_PER_MIN: 1_000_000,
       DEPOSIT_WATCH_INTERVAL_MS: INTERVAL_MS,
+      // The one-wallet round holds OPEN deposits of one account: what the watcher costs past the default cap of 20.
+      MAX_OPEN_DEPOSITS: OPEN + PAYMENTS,
     }),
     { log: createLogger("silent") },
   );

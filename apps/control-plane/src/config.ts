@@ -52,6 +52,12 @@ export const ConfigSchema = z
       .int()
       .min(0)
       .default(10 * 60),
+    /**
+     * Deposits one account may hold pending and unexpired at once. A wallet app
+     * needs one at a time; without a bound one account opened 5,000 in 24 s
+     * (issue 36), each a reference the watcher may be asked about.
+     */
+    MAX_OPEN_DEPOSITS: z.coerce.number().int().min(1).default(20),
     /** How often the deposit watcher looks for payments by reference; 0 turns it off (deposits then credit by confirm only). */
     DEPOSIT_WATCH_INTERVAL_MS: z.coerce
       .number()

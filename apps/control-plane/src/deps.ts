@@ -184,6 +184,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     log,
     treasuryWallet: config.TREASURY_WALLET,
     stableMint: config.STABLE_MINT,
+    ttlS: config.DEPOSIT_TTL_S,
     graceS: config.DEPOSIT_GRACE_S,
     intervalMs: config.DEPOSIT_WATCH_INTERVAL_MS,
   });
@@ -257,6 +258,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
       stableDecimals: config.STABLE_DECIMALS,
       depositTtlS: config.DEPOSIT_TTL_S,
       depositGraceS: config.DEPOSIT_GRACE_S,
+      maxOpenDeposits: config.MAX_OPEN_DEPOSITS,
     }),
     depositWatcher,
     operator: createOperatorService({ repos, clock, ids, events, maxNodesPerAccount: config.MAX_NODES_PER_ACCOUNT }),

@@ -120,6 +120,11 @@ export const ERROR_CODES = {
     description: "This installation has no TREASURY_WALLET; an administrator can credit accounts with the admin command.",
   },
   SIGNATURE_ALREADY_USED: { status: 409, description: "This transaction signature already credited a deposit." },
+  TOO_MANY_OPEN_DEPOSITS: {
+    status: 429,
+    description:
+      "This account already has as many deposits pending as one account may (MAX_OPEN_DEPOSITS, 20 by default): pay one of them, or wait until one expires (Retry-After says when the oldest does).",
+  },
   CHAIN_UNAVAILABLE: { status: 503, description: "The Solana RPC node did not answer; nothing changed, retry later." },
   // Payouts.
   PAYOUT_NOT_FOUND: { status: 404, description: "No payout of yours has this id." },

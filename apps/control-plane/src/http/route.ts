@@ -27,7 +27,7 @@ export const PathParam = text().max(128);
 export const IdParams = z.object({ id: PathParam.meta({ description: "the resource's id" }) });
 
 /** The codes answered with a Retry-After header: waiting is the remedy. */
-const RETRY_AFTER: readonly ErrorCode[] = ["RATE_LIMITED", "SERVICE_UNAVAILABLE", "CHAIN_UNAVAILABLE", "TX_NOT_FOUND"];
+const RETRY_AFTER: readonly ErrorCode[] = ["RATE_LIMITED", "SERVICE_UNAVAILABLE", "CHAIN_UNAVAILABLE", "TX_NOT_FOUND", "TOO_MANY_OPEN_DEPOSITS"];
 
 /**
  * Response entries for these error codes, grouped by status, each status

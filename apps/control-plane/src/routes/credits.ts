@@ -60,11 +60,11 @@ export function creditRoutes(deps: Deps, route: RouteFactory) {
           tags,
           summary: "Start a USDC deposit",
           description:
-            "Send amountStable of stableMint from walletAddress (your signed-in wallet) to treasuryWallet before expiresAt (30 minutes), then call confirm with the transaction signature. Or pay transferRequestUrl (Solana Pay) from any wallet, a phone scanning it as a QR code included: the payment names reference, by which it can be found on chain.",
+            "Send amountStable of stableMint from walletAddress (your signed-in wallet) to treasuryWallet before expiresAt (30 minutes), then call confirm with the transaction signature. Or pay transferRequestUrl (Solana Pay) from any wallet, a phone scanning it as a QR code included: the payment names reference, by which it can be found on chain. An account holds at most MAX_OPEN_DEPOSITS deposits pending at once (20 by default); past it the answer is 429 TOO_MANY_OPEN_DEPOSITS: pay one, or wait until one expires.",
           request: { body: jsonBody(InitiateDepositRequest) },
           responses: { 200: json(InitiateDepositResponse, "What to pay, to whom, and by when") },
         },
-        { auth: true, errors: ["PACKAGE_NOT_FOUND", "INVALID_WALLET_ADDRESS", "DEPOSIT_WALLET_MISMATCH", "PAYMENTS_NOT_CONFIGURED"] },
+        { auth: true, errors: ["PACKAGE_NOT_FOUND", "INVALID_WALLET_ADDRESS", "DEPOSIT_WALLET_MISMATCH", "PAYMENTS_NOT_CONFIGURED", "TOO_MANY_OPEN_DEPOSITS"] },
       ),
       async (c) => {
         const body = c.req.valid("json");

@@ -8,7 +8,15 @@ import { depositTransferRequestUrl, newReference } from "./chain/transfer-reques
 import { type ExpectedDeposit, verifyDeposit } from "./chain/verify-deposit";
 import type { Clock, IdGenerator } from "./ids";
 
-export type PaymentSettings = { treasuryWallet: string; stableMint: string; stableDecimals: number; depositTtlS: number; depositGraceS: number };
+export type PaymentSettings = {
+  treasuryWallet: string;
+  stableMint: string;
+  stableDecimals: number;
+  depositTtlS: number;
+  depositGraceS: number;
+  /** Deposits one account may hold pending and unexpired at once (MAX_OPEN_DEPOSITS). */
+  maxOpenDeposits: number;
+};
 
 /** USD cents to the stablecoin's base units (USDC: 6 decimals, so 1 cent = 10,000), in integers. */
 export const centsToBaseUnits = (cents: number, decimals: number) => (BigInt(cents) * 10n ** BigInt(decimals)) / 100n;
@@ -93,20 +101,34 @@ export function createDepositService(repos: Repos, chain: ChainClient, clock: Cl
       if (!pkg) throw new ApiError("PACKAGE_NOT_FOUND", `no credit package ${packageId}`);
       if (!s.treasuryWallet) throw new ApiError("PAYMENTS_NOT_CONFIGURED");
       const now = clock.now();
-      return repos.deposits.create({
-        id: ids("dpst"),
-        userId: user.id,
-        packageId: pkg.id,
-        walletAddress,
-        amountStableBase: Number(centsToBaseUnits(pkg.priceUsdCents, s.stableDecimals)),
-        stableDecimals: s.stableDecimals,
-        creditsMicro: creditsToMicro(creditsToReceive(pkg)),
-        treasuryWallet: s.treasuryWallet,
-        stableMint: s.stableMint,
-        expiresAt: now + s.depositTtlS * 1000,
-        createdAt: now,
-        reference: newReference(),
-      });
+      const created = await repos.deposits.create(
+        {
+          id: ids("dpst"),
+          userId: user.id,
+          packageId: pkg.id,
+          walletAddress,
+          amountStableBase: Number(centsToBaseUnits(pkg.priceUsdCents, s.stableDecimals)),
+          stableDecimals: s.stableDecimals,
+          creditsMicro: creditsToMicro(creditsToReceive(pkg)),
+          treasuryWallet: s.treasuryWallet,
+          stableMint: s.stableMint,
+          expiresAt: now + s.depositTtlS * 1000,
+          createdAt: now,
+          reference: newReference(),
+        },
+        s.maxOpenDeposits,
+      );
+      if ("refused" in created) {
+        // The oldest frees its place once past its expiresAt: the first whole second after it.
+        const retryAfterS = Math.floor((created.oldestExpiresAt - now) / 1000) + 1;
+        throw new ApiError(
+          "TOO_MANY_OPEN_DEPOSITS",
+          `you already have ${s.maxOpenDeposits} deposits pending, as many as one account may: pay one of them, or wait until one expires (the oldest at ${new Date(created.oldestExpiresAt).toISOString()})`,
+          undefined,
+          { "Retry-After": String(retryAfterS) },
+        );
+      }
+      return created;
     },
 
     async state(userId: string, depositId: string): Promise<DepositState> {

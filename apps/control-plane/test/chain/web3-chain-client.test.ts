@@ -147,6 +147,9 @@ describe("signaturesFor", () => {
     expect(listed.signatures.map((s) => s.signature)).toEqual([first, middle, newest]);
     expect(listed.signatures[1]).toEqual({ signature: middle, slot: 330_001_001, failed: true, blockTimeMs: DEFAULT_BLOCK_TIME_MS });
     expect(await client().signaturesFor(address, 2)).toMatchObject({ kind: "found", signatures: [{ signature: middle }, { signature: newest }] });
+    // until: only the newer ones, as the deposit watcher reads the treasury from where it left off.
+    expect(await client().signaturesFor(address, 10, first)).toMatchObject({ kind: "found", signatures: [{ signature: middle }, { signature: newest }] });
+    expect(await client().signaturesFor(address, 10, newest)).toEqual({ kind: "found", signatures: [] });
 
     const confirmedOnly = makeUsdcPayment({ payer: wallet, treasuryOwner: treasury, amountBaseUnits: 1n, slot: 330_001_003, commitment: "confirmed" });
     rpc.addTransaction(confirmedOnly.tx, confirmedOnly.meta);

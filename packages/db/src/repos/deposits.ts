@@ -1,5 +1,5 @@
 import type { DepositRefusalCode } from "@cm/protocol";
-import { and, asc, eq, gte, isNotNull } from "drizzle-orm";
+import { and, asc, eq, gte, inArray, isNotNull, sql } from "drizzle-orm";
 import type { DbHandle } from "../client";
 import type { CreditPackageRow, CreditTransactionRow, DepositRow } from "../types";
 import { ledgerOps } from "./ledger";
@@ -38,20 +38,38 @@ export function createDepositsRepo(h: DbHandle) {
       return h.run(async (db) => (await db.select().from(creditPackages).where(eq(creditPackages.id, id)))[0]);
     },
 
+    /**
+     * Opens a deposit unless its account already holds `maxOpen` pending ones not
+     * past expiresAt (at row.createdAt); then answers when the oldest of them
+     * expires. Counted and inserted in one transaction, under a per-account lock
+     * on PostgreSQL (SQLite runs one at a time), so parallel requests cannot pass
+     * the bound together.
+     */
     async create(
       row: Omit<DepositRow, "status" | "txSignature" | "transactionId" | "confirmedAt" | "reference" | "refusalCode" | "refusalSignature"> & {
         reference: string;
       },
-    ): Promise<DepositRow & { reference: string }> {
-      return h.run(
-        async (db) =>
-          (
-            await db
-              .insert(deposits)
-              .values({ ...row, status: "pending" })
-              .returning()
-          )[0]! as DepositRow & { reference: string },
-      );
+      maxOpen: number,
+    ): Promise<(DepositRow & { reference: string }) | { refused: "TOO_MANY_OPEN"; oldestExpiresAt: number }> {
+      return h.transaction(async (db) => {
+        if (h.dialect === "pg") await db.execute(sql`select pg_advisory_xact_lock(hashtext(${`deposit-cap:${row.userId}`}))`);
+        // Filtered in the select, not the where: given status and expires_at there, SQLite
+        // (no statistics) walks deposits_open_idx, every account's open deposits, not this account's.
+        const open = and(eq(deposits.status, "pending"), gte(deposits.expiresAt, row.createdAt));
+        const [held] = await db
+          .select({
+            n: sql<number | string | null>`sum(case when ${open} then 1 else 0 end)`,
+            oldestExpiresAt: sql<number | string | null>`min(case when ${open} then ${deposits.expiresAt} end)`,
+          })
+          .from(deposits)
+          .where(eq(deposits.userId, row.userId));
+        if (Number(held?.n ?? 0) >= maxOpen) return { refused: "TOO_MANY_OPEN" as const, oldestExpiresAt: Number(held!.oldestExpiresAt) };
+        const [created] = await db
+          .insert(deposits)
+          .values({ ...row, status: "pending" })
+          .returning();
+        return created! as DepositRow & { reference: string };
+      });
     },
     async get(id: string, userId: string): Promise<DepositRow | undefined> {
       return h.run(
@@ -65,20 +83,36 @@ export function createDepositsRepo(h: DbHandle) {
       );
     },
     /**
-     * Pending deposits with a reference whose expiresAt is at or after `expiredSinceMs`,
-     * oldest first: what a watcher looks for. The filter is deposits_open_idx's
-     * (status, expires_at), so the scan reads the open deposits only: with 100,000
-     * deposits of which 1,000 open, PostgreSQL and SQLite both search that index and
-     * sort the 1,000 (1.5 ms on PostgreSQL).
+     * The pending deposits whose reference is one of `references`, with expiresAt at
+     * or after `expiredSinceMs`: those a transaction naming these accounts may pay.
+     * Looked up by the reference's unique index alone (given status and expires_at,
+     * SQLite would walk deposits_open_idx instead), so the cost follows the keys,
+     * not the open deposits.
      */
-    async openWithReference(expiredSinceMs: number, limit: number): Promise<Array<DepositRow & { reference: string }>> {
+    async openByReferences(references: readonly string[], expiredSinceMs: number): Promise<Array<DepositRow & { reference: string }>> {
+      if (references.length === 0) return [];
+      const named = await h.run((db) =>
+        db
+          .select()
+          .from(deposits)
+          .where(inArray(deposits.reference, [...references])),
+      );
+      return named.filter((d): d is DepositRow & { reference: string } => d.status === "pending" && d.expiresAt >= expiredSinceMs);
+    },
+    /**
+     * At most `limit` pending deposits with a reference and expiresAt at or after
+     * `fromMs`, soonest to expire first: a walk over every open deposit a page at a
+     * time. It reads deposits_open_idx's (status, expires_at) from `fromMs` and stops
+     * at `limit`, so a page costs the same with 20 open or 20,000.
+     */
+    async openFrom(fromMs: number, limit: number): Promise<Array<DepositRow & { reference: string }>> {
       return h.run(
         async (db) =>
           (await db
             .select()
             .from(deposits)
-            .where(and(eq(deposits.status, "pending"), isNotNull(deposits.reference), gte(deposits.expiresAt, expiredSinceMs)))
-            .orderBy(asc(deposits.createdAt), asc(deposits.id))
+            .where(and(eq(deposits.status, "pending"), isNotNull(deposits.reference), gte(deposits.expiresAt, fromMs)))
+            .orderBy(asc(deposits.expiresAt))
             .limit(limit)) as Array<DepositRow & { reference: string }>,
       );
     },

@@ -8,8 +8,10 @@ export interface ChainClient {
   /**
    * The transactions that name `address` among their account keys, oldest first, at
    * most `limit` of the newest: how a payment is found by its Solana Pay reference.
+   * With `until`, only those newer than that transaction (the node lists everything
+   * when it does not know it).
    */
-  signaturesFor(address: string, limit: number): Promise<SignaturesLookup>;
+  signaturesFor(address: string, limit: number, until?: string): Promise<SignaturesLookup>;
 }
 
 /** One transaction naming an address, as the node lists it (before any getTransaction). */

@@ -46,11 +46,11 @@ export function createWeb3ChainClient(options: Web3ChainClientOptions): ChainCli
       }
     },
 
-    async signaturesFor(address, limit) {
+    async signaturesFor(address, limit, until) {
       // A malformed address is named by no transaction; the node would only answer -32602.
       if (bs58.decodeUnsafe(address)?.length !== 32) return { kind: "found", signatures: [] };
       try {
-        const listed = await connection.getSignaturesForAddress(new PublicKey(address), { limit }, options.commitment);
+        const listed = await connection.getSignaturesForAddress(new PublicKey(address), { limit, ...(until ? { until } : {}) }, options.commitment);
         // The node lists newest first; a payment is the oldest that pays.
         const signatures = listed.reverse().map((s) => ({
           signature: s.signature,
