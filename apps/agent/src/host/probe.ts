@@ -1,6 +1,8 @@
 // The agent's view of the machine it runs on. The only place (with its helpers
 // in host/) that touches systeminformation or runs nvidia-smi.
 import { execFile } from "node:child_process";
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
 import * as si from "systeminformation";
 import type { GpuQueryField } from "./nvidia-smi";
 import { describeNvidiaSmiFailure, GPU_QUERY_FIELDS, isUnknownFieldError, LEGACY_GPU_QUERY_FIELDS, nvidiaSmiArgs, parseNvidiaSmiOutput } from "./nvidia-smi";
@@ -29,10 +31,15 @@ export interface SystemHostProbeOptions {
   dockerEngine?: () => Promise<DockerEngineFacts>;
   nvidiaSmiPath?: string;
   nvidiaSmiTimeoutMs?: number;
+  /** Where the PCI devices are listed (Linux's sysfs), to tell a machine with no NVIDIA GPU from one whose driver is missing. */
+  pciDevicesDir?: string;
 }
 
 export const DEFAULT_DOCKER_DATA_ROOT = "/var/lib/docker";
 export const DEFAULT_NVIDIA_SMI_TIMEOUT_MS = 10_000;
+export const DEFAULT_PCI_DEVICES_DIR = "/sys/bus/pci/devices";
+/** The PCI vendor id of NVIDIA, as sysfs writes it. */
+const NVIDIA_PCI_VENDOR = "0x10de";
 
 interface CommandOutcome {
   output: string;
@@ -91,9 +98,25 @@ export class SystemHostProbe implements HostProbe {
     }
   }
 
+  /** Whether sysfs lists a device of NVIDIA's; undefined where it cannot tell (no sysfs: not Linux, or hidden). */
+  private async hasNvidiaDevice(): Promise<boolean | undefined> {
+    const dir = this.options.pciDevicesDir ?? DEFAULT_PCI_DEVICES_DIR;
+    let devices: string[];
+    try {
+      devices = await readdir(dir);
+    } catch {
+      return undefined;
+    }
+    const vendors = await Promise.all(devices.map((d) => readFile(join(dir, d, "vendor"), "utf8").catch(() => "")));
+    return vendors.some((v) => v.trim().toLowerCase() === NVIDIA_PCI_VENDOR);
+  }
+
   private async queryGpus(fields: readonly GpuQueryField[]): Promise<{ result: GpuProbeResult; unknownField: boolean }> {
     const { output, failure } = await runCommand(this.nvidiaSmiPath, nvidiaSmiArgs(fields), this.nvidiaSmiTimeoutMs);
     if (failure === "ENOENT") {
+      // No driver on a machine with no NVIDIA device is how a CPU-only node is, not something to fix: npm start
+      // on a laptop warned of it twice (the agent and the control plane) with nothing its user could do.
+      if ((await this.hasNvidiaDevice()) === false) return { result: { gpus: [], note: "no NVIDIA device on this machine's PCI bus" }, unknownField: false };
       return { result: { gpus: [], warning: `${this.nvidiaSmiPath} was not found: no NVIDIA driver is installed on this machine` }, unknownField: false };
     }
     if (failure === "TIMEOUT") {

@@ -19,4 +19,6 @@ export interface GpuProbeResult {
   gpus: GpuInfo[];
   /** why the list is empty or partial, for the operator's log; absent when all went well */
   warning?: string;
+  /** why the list is empty when nothing is wrong (a machine with no NVIDIA GPU): information, not a warning */
+  note?: string;
 }

@@ -85,7 +85,7 @@ export async function runDoctor(deps: DoctorDeps): Promise<number> {
     report({
       status: "warn",
       title: "NVIDIA GPUs",
-      detail: `none: ${gpus.warning ?? "nvidia-smi lists no GPU"}. This node will take CPU-only deployments`,
+      detail: `none: ${gpus.warning ?? gpus.note ?? "nvidia-smi lists no GPU"}. This node will take CPU-only deployments`,
       fix: "if this machine has NVIDIA GPUs, install the NVIDIA driver so that nvidia-smi lists them",
     });
   }

@@ -44,6 +44,7 @@ export class HostFacts {
       this.probe.gpus(),
     ]);
     if (gpus.warning) this.logger.warn(`GPUs: ${gpus.warning}`);
+    else if (gpus.note) this.logger.info(`GPUs: none (${gpus.note}): this node takes CPU-only deployments`);
     this.latest = { specs: specs ?? this.latest?.specs, gpus };
     return this.latest;
   }

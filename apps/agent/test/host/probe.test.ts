@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -42,7 +42,35 @@ describe("SystemHostProbe on this machine", () => {
   it("finds no GPU here (no nvidia-smi) and says why", async () => {
     const result = await new SystemHostProbe().gpus();
     expect(result.gpus).toEqual([]);
-    expect(result.warning).toMatch(/nvidia-smi was not found/);
+    expect(result.warning ?? result.note).toMatch(/nvidia-smi was not found|no NVIDIA device/);
+  });
+});
+
+describe("SystemHostProbe.gpus without nvidia-smi", () => {
+  /** A stand-in for sysfs's /sys/bus/pci/devices: one folder per device with its vendor id. */
+  function pciDevices(name: string, vendors: string[]): string {
+    const dir = join(scratch, name);
+    vendors.forEach((vendor, i) => {
+      mkdirSync(join(dir, `0000:00:0${i}.0`), { recursive: true });
+      writeFileSync(join(dir, `0000:00:0${i}.0`, "vendor"), `${vendor}\n`);
+    });
+    return dir;
+  }
+  const missing = join(scratch, "no-nvidia-smi");
+
+  it("warns when an NVIDIA device is there: its driver is what is missing", async () => {
+    const result = await new SystemHostProbe({ nvidiaSmiPath: missing, pciDevicesDir: pciDevices("with-nvidia", ["0x8086", "0x10de"]) }).gpus();
+    expect(result).toEqual({ gpus: [], warning: `${missing} was not found: no NVIDIA driver is installed on this machine` });
+  });
+
+  it("only notes a machine with no NVIDIA device (a CPU-only node, nothing to fix), so npm start warns of nothing", async () => {
+    const result = await new SystemHostProbe({ nvidiaSmiPath: missing, pciDevicesDir: pciDevices("without-nvidia", ["0x8086", "0x1af4"]) }).gpus();
+    expect(result).toEqual({ gpus: [], note: "no NVIDIA device on this machine's PCI bus" });
+  });
+
+  it("warns where it cannot tell (no sysfs)", async () => {
+    const result = await new SystemHostProbe({ nvidiaSmiPath: missing, pciDevicesDir: join(scratch, "no-sysfs") }).gpus();
+    expect(result.warning).toMatch(/was not found: no NVIDIA driver/);
   });
 });
 
