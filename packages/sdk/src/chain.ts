@@ -1,5 +1,6 @@
 import { ApiError, ChainError, NetworkError } from "./errors";
 import { sleep } from "./follow";
+import { call } from "./routes";
 import { type Signer, walletAddress } from "./signer";
 import type { Transport } from "./transport";
 import type { ConfirmDepositResponse, InitiateDepositResponse } from "./types";
@@ -37,7 +38,7 @@ export async function buyCredits(t: Transport, packageId: string, payer: Payer, 
   const owner = payer.publicKey
     ? new web3.PublicKey(walletAddress(payer.publicKey))
     : web3.Keypair.fromSecretKey((payer as { secretKey: Uint8Array }).secretKey).publicKey;
-  const { deposit } = await t.json<InitiateDepositResponse>("POST", "/credits/deposit/initiate", {
+  const { deposit }: InitiateDepositResponse = await call(t, "post", "/credits/deposit/initiate", {
     auth: true,
     body: { packageId, walletAddress: owner.toBase58() },
   });
@@ -91,7 +92,7 @@ export async function buyCredits(t: Transport, packageId: string, payer: Payer, 
 
   for (;;) {
     try {
-      return await t.json<ConfirmDepositResponse>("POST", "/credits/deposit/confirm", {
+      return await call(t, "post", "/credits/deposit/confirm", {
         auth: true,
         body: { depositId: deposit.depositId, txSignature: signature },
       });

@@ -4,12 +4,11 @@ import { ApiError } from "./errors";
 import { type ExecOptions, exec } from "./exec";
 import { type FollowOptions, follow, type PollOptions, type WaitOptions, waitFor, watch } from "./follow";
 import { type PayoutWaitOptions, waitForPayout } from "./payouts";
+import { call } from "./routes";
 import { type Signer, signText, walletAddress } from "./signer";
 import { checkTcp, type TcpOptions, tcp } from "./tcp";
 import { type ClientOptions, Transport } from "./transport";
 import type * as T from "./types";
-
-const seg = encodeURIComponent;
 
 /**
  * One client for every route of the API. Protected calls use the session in
@@ -18,26 +17,13 @@ const seg = encodeURIComponent;
  */
 export function createClient(options: ClientOptions) {
   const t = new Transport(options);
-  const get = <R>(
-    path: string,
-    query?:
-      | T.NodeListQuery
-      | T.TemplateListQuery
-      | T.DeploymentListQuery
-      | T.LogsQuery
-      | T.TransactionListQuery
-      | T.OperatorNodeListQuery
-      | T.OperatorNodeDeploymentListQuery
-      | T.EarningsQuery
-      | T.EarningTransactionListQuery
-      | T.PayoutListQuery,
-  ) => t.json<R>("GET", path, { auth: true, query });
-  const post = <R>(path: string, body?: unknown) => t.json<R>("POST", path, { auth: true, body });
-  const del = <R>(path: string) => t.json<R>("DELETE", path, { auth: true });
+  // Every call's path, parameters, body and answer are the API document's (routes.ts): the
+  // types each method declares must agree with it, or the typecheck fails.
+  const auth_ = { auth: true } as const;
 
   const auth = {
-    nonce: (walletAddress: string) => t.json<T.NonceResponse>("POST", "/auth/nonce", { body: { walletAddress } }),
-    verify: (body: T.VerifyRequest) => t.json<T.VerifyResponse>("POST", "/auth/verify", { body }),
+    nonce: (walletAddress: string): Promise<T.NonceResponse> => call(t, "post", "/auth/nonce", { body: { walletAddress } }),
+    verify: (body: T.VerifyRequest): Promise<T.VerifyResponse> => call(t, "post", "/auth/verify", { body }),
     /** Signs the API's sign-in message with `signer` and keeps the session in the store. */
     async signIn(signer: Signer): Promise<T.VerifyResponse> {
       const address = walletAddress(signer.publicKey);
@@ -50,7 +36,7 @@ export function createClient(options: ClientOptions) {
     refresh: () => t.refresh(),
     /** The session's access token for a request made elsewhere (curl), refreshed first when it expires within refreshBeforeMs. */
     accessToken: () => t.accessToken(),
-    me: () => get<T.MeResponse>("/auth/me"),
+    me: (): Promise<T.MeResponse> => call(t, "get", "/auth/me", auth_),
     /**
      * Revokes the session on the API (its refresh token's whole family) and forgets it
      * here; forgotten even when the API cannot be told (the error is thrown after).
@@ -59,7 +45,7 @@ export function createClient(options: ClientOptions) {
       const session = await t.store.load();
       if (!session) return;
       try {
-        await t.json<T.LogoutResponse>("POST", "/auth/logout", { body: { refreshToken: session.refreshToken } });
+        await call(t, "post", "/auth/logout", { body: { refreshToken: session.refreshToken } });
       } catch (err) {
         // Already revoked or unknown there, or a control plane without the route: nothing left to revoke.
         const gone = err instanceof ApiError && (err.code === "INVALID_REFRESH_TOKEN" || err.code === "NOT_FOUND");
@@ -74,25 +60,25 @@ export function createClient(options: ClientOptions) {
   };
 
   const nodes = {
-    list: (query: T.NodeListQuery = {}) => t.json<T.NodeListResponse>("GET", "/nodes", { query }),
-    get: (id: string) => t.json<T.NodeResponse>("GET", `/nodes/${seg(id)}`),
+    list: (query: T.NodeListQuery = {}): Promise<T.NodeListResponse> => call(t, "get", "/nodes", { query }),
+    get: (id: string): Promise<T.NodeResponse> => call(t, "get", "/nodes/{id}", { params: { id } }),
   };
 
   const templates = {
-    list: (query: T.TemplateListQuery = {}) => t.json<T.TemplateListResponse>("GET", "/templates", { query }),
-    get: (idOrSlug: string) => t.json<T.TemplateResponse>("GET", `/templates/${seg(idOrSlug)}`),
+    list: (query: T.TemplateListQuery = {}): Promise<T.TemplateListResponse> => call(t, "get", "/templates", { query }),
+    get: (idOrSlug: string): Promise<T.TemplateResponse> => call(t, "get", "/templates/{idOrSlug}", { params: { idOrSlug } }),
   };
 
   const deployments = {
-    create: (body: T.CreateDeploymentRequest) => post<T.CreateDeploymentResponse>("/deployments", body),
+    create: (body: T.CreateDeploymentRequest): Promise<T.CreateDeploymentResponse> => call(t, "post", "/deployments", { ...auth_, body }),
     /** What create would do with this body now (node, rate, hold, whether it fits), creating and holding nothing. */
-    estimate: (body: T.CreateDeploymentRequest) => post<T.DeploymentEstimateResponse>("/deployments/estimate", body),
-    list: (query: T.DeploymentListQuery = {}) => get<T.DeploymentListResponse>("/deployments", query),
-    get: (id: string) => get<T.DeploymentResponse>(`/deployments/${seg(id)}`),
-    start: (id: string) => post<T.DeploymentResponse>(`/deployments/${seg(id)}/start`),
-    stop: (id: string) => post<T.DeploymentResponse>(`/deployments/${seg(id)}/stop`),
-    remove: (id: string) => del<T.DeleteDeploymentResponse>(`/deployments/${seg(id)}`),
-    logs: (id: string, query: T.LogsQuery = {}) => get<T.LogsResponse>(`/deployments/${seg(id)}/logs`, query),
+    estimate: (body: T.CreateDeploymentRequest): Promise<T.DeploymentEstimateResponse> => call(t, "post", "/deployments/estimate", { ...auth_, body }),
+    list: (query: T.DeploymentListQuery = {}): Promise<T.DeploymentListResponse> => call(t, "get", "/deployments", { ...auth_, query }),
+    get: (id: string): Promise<T.DeploymentResponse> => call(t, "get", "/deployments/{id}", { ...auth_, params: { id } }),
+    start: (id: string): Promise<T.DeploymentResponse> => call(t, "post", "/deployments/{id}/start", { ...auth_, params: { id } }),
+    stop: (id: string): Promise<T.DeploymentResponse> => call(t, "post", "/deployments/{id}/stop", { ...auth_, params: { id } }),
+    remove: (id: string): Promise<T.DeleteDeploymentResponse> => call(t, "delete", "/deployments/{id}", { ...auth_, params: { id } }),
+    logs: (id: string, query: T.LogsQuery = {}): Promise<T.LogsResponse> => call(t, "get", "/deployments/{id}/logs", { ...auth_, params: { id }, query }),
     /** Resolves once the deployment has `status` (or one of them); WaitError if it ends otherwise or the time runs out. */
     waitFor: (id: string, status: T.DeploymentStatus | T.DeploymentStatus[], options?: WaitOptions) => waitFor(t, id, status, options),
     /** The deployment each time it changes, the current state first, until it has ended. */
@@ -110,49 +96,51 @@ export function createClient(options: ClientOptions) {
   /** Your logins to private registries: a deployment names one (registryCredentialId) to pull its image with. The password is never answered back. */
   const registryCredentials = {
     create: async (body: T.CreateRegistryCredentialRequest): Promise<T.RegistryCredential> =>
-      (await post<T.RegistryCredentialResponse>("/registry-credentials", body)).credential,
-    list: async (): Promise<T.RegistryCredential[]> => (await get<T.RegistryCredentialListResponse>("/registry-credentials")).credentials,
-    remove: (id: string) => del<T.SuccessResponse>(`/registry-credentials/${seg(id)}`),
+      (await call(t, "post", "/registry-credentials", { ...auth_, body })).credential,
+    list: async (): Promise<T.RegistryCredential[]> => (await call(t, "get", "/registry-credentials", auth_)).credentials,
+    remove: (id: string): Promise<T.SuccessResponse> => call(t, "delete", "/registry-credentials/{id}", { ...auth_, params: { id } }),
   };
 
   const credits = {
-    balance: () => get<T.BalanceResponse>("/credits/balance"),
-    packages: () => get<T.PackagesResponse>("/credits/packages"),
-    initiateDeposit: (packageId: string, walletAddress: string) => post<T.InitiateDepositResponse>("/credits/deposit/initiate", { packageId, walletAddress }),
-    confirmDeposit: (depositId: string, txSignature: string) => post<T.ConfirmDepositResponse>("/credits/deposit/confirm", { depositId, txSignature }),
+    balance: (): Promise<T.BalanceResponse> => call(t, "get", "/credits/balance", auth_),
+    packages: (): Promise<T.PackagesResponse> => call(t, "get", "/credits/packages", auth_),
+    initiateDeposit: (packageId: string, walletAddress: string): Promise<T.InitiateDepositResponse> =>
+      call(t, "post", "/credits/deposit/initiate", { ...auth_, body: { packageId, walletAddress } }),
+    confirmDeposit: (depositId: string, txSignature: string): Promise<T.ConfirmDepositResponse> =>
+      call(t, "post", "/credits/deposit/confirm", { ...auth_, body: { depositId, txSignature } }),
     /** One of your deposits: pending (with its transfer request), confirmed (with its transaction) or expired. */
-    deposit: (depositId: string) => get<T.DepositStateResponse>(`/credits/deposits/${seg(depositId)}`),
+    deposit: (depositId: string): Promise<T.DepositStateResponse> => call(t, "get", "/credits/deposits/{id}", { ...auth_, params: { id: depositId } }),
     /** Polls the deposit until it is confirmed (answered) or expired (DepositWaitError): a payment by its transferRequestUrl needs no confirm call. */
     waitForDeposit: (depositId: string, options?: DepositWaitOptions) => waitForDeposit(t, depositId, options),
-    transactions: (query: T.TransactionListQuery = {}) => get<T.TransactionListResponse>("/credits/transactions", query),
+    transactions: (query: T.TransactionListQuery = {}): Promise<T.TransactionListResponse> => call(t, "get", "/credits/transactions", { ...auth_, query }),
     /** Pays a package in USDC from `payer` through the Solana RPC and confirms it: the new balance. */
     buy: (packageId: string, payer: Payer, options: BuyOptions) => buyCredits(t, packageId, payer, options),
   };
 
   const operator = {
-    registerNode: (body: T.CreateNodeRequest) => post<T.CreateNodeResponse>("/operator/nodes", body),
+    registerNode: (body: T.CreateNodeRequest): Promise<T.CreateNodeResponse> => call(t, "post", "/operator/nodes", { ...auth_, body }),
     /** all: retired nodes too, with their retiredAt */
-    nodes: (query: T.OperatorNodeListQuery = {}) => get<T.OperatorNodeListResponse>("/operator/nodes", query),
-    retireNode: (id: string) => del<T.DeleteDeploymentResponse>(`/operator/nodes/${seg(id)}`),
+    nodes: (query: T.OperatorNodeListQuery = {}): Promise<T.OperatorNodeListResponse> => call(t, "get", "/operator/nodes", { ...auth_, query }),
+    retireNode: (id: string): Promise<T.DeleteDeploymentResponse> => call(t, "delete", "/operator/nodes/{id}", { ...auth_, params: { id } }),
     /** Changes the fields given; a new rate applies to deployments created after it, a lower maxDeployments stops nothing. */
     updateNode: async (id: string, body: T.UpdateNodeRequest): Promise<T.OperatorNode> =>
-      (await t.json<T.OperatorNodeResponse>("PATCH", `/operator/nodes/${seg(id)}`, { auth: true, body })).node,
+      (await call(t, "patch", "/operator/nodes/{id}", { ...auth_, params: { id }, body })).node,
     /** enabled: no new deployments there (tenants see `reason`), running ones go on; false: back to online or offline by its heartbeats. */
     setMaintenance: async (id: string, body: T.MaintenanceRequest): Promise<T.OperatorNode> =>
-      (await post<T.OperatorNodeResponse>(`/operator/nodes/${seg(id)}/maintenance`, body)).node,
+      (await call(t, "post", "/operator/nodes/{id}/maintenance", { ...auth_, params: { id }, body })).node,
     /** What is on the node, newest first: status, image, ports, the rate each was created with and what each earned you. Never the tenant's env. */
-    nodeDeployments: (id: string, query: T.OperatorNodeDeploymentListQuery = {}) =>
-      get<T.OperatorNodeDeploymentListResponse>(`/operator/nodes/${seg(id)}/deployments`, query),
+    nodeDeployments: (id: string, query: T.OperatorNodeDeploymentListQuery = {}): Promise<T.OperatorNodeDeploymentListResponse> =>
+      call(t, "get", "/operator/nodes/{id}/deployments", { ...auth_, params: { id }, query }),
     /** What your nodes earned: pending, available, paid out, per node and per day (the last `days`, 30 by default). */
-    earnings: (query: T.EarningsQuery = {}) => get<T.EarningsResponse>("/operator/earnings", query),
+    earnings: (query: T.EarningsQuery = {}): Promise<T.EarningsResponse> => call(t, "get", "/operator/earnings", { ...auth_, query }),
     /** Your earnings ledger, newest first: your part of each usage charge, and refunds. */
-    earningTransactions: (query: T.EarningTransactionListQuery = {}) => get<T.EarningTransactionListResponse>("/operator/earnings/transactions", query),
+    earningTransactions: (query: T.EarningTransactionListQuery = {}): Promise<T.EarningTransactionListResponse> =>
+      call(t, "get", "/operator/earnings/transactions", { ...auth_, query }),
     /** Withdraws whole credits of your available earnings in USDC to the wallet you sign in with: the payout, requested. */
-    payout: async (amountCredits: number): Promise<T.Payout> =>
-      (await post<T.PayoutResponse>("/operator/payouts", { amountCredits } satisfies T.PayoutRequest)).payout,
+    payout: async (amountCredits: number): Promise<T.Payout> => (await call(t, "post", "/operator/payouts", { ...auth_, body: { amountCredits } })).payout,
     /** Your payouts, newest first. */
-    payouts: (query: T.PayoutListQuery = {}) => get<T.PayoutListResponse>("/operator/payouts", query),
-    getPayout: async (id: string): Promise<T.Payout> => (await get<T.PayoutResponse>(`/operator/payouts/${seg(id)}`)).payout,
+    payouts: (query: T.PayoutListQuery = {}): Promise<T.PayoutListResponse> => call(t, "get", "/operator/payouts", { ...auth_, query }),
+    getPayout: async (id: string): Promise<T.Payout> => (await call(t, "get", "/operator/payouts/{id}", { ...auth_, params: { id } })).payout,
     /** Polls the payout until it is paid (with its txSignature) or failed (with its error); PayoutWaitError WAIT_TIMEOUT if neither comes in time. */
     waitForPayout: (id: string, options?: PayoutWaitOptions) => waitForPayout(t, id, options),
   };
@@ -166,8 +154,8 @@ export function createClient(options: ClientOptions) {
     registryCredentials,
     credits,
     operator,
-    health: () => t.json<{ status: "ok" }>("GET", "/health"),
-    ready: () => t.json<{ status: "ready" }>("GET", "/ready"),
+    health: () => call(t, "get", "/health", {}),
+    ready: () => call(t, "get", "/ready", {}),
   };
 }
 

@@ -1,5 +1,6 @@
 import { DepositWaitError } from "./errors";
 import { type PollOptions, retrying, sleep } from "./follow";
+import { call } from "./routes";
 import type { Transport } from "./transport";
 import type { DepositState, DepositStateResponse } from "./types";
 
@@ -19,8 +20,9 @@ export async function waitForDeposit(t: Transport, depositId: string, options: D
   const deadline = Date.now() + timeoutMs;
   let lastStatus: string | undefined;
   for (;;) {
-    const { deposit } = await retrying(options, () =>
-      t.json<DepositStateResponse>("GET", `/credits/deposits/${encodeURIComponent(depositId)}`, { auth: true, signal: options.signal }),
+    const { deposit } = await retrying(
+      options,
+      (): Promise<DepositStateResponse> => call(t, "get", "/credits/deposits/{id}", { auth: true, params: { id: depositId }, signal: options.signal }),
     );
     if (deposit.status !== lastStatus) options.onChange?.(deposit);
     lastStatus = deposit.status;

@@ -1,5 +1,6 @@
 import type { ErrorBody, LOG_STREAM_END_EVENT, LOG_STREAM_ERROR_EVENT, TENANT_ACTIONS } from "@cm/protocol";
 import { ApiError, NetworkError, WaitError } from "./errors";
+import { call } from "./routes";
 import { readSse } from "./sse";
 import type { Transport } from "./transport";
 import type { Deployment, DeploymentResponse, DeploymentStatus, LogEntry, LogsResponse } from "./types";
@@ -50,8 +51,7 @@ export async function* watch(t: Transport, id: string, options: PollOptions = {}
     if (step.type === "unsupported") return yield* watchByPolling(t, id, options);
     if (step.type === "end") {
       // Deleted: the API's own answer for it (DEPLOYMENT_NOT_FOUND), as a read would have given.
-      if ((JSON.parse(step.data) as { status: string }).status === "deleted")
-        await retrying(options, () => t.json<DeploymentResponse>("GET", path, { auth: true, signal: options.signal }));
+      if ((JSON.parse(step.data) as { status: string }).status === "deleted") await retrying(options, () => getDeployment(t, id, options.signal));
       return;
     }
     if (step.data !== last) {
@@ -61,13 +61,14 @@ export async function* watch(t: Transport, id: string, options: PollOptions = {}
   }
 }
 
+const getDeployment = (t: Transport, id: string, signal: AbortSignal | undefined): Promise<DeploymentResponse> =>
+  call(t, "get", "/deployments/{id}", { auth: true, params: { id }, signal });
+
 /** The same by reading GET /deployments/:id every `intervalMs` (a control plane without the events route). */
 export async function* watchByPolling(t: Transport, id: string, options: PollOptions = {}): AsyncGenerator<Deployment, void, undefined> {
   let last = "";
   for (;;) {
-    const { deployment } = await retrying(options, () =>
-      t.json<DeploymentResponse>("GET", `/deployments/${encodeURIComponent(id)}`, { auth: true, signal: options.signal }),
-    );
+    const { deployment } = await retrying(options, () => getDeployment(t, id, options.signal));
     const seen = JSON.stringify(deployment);
     if (seen !== last) {
       last = seen;
@@ -183,18 +184,15 @@ async function* resumingStream(
 
 /** The same by polling the logs route with `since` (a control plane without the stream route). */
 export async function* followByPolling(t: Transport, id: string, options: FollowOptions = {}): AsyncGenerator<LogEntry, void, undefined> {
-  const path = `/deployments/${encodeURIComponent(id)}`;
   const tail = options.tail ?? 100;
   const read = (query: { tail: number; since?: string }) =>
-    retrying(options, () => t.json<LogsResponse>("GET", `${path}/logs`, { auth: true, query, signal: options.signal }));
+    retrying(options, (): Promise<LogsResponse> => call(t, "get", "/deployments/{id}/logs", { auth: true, params: { id }, query, signal: options.signal }));
   // The route answers the lines at or after `since` (to the millisecond), and lines carry
   // no id: the cursor is the newest line's instant and how many lines at that instant are out.
   let since = options.since;
   let outAtSince = 0;
   for (let first = true; ; first = false) {
-    const ended = await retrying(options, async () =>
-      hasEnded((await t.json<DeploymentResponse>("GET", path, { auth: true, signal: options.signal })).deployment.status),
-    );
+    const ended = await retrying(options, async () => hasEnded((await getDeployment(t, id, options.signal)).deployment.status));
     const { logs } = await read(first ? { tail, since } : { tail: 10_000, since });
     for (const line of first ? logs : logs.slice(outAtSince)) yield line;
     const newest = logs.at(-1);

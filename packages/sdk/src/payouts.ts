@@ -1,5 +1,6 @@
 import { PayoutWaitError } from "./errors";
 import { type PollOptions, retrying, sleep } from "./follow";
+import { call } from "./routes";
 import type { Transport } from "./transport";
 import type { Payout, PayoutResponse, PayoutStatus } from "./types";
 
@@ -28,8 +29,9 @@ export async function waitForPayout(t: Transport, payoutId: string, options: Pay
   const deadline = Date.now() + timeoutMs;
   let lastStatus: string | undefined;
   for (;;) {
-    const { payout } = await retrying(options, () =>
-      t.json<PayoutResponse>("GET", `/operator/payouts/${encodeURIComponent(payoutId)}`, { auth: true, signal: options.signal }),
+    const { payout } = await retrying(
+      options,
+      (): Promise<PayoutResponse> => call(t, "get", "/operator/payouts/{id}", { auth: true, params: { id: payoutId }, signal: options.signal }),
     );
     if (payout.status !== lastStatus) options.onChange?.(payout);
     lastStatus = payout.status;

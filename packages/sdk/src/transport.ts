@@ -1,6 +1,8 @@
 import type { ErrorBody } from "@cm/protocol";
 import { ApiError, NetworkError, SessionError } from "./errors";
+import { call } from "./routes";
 import { MemorySessionStore, type Session, type SessionStore } from "./session";
+import type { TokenPair } from "./types";
 
 export interface ClientOptions {
   /** The control plane, e.g. https://api.example.com or http://127.0.0.1:8080. */
@@ -65,7 +67,7 @@ export class Transport {
       const current = await this.store.load();
       if (!current) throw new SessionError("NOT_SIGNED_IN", "not signed in: sign in first");
       try {
-        const pair = await this.json<Session>("POST", "/auth/refresh", { body: { refreshToken: current.refreshToken } });
+        const pair: TokenPair = await call(this, "post", "/auth/refresh", { body: { refreshToken: current.refreshToken } });
         const next: Session = { ...pair, ...(current.user ? { user: current.user } : {}) };
         await this.store.save(next);
         return next;
