@@ -1,11 +1,9 @@
-import { MAX_RESTARTS_LIMIT, REGIONS } from "@cm/protocol";
+import { DEPLOYMENT_STATUSES, MAX_RESTARTS_LIMIT, REGIONS } from "@cm/protocol";
 import type { DeploymentEstimateResponse, DeploymentStatus } from "@cm/sdk";
 import { intFlag, list, numberFlag, type Run, str, UsageError } from "../args";
 import type { Context } from "../context";
 import { waitForEndpoints } from "./endpoint-wait";
 import { cents, credits, endpoints, statusLine } from "./format";
-
-const STATUSES: DeploymentStatus[] = ["pending", "pulling", "starting", "running", "stopping", "stopped", "exited", "failed"];
 
 /** Docker's spelling: no, on-failure or on-failure:N. */
 function restartFlag(value: string | undefined): { restart?: "no" | "on-failure"; maxRestarts?: number } {
@@ -126,7 +124,8 @@ function printEstimate(ctx: Context, e: DeploymentEstimateResponse): number {
 
 export const ls: Run = async (ctx, { flags }) => {
   const status = str(flags, "status");
-  if (status !== undefined && !STATUSES.includes(status as DeploymentStatus)) throw new UsageError(`--status is one of ${STATUSES.join(", ")}`);
+  if (status !== undefined && !(DEPLOYMENT_STATUSES as readonly string[]).includes(status))
+    throw new UsageError(`--status is one of ${DEPLOYMENT_STATUSES.join(", ")}`);
   const answer = await ctx.client.deployments.list({
     status: status as DeploymentStatus | undefined,
     page: intFlag(flags, "page"),
