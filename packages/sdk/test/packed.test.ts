@@ -135,6 +135,6 @@ describe("the packed SDK, installed outside the repository", () => {
         balance: "object",
         missing: [404, "DEPLOYMENT_NOT_FOUND"],
       });
-    });
+    }, 120_000);
   }
 });
