@@ -40,6 +40,8 @@ describeEachDatabase("deployments through the agent on $name", (db) => {
       // Both of the node's GPUs, so all of its 32 cores and the 115,200 of its 128,000 MB a node's deployments may hold (sim-agent.ts).
       gpuCount: 2,
       cpuCores: 32,
+      // Not asked for: the cores are the container's CPU weight, not a hard quota.
+      cpuLimit: "weight",
       memoryMb: 115_200,
       logCursor: { seq: 0, dockerTs: null },
     });
