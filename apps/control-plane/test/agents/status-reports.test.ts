@@ -64,7 +64,11 @@ describe("planReport", () => {
 
   it("resumes the charges of a running deployment whose agent is back from its report, clearing the unreachable note", () => {
     const paused = dep({ status: "running", billedUntil: null, startedAt: at - 60_000, statusReason: "node unreachable since ..." });
-    expect(planReport(paused, { at, runSeq: 2, status: "running" }, at + 100)).toEqual({ kind: "move", to: "running", patch: { billedUntil: at, statusReason: null } });
+    expect(planReport(paused, { at, runSeq: 2, status: "running" }, at + 100)).toEqual({
+      kind: "move",
+      to: "running",
+      patch: { billedUntil: at, statusReason: null },
+    });
     const restarted = dep({ status: "running", billedUntil: null, restartPolicy: "on-failure", maxRestarts: 3, restartCount: 1 });
     expect(planReport(restarted, { at, runSeq: 2, status: "running" }, at)).toMatchObject({ patch: { statusReason: "running again after restart 1 of 3" } });
     // An older run's report never resumes anything.
