@@ -92,10 +92,7 @@ needs("docker", "busybox").describe("DockerRuntime containers", () => {
     };
     expect(await limits(asked)).toEqual({ NanoCpus: 100_000_000, CpuQuota: 0, CpuPeriod: 0, CpuShares: 102 });
     expect(await limits(byDefault)).toEqual({ NanoCpus: 0, CpuQuota: 0, CpuPeriod: 0, CpuShares: 41 });
-    for (const id of [asked, byDefault]) {
-      await runtime.start(id);
-      expect((await runtime.waitExit(id)).exitCode).toBe(0);
-    }
+    // Both run: the end-to-end resource-limits test takes each to running through the real agent.
   });
 
   it("reports a container that exits with code 3", async () => {
