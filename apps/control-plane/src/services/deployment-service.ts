@@ -318,10 +318,15 @@ export function createDeploymentService({ repos, clock, ids, events, link, moves
 
     /** The tenant deleted it: settled and out of the live states at once; the agent removes the container. */
     async remove(id: string, userId: string) {
-      const dep = await mine(id, userId);
-      const nowMs = clock.now();
-      const patch = { desiredState: "removed", deletedAt: nowMs, statusReason: dep.statusReason ?? "deleted by the tenant" } as const;
-      return moved(await moves.move(dep, isLive(dep.status) ? "stopped" : dep.status, { patch, nowMs }), id, userId, "delete");
+      // A delete is valid from every state: one that raced an agent's report (the row moved between the read
+      // and the move: CHANGED) is tried again on the fresh row, rather than answered 409 for a state it accepts.
+      for (let attempt = 0; ; attempt++) {
+        const dep = await mine(id, userId);
+        const nowMs = clock.now();
+        const patch = { desiredState: "removed", deletedAt: nowMs, statusReason: dep.statusReason ?? "deleted by the tenant" } as const;
+        const r = await moves.move(dep, isLive(dep.status) ? "stopped" : dep.status, { patch, nowMs });
+        if (r.ok || r.reason !== "CHANGED" || attempt === 2) return moved(r, id, userId, "delete");
+      }
     },
   };
 }
