@@ -23,17 +23,15 @@ export class PullLimitError extends Error {
 }
 
 export interface PullWatch {
-  /** aborted at the deadline, after a stall, or when `interrupt` is called; its reason says which */
+  /** aborted at the deadline, after a stall, or with `interrupted` (a newer desired state came); its reason says which */
   readonly signal: AbortSignal;
   /** Docker reported progress: the stall timer starts again */
   progressed(): void;
-  /** a newer desired state came: the pull is of no use any more */
-  interrupt(): void;
   /** the pull is over: no timer fires after this */
   done(): void;
 }
 
-export function watchPull(clock: Clock, limits: PullLimits, image: string): PullWatch {
+export function watchPull(clock: Clock, limits: PullLimits, image: string, interrupted?: AbortSignal): PullWatch {
   const controller = new AbortController();
   const seconds = (ms: number) => Math.round(ms / 1000);
   const end = (reason: Error) => {
@@ -58,13 +56,12 @@ export function watchPull(clock: Clock, limits: PullLimits, image: string): Pull
   );
   let stall = clock.setTimeout(onStall, limits.stallMs);
   return {
-    signal: controller.signal,
+    signal: interrupted ? AbortSignal.any([interrupted, controller.signal]) : controller.signal,
     progressed() {
-      if (controller.signal.aborted) return;
+      if (controller.signal.aborted || interrupted?.aborted) return;
       clock.clearTimeout(stall);
       stall = clock.setTimeout(onStall, limits.stallMs);
     },
-    interrupt: () => end(new Error("a newer desired state came")),
     done: () => {
       clock.clearTimeout(deadline);
       clock.clearTimeout(stall);

@@ -147,9 +147,7 @@ export async function startDeployment(ctx: StartContext, spec: DeploymentSpec): 
 /** The image's local name; undefined when a newer desired state ended the pull. */
 async function ensureImage(ctx: StartContext, spec: DeploymentSpec): Promise<string | undefined> {
   const limits = ctx.pullLimits ?? { timeoutMs: DEFAULT_PULL_TIMEOUT_S * 1000, stallMs: DEFAULT_PULL_STALL_S * 1000 };
-  const watch = watchPull(ctx.clock, limits, spec.image);
-  const interrupt = () => watch.interrupt();
-  ctx.signal?.addEventListener("abort", interrupt, { once: true });
+  const watch = watchPull(ctx.clock, limits, spec.image, ctx.signal);
   try {
     if (ctx.signal?.aborted) return undefined;
     if (!(await ctx.runtime.imagePresent(spec.image))) {
@@ -172,7 +170,6 @@ async function ensureImage(ctx: StartContext, spec: DeploymentSpec): Promise<str
     throw new DeploymentFailure(`could not get image "${spec.image}": ${dockerMessage(error)}`);
   } finally {
     watch.done();
-    ctx.signal?.removeEventListener("abort", interrupt);
   }
 }
 
