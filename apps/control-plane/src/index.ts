@@ -1,11 +1,23 @@
-import { DatabaseNewerError } from "@cm/db";
+import { DatabaseInUseError, DatabaseNewerError, lockDatabase, type ProcessLock } from "@cm/db";
 import { loadConfigOrExit } from "./config";
+import { sqliteFile } from "./database-location";
 import { createDeps } from "./deps";
 import { startServer } from "./server";
 import { PayoutKeypairError } from "./services/payout-keypair";
 import { RegistryKeyError } from "./services/registry-secrets";
 
 const config = loadConfigOrExit("control plane");
+// One process per embedded database (several replicas need PostgreSQL): taken
+// before migrating, so a second start never touches the file another one serves.
+const databaseFile = sqliteFile(config.DATABASE_URL);
+let lock: ProcessLock | undefined;
+try {
+  lock = databaseFile ? lockDatabase(databaseFile) : undefined;
+} catch (error) {
+  if (!(error instanceof DatabaseInUseError)) throw error;
+  process.stderr.write(`control plane: ${error.message}\n`);
+  process.exit(78);
+}
 const deps = await createDeps(config).catch((error: unknown) => {
   if (!(error instanceof PayoutKeypairError || error instanceof RegistryKeyError || error instanceof DatabaseNewerError)) throw error;
   process.stderr.write(`control plane: ${error.message}\n`);
@@ -21,6 +33,7 @@ async function shutdown(signal: string) {
   deps.log.info(`${signal}: shutting down`);
   await running.close();
   await deps.close();
+  lock?.release();
   process.exit(0);
 }
 process.on("SIGINT", () => void shutdown("SIGINT"));
