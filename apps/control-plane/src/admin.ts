@@ -30,6 +30,8 @@ const usage = [
   "       cm-admin payouts approve [payoutId]     let one requested payout (or all of them) be sent",
   "       cm-admin payouts reject <payoutId> <reason>   turn one down before it is sent: it fails, its amount is available again",
   "       cm-admin version                        print the version (also --version)",
+  "Reads DATABASE_URL and CM_HOME as the control plane does; installed, bin/cm-admin first loads them from",
+  "/etc/cm-control-plane/control-plane.env (CM_CONTROL_PLANE_ENV=FILE names another) when this user may read it.",
   "From a checkout: npm run admin -- <the same>",
 ].join("\n");
 
