@@ -63,11 +63,14 @@ export class AgentHub implements NodeLink, SessionHost {
   /** Each node's last proof of life from a session that has closed: where a stop while it is away bills to. */
   private readonly lastSeenAway = new Map<string, number>();
   /**
-   * Liveness is judged only on what this process could have read: from its
-   * start, or from when it resumed after a stall of its own, every node gets
-   * three whole intervals, plus the longest an agent waits between reconnection
-   * attempts, before it can be found silent. Its agent may have been backing
-   * off while this process was away.
+   * Liveness is judged only on what this process could have read: a node not
+   * heard from since its start, or since it resumed after a stall of its own,
+   * gets three whole intervals, plus the longest an agent waits between
+   * reconnection attempts, before it can be found silent (its agent may have
+   * been backing off while this process was away). A node heard from since
+   * (here, or by another replica: its stored heartbeat) gets no such grace:
+   * an agent that connected after a restart and then died is found silent
+   * after the usual window, not offered to tenants for half a minute more.
    */
   private watchingSinceMs: number;
   private stall: StallWatch | undefined;
@@ -249,13 +252,12 @@ export class AgentHub implements NodeLink, SessionHost {
     this.stall?.check();
     await this.heartbeats.flush();
     const cutoffMs = this.o.clock.now() - SILENT_INTERVALS * this.o.heartbeatIntervalMs - 1;
-    if (this.justStarted(cutoffMs)) return;
     for (const node of await this.o.repos.nodes.staleOnline(cutoffMs)) {
       await this.serialize(node.id, async () => {
         this.stall?.check();
-        if (this.justStarted(cutoffMs)) return;
         const s = this.sessions.get(node.id);
         if (s && s.livenessMs(this.o.clock.now()) > cutoffMs) return; // a frame arrived since the flush, or the socket is not being read
+        if (this.inGrace(this.lastAliveMs(node.id, s, node.lastHeartbeat), cutoffMs)) return;
         if (s) {
           // A socket that stays open without heartbeats is half-dead: drop it, the agent reconnects.
           this.sessions.delete(node.id);
@@ -280,8 +282,9 @@ export class AgentHub implements NodeLink, SessionHost {
     }
   }
 
-  private justStarted(cutoffMs: number): boolean {
-    return this.watchingSinceMs + AGENT_RECONNECT_MAX_MS > cutoffMs;
+  /** Whether a node last alive at `lastAliveMs` is still owed the grace of this process's start (see watchingSinceMs). */
+  private inGrace(lastAliveMs: number, cutoffMs: number): boolean {
+    return lastAliveMs < this.watchingSinceMs && this.watchingSinceMs + AGENT_RECONNECT_MAX_MS > cutoffMs;
   }
 
   /**

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { TestDatabase } from "@cm/db/testing";
-import { CLOSE_CODES } from "@cm/protocol";
+import { AGENT_RECONNECT_MAX_MS, CLOSE_CODES } from "@cm/protocol";
 import { describeEachDatabase } from "@cm/testkit";
 import { afterAll, expect, it } from "vitest";
 import { eventually, startAgentHarness } from "./support/agent-harness";
@@ -66,6 +66,30 @@ describeEachDatabase("a control-plane restart on $name", (db) => {
     await eventually(async () => expect((await second.getDeployment(kept.id, tenant.token)).status).toBe("stopped"));
     await second.checkBooks(tenant.user.id);
     await back.agent.close();
+  });
+
+  it("waits out an agent's longest reconnection backoff for a node last heard before it started, and only for such a node", async () => {
+    const store = await durable(db);
+    cleanups.push(store.drop);
+    const first = await startAgentHarness(store.reopen);
+    const startedAt = first.clock.now(); // every harness's clock starts here: the second's start
+    first.clock.ms = startedAt - 60_000;
+    const op = await first.signIn();
+    const before = await first.connectedNode(op.token);
+    await first.close();
+
+    const second = await startAgentHarness(store.reopen);
+    cleanups.push(second.close);
+    const after = await second.connectedNode(op.token);
+    await after.agent.close();
+    second.clock.advance(3 * 10_000 + 1000); // three heartbeat intervals
+    await second.deps.agents.tick();
+    // Heard from since the start, then silent: offline. Last heard before it: its agent may be backing off.
+    await eventually(async () => expect((await second.call("GET", `/nodes/${after.id}`)).json.node.status).toBe("offline"));
+    expect((await second.call("GET", `/nodes/${before.id}`)).json.node.status).toBe("online");
+    second.clock.advance(AGENT_RECONNECT_MAX_MS); // and the longest backoff: this one is not coming back
+    await second.deps.agents.tick();
+    await eventually(async () => expect((await second.call("GET", `/nodes/${before.id}`)).json.node.status).toBe("offline"));
   });
 
   it("gives up on a node whose agent does not come back: offline after three heartbeat intervals, its deployments failed once it is lost", async () => {
