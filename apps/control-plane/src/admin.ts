@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import { creditsToMicro, microToCredits, openRepos } from "@cm/db";
 import { version } from "../package.json";
+import { backup, restore } from "./admin-backup";
 import { loadConfig } from "./config";
 import { describeDatabase, sqliteFile } from "./database-location";
 import { decodeWallet } from "./services/auth-service";
@@ -21,6 +22,8 @@ import { randomId } from "./services/ids";
  *   cm-admin payouts [list]
  *   cm-admin payouts approve [payoutId]
  *   cm-admin payouts reject <payoutId> <reason>
+ *   cm-admin backup [file]
+ *   cm-admin restore <file>
  *   cm-admin version | --version | --help
  */
 const usage = [
@@ -29,6 +32,10 @@ const usage = [
   "       cm-admin payouts [list]                 requested (waiting) and sending payouts",
   "       cm-admin payouts approve [payoutId]     let one requested payout (or all of them) be sent",
   "       cm-admin payouts reject <payoutId> <reason>   turn one down before it is sent: it fails, its amount is available again",
+  "       cm-admin backup [FILE]                  a consistent copy of the embedded database, the control plane running or not",
+  "                                               (default: beside it, named with the time); for PostgreSQL, the pg_dump line to run",
+  "       cm-admin restore FILE                   with the control plane stopped: replace the embedded database with a backup,",
+  "                                               keeping the one replaced beside it",
   "       cm-admin version                        print the version (also --version)",
   "Reads DATABASE_URL and CM_HOME as the control plane does; installed, bin/cm-admin first loads them from",
   "/etc/cm-control-plane/control-plane.env (CM_CONTROL_PLANE_ENV=FILE names another) when this user may read it.",
@@ -40,6 +47,8 @@ async function main(argv: string[]) {
   if (argv.length === 1 && (argv[0] === "help" || argv[0] === "--help" || argv[0] === "-h")) return void console.log(usage);
   if (argv[0] === "refund") return refund(argv.slice(1));
   if (argv[0] === "payouts") return payouts(argv.slice(1));
+  if (argv[0] === "backup") return backup(argv.slice(1));
+  if (argv[0] === "restore") return restore(argv.slice(1));
   const [cmd, wallet, amount, ...note] = argv;
   if (cmd !== "credit" || !wallet || !amount) throw new Error(usage);
   try {

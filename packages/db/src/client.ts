@@ -35,7 +35,8 @@ export interface DbHandle {
   close(): Promise<void>;
 }
 
-const migrationsDir = (dialect: Dialect) => path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "migrations", dialect);
+/** Where this build's migrations are: packages/db/migrations in a checkout, migrations/ beside lib/ in a release. */
+export const migrationsDir = (dialect: Dialect) => path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "migrations", dialect);
 
 /**
  * The database was migrated by a newer release than this one (a rollback after an
