@@ -7,6 +7,10 @@ export default defineConfig({
     // tests that lack one skip with its reason (fail under CI=true), and the
     // skip summary closes the run with what was skipped and why.
     globalSetup: ["./packages/testkit/src/global-setup.ts"],
+    // Names, on stderr, a test that holds its worker's event loop 10 s or more:
+    // at 60 s vitest fails the whole run ("Timeout calling onTaskUpdate") without
+    // saying which file. Tests run their child processes with testkit's runProgram.
+    setupFiles: ["./packages/testkit/src/loop-watch.ts"],
     reporters: ["default", "./packages/testkit/src/skip-summary.ts"],
     // The tests build real token transfers with @solana/spl-token, which loads
     // bigint-buffer; its native addon is deliberately not built (no compiler on a
