@@ -112,6 +112,8 @@ export const ConfigSchema = z
       .default(8 * 1024 * 1024),
     /** The streams read the store this often when no notice came: how late a line or a change from another replica may arrive. */
     STREAM_FALLBACK_MS: z.coerce.number().int().min(10).default(1_000),
+    /** With PostgreSQL (several replicas): how often a replica reads recent moves for a command whose wake-up it missed. */
+    COMMAND_SWEEP_MS: z.coerce.number().int().min(100).default(5_000),
     /** Server-Sent Events streams (logs/stream, events) one account may hold open at once, on each replica; past it RATE_LIMITED. */
     MAX_STREAMS_PER_ACCOUNT: z.coerce.number().int().min(1).default(100),
     /** The same for the streams of one deployment. */

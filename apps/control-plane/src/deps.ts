@@ -1,4 +1,4 @@
-import { creditsToMicro, openRepos, type Repos } from "@cm/db";
+import { createNotifier, creditsToMicro, openRepos, type Repos } from "@cm/db";
 import { AgentHub } from "./agents/agent-hub";
 import { ExecBroker } from "./agents/exec-broker";
 import { TcpForwarder } from "./agents/tcp-forwarder";
@@ -32,6 +32,7 @@ import { createPayoutSender, type PayoutSender } from "./services/payout-sender"
 import { createPayoutService, type PayoutService } from "./services/payout-service";
 import { createRegistryCredentials, type RegistryCredentials } from "./services/registry-credentials";
 import { createRegistrySecrets, resolveRegistryKey } from "./services/registry-secrets";
+import { ReplicaBus } from "./services/replica-bus";
 import { ResponseCache } from "./services/response-cache";
 import { StreamHolds } from "./services/stream-holds";
 
@@ -42,6 +43,8 @@ export type Deps = {
   ids: IdGenerator;
   log: Logger;
   events: EventBus;
+  /** The notices' crossing to other replicas; undefined on the embedded database (one process). */
+  replicas: ReplicaBus | undefined;
   /** What the streams follow: a deployment's changes and its stored log lines. */
   watch: DeploymentWatch;
   auth: AuthService;
@@ -113,6 +116,10 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   const registryCredentials = createRegistryCredentials({ repos, clock, ids, log, secrets: registryKey && createRegistrySecrets(registryKey) });
   const chain = o.chain ?? createWeb3ChainClient({ rpcUrl: config.SOLANA_RPC_URL, commitment: config.SOLANA_COMMITMENT });
   const events = new EventBus();
+  // Several replicas may share a PostgreSQL database: their notices cross over LISTEN/NOTIFY (replica-bus.ts).
+  const notifier = createNotifier(config.DATABASE_URL);
+  const replicas = notifier && new ReplicaBus({ notifier, events, repos, log, replicaId: ids("replica") });
+  await replicas?.start();
   // The meter and the moves ask the link only once running, by which time the hub below exists.
   const liveness: Liveness = {
     isConnected: (id) => link.isConnected(id),
@@ -141,6 +148,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     maxFrameBytes: config.AGENT_MAX_FRAME_BYTES,
     logIngestBytesPerS: config.LOG_INGEST_BYTES_PER_S,
     registryAuth: (id) => registryCredentials.authFor(id),
+    ...(replicas ? { commandSweepMs: config.COMMAND_SWEEP_MS } : {}),
   });
   const link: NodeLink = o.link ?? agents;
   const tunnels = new TunnelBroker({
@@ -238,6 +246,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     ids,
     log,
     events,
+    replicas,
     watch: new DeploymentWatch({ repos, events, log, fallbackMs: config.STREAM_FALLBACK_MS }),
     link,
     agents,
@@ -281,6 +290,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
       await metering.stop();
       await depositWatcher.stop();
       await payoutSender?.stop();
+      await replicas?.close();
       await repos.handle.close();
     },
   };

@@ -13,6 +13,7 @@ import { createRegistryCredentialsRepo } from "./repos/registry-credentials";
 import { createTemplatesRepo } from "./repos/templates";
 
 export { createDb, DatabaseNewerError, type DbHandle, type Dialect, isDatabaseUnavailable } from "./client";
+export { createNotifier, NOTICE_MAX_BYTES, type Notifier, REPLICA_CHANNEL } from "./notifier";
 export { DatabaseInUseError, databaseInUse, lockDatabase, lockFileFor, type ProcessLock } from "./process-lock";
 export type { Consumption } from "./repos/billing";
 export {

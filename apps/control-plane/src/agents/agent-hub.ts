@@ -6,6 +6,7 @@ import { WebSocketServer } from "ws";
 import type { NodeLink } from "../services/deployment-service";
 import type { AgentContext, SessionHost } from "./agent-context";
 import { AgentSession } from "./agent-session";
+import { CommandSweep } from "./command-sweep";
 import type { TemplateNeeds } from "./desired-state";
 import { HeartbeatBatch } from "./heartbeat-batch";
 import { TokenBucket } from "./log-limits";
@@ -16,6 +17,8 @@ export type AgentHubOptions = Omit<AgentContext, "hub"> & {
   heartbeatFlushMs: number;
   /** NODE_LOST_AFTER_S, in ms */
   nodeLostAfterMs: number;
+  /** How often recent moves are read for a wake-up another replica sent and this one missed (command-sweep.ts); 0: never (one process). */
+  commandSweepMs?: number;
 };
 
 /**
@@ -78,11 +81,13 @@ export class AgentHub implements NodeLink, SessionHost {
   private readonly checks = new KeyedQueue();
   private closing: Promise<void> | undefined;
   private readonly contact: NodeContact;
+  readonly sweep: CommandSweep;
 
   constructor(private readonly o: AgentHubOptions) {
     this.ctx = { ...o, hub: this };
     this.contact = new NodeContact({ ...o, lostAfterMs: o.nodeLostAfterMs });
     this.watchingSinceMs = o.clock.now();
+    this.sweep = new CommandSweep({ ...o, session: (id) => this.sessions.get(id), holdsAny: () => this.sessions.size > 0 });
     this.heartbeats = new HeartbeatBatch(o.repos, o.log, SILENT_INTERVALS * o.heartbeatIntervalMs);
     this.wss = new WebSocketServer({ noServer: true, maxPayload: o.maxFrameBytes, clientTracking: false, perMessageDeflate: false });
     o.events.on("deployment-changed", (dep) => this.sessions.get(dep.nodeId)?.onDeploymentChanged(dep));
@@ -230,6 +235,13 @@ export class AgentHub implements NodeLink, SessionHost {
     });
     this.stall.start();
     this.timers = [setInterval(() => void this.tick(), interval), setInterval(() => void this.heartbeats.flush(), this.o.heartbeatFlushMs)];
+    if (this.o.commandSweepMs)
+      this.timers.push(
+        setInterval(
+          () => void this.checks.run("sweep", () => this.sweep.sweep()).catch((err) => this.o.log.error("agent: the command sweep failed", { err })),
+          this.o.commandSweepMs,
+        ),
+      );
     for (const t of this.timers) t.unref();
   }
 

@@ -1,5 +1,5 @@
 import { type DeploymentStatus, HOST_RAM_RESERVE_DIVISOR, LIVE_STATUSES, MILLICORES_PER_CORE, usableRamMb } from "@cm/protocol";
-import { type AnyColumn, and, count, desc, eq, inArray, isNull, lt, type SQL, sql } from "drizzle-orm";
+import { type AnyColumn, and, count, desc, eq, gt, inArray, isNull, lt, lte, type SQL, sql } from "drizzle-orm";
 import type { Db, DbHandle } from "../client";
 import type { DeploymentRow, NodeRow } from "../types";
 import { ledgerOps } from "./ledger";
@@ -216,6 +216,31 @@ export function createDeploymentsRepo(h: DbHandle) {
           .from(deployments)
           .where(and(eq(deployments.nodeId, nodeId), isNull(deployments.removedFromNodeAt)))
           .orderBy(deployments.createdAt, deployments.id),
+      );
+    },
+
+    /** Rows by id, deleted ones included: what another replica changed (its wake-up names ids only). */
+    async byIds(ids: readonly string[]): Promise<DeploymentRow[]> {
+      if (ids.length === 0) return [];
+      return h.run((db) =>
+        db
+          .select()
+          .from(deployments)
+          .where(inArray(deployments.id, [...ids])),
+      );
+    },
+
+    /**
+     * What was last moved in (fromMs, toMs] and is still on its node: the
+     * replicas' sweep for a wake-up that was lost (updatedAt is every move's
+     * compare-and-set version, stamped by whichever replica moved it).
+     */
+    async movedBetween(fromMs: number, toMs: number): Promise<DeploymentRow[]> {
+      return h.run((db) =>
+        db
+          .select()
+          .from(deployments)
+          .where(and(gt(deployments.updatedAt, fromMs), lte(deployments.updatedAt, toMs), isNull(deployments.removedFromNodeAt))),
       );
     },
 
