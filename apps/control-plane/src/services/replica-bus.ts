@@ -80,6 +80,7 @@ export class ReplicaBus {
   /** True while a notice from another replica is being re-raised here: it must not be sent back out. */
   private relaying = false;
   private closed = false;
+  private failing = false;
   /** Notices sent and received, and the wake-ups' delay from raise to send: for /metrics and tests. */
   readonly counts = { sent: 0, received: 0, failed: 0 };
 
@@ -123,10 +124,13 @@ export class ReplicaBus {
         try {
           await this.o.notifier.notify(payload);
           this.counts.sent++;
+          this.failing = false;
         } catch (err) {
           // The change is in the database: the other replicas' periodic reads will find it.
+          // Said once per outage, not once per notice.
           this.counts.failed++;
-          this.o.log.warn("replicas: a wake-up could not be sent; the other replicas catch up at their next periodic read", { err });
+          if (!this.failing) this.o.log.warn("replicas: wake-ups cannot be sent; the other replicas catch up at their periodic reads until they can", { err });
+          this.failing = true;
         }
       }
     })();
