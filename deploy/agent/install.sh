@@ -21,11 +21,13 @@ Install (or upgrade) checks cm-agent-${VERSION}-linux-<x64|arm64>.tar.gz against
 SHA256SUMS (both beside this script, or --tarball PATH), refuses another machine's
 tarball, unpacks it into /opt/cm-agent/${VERSION} with its own Node runtime and
 points /opt/cm-agent/current at it. The first install writes /etc/cm-agent/agent.env
-(mode 0600) from --control-plane and the token; later ones keep it. Then it runs
-\`cm-agent doctor\` and enables and (re)starts cm-agent.service.
+(mode 0600) from --control-plane and the token; later ones keep it, but for a token
+or a control plane given that differs from the file's (the machine enrolled again),
+which replaces the file's, saying so. Then it runs \`cm-agent doctor\` on that file
+alone, as the service reads it, and enables and (re)starts cm-agent.service.
 
 Options:
-  --control-plane URL   the control plane (first install)
+  --control-plane URL   the control plane (first install, or to change it)
   --token-file PATH     a file (mode 0600) holding the node's agent token; or set
                         AGENT_TOKEN in the environment (never on the command line)
   --tarball PATH        the release tarball (default: beside this script)
@@ -56,10 +58,83 @@ restart_service() {
   fi
 }
 
+# The value KEY has in the env file as the agent reads it (the last line setting it, unquoted).
+env_value() {
+  local file="$1" key="$2" line value=""
+  local pattern="^[[:space:]]*(export[[:space:]]+)?${key}[[:space:]]*=[[:space:]]*(.*[^[:space:]])?[[:space:]]*$"
+  while IFS= read -r line || [ -n "$line" ]; do
+    if [[ "$line" =~ $pattern ]]; then value="${BASH_REMATCH[2]}"; fi
+  done <"$file"
+  case "$value" in \'*\' | \"*\") value="${value:1:${#value}-2}" ;; esac
+  printf '%s' "$value"
+}
+
+# The token the service would use: the env file's AGENT_TOKEN, else what its AGENT_TOKEN_FILE holds.
+env_token() {
+  local token file
+  token="$(env_value "$1" AGENT_TOKEN)"
+  file="$(env_value "$1" AGENT_TOKEN_FILE)"
+  if [ -z "$token" ] && [ -n "$file" ] && [ -r "$ROOT$file" ]; then token="$(tr -d ' \t\r\n' <"$ROOT$file")"; fi
+  printf '%s' "$token"
+}
+
+# Rewrites the env file with each KEY=VALUE given in place of the first line setting KEY (or
+# at the end), the key's other lines dropped (KEY= drops them all), every other line kept.
+# Written aside under umask 077 and renamed over it: the token is never readable by others.
+set_env_values() {
+  local file="$1" line key done_keys=" " pair
+  shift
+  local aside="$file.new"
+  (
+    umask 077
+    while IFS= read -r line || [ -n "$line" ]; do
+      key=""
+      for pair in "$@"; do
+        if [[ "$line" =~ ^[[:space:]]*(export[[:space:]]+)?${pair%%=*}[[:space:]]*= ]]; then key="${pair%%=*}"; break; fi
+      done
+      if [ -z "$key" ]; then printf '%s\n' "$line"; continue; fi
+      case "$done_keys" in *" $key "*) continue ;; esac
+      done_keys="$done_keys$key "
+      if [ -n "${pair#*=}" ]; then printf '%s\n' "$pair"; fi
+    done <"$file"
+    for pair in "$@"; do
+      case "$done_keys" in *" ${pair%%=*} "*) continue ;; esac
+      if [ -n "${pair#*=}" ]; then printf '%s\n' "$pair"; fi
+    done
+  ) >"$aside"
+  chmod 600 "$aside"
+  mv -f "$aside" "$file"
+}
+
 write_env_file() {
   local env_file="$ROOT/etc/cm-agent/agent.env"
   if [ -e "$env_file" ]; then
-    ok "kept $env_file${CONTROL_PLANE:+ (--control-plane ignored: edit the file to change it)}"
+    # Enrolling the machine again (a retired node, a new one): the token and the control plane
+    # given replace the file's, which the service would use; its other settings stay.
+    local changes=() said=() old_url
+    old_url="$(env_value "$env_file" CONTROL_PLANE_URL)"
+    if [ -n "$TOKEN" ] && [ "$TOKEN" != "$(env_token "$env_file")" ]; then
+      changes+=("AGENT_TOKEN=$TOKEN" "AGENT_TOKEN_FILE=")
+      said+=("the agent token (the one given replaces the file's)")
+    fi
+    if [ -n "$CONTROL_PLANE" ] && [ "$CONTROL_PLANE" != "$old_url" ]; then
+      changes+=("CONTROL_PLANE_URL=$CONTROL_PLANE")
+      said+=("CONTROL_PLANE_URL (${old_url:-unset} -> $CONTROL_PLANE)")
+    fi
+    if [ ${#changes[@]} -eq 0 ]; then
+      ok "kept $env_file"
+      return
+    fi
+    local what
+    what="$(printf '%s; ' "${said[@]}")"
+    what="${what%; }"
+    if [ "$DRY_RUN" = true ]; then
+      say "would replace in $env_file: $what (its other settings kept)"
+      return
+    fi
+    set_env_values "$env_file" "${changes[@]}"
+    printf '! replaced in %s: %s; its other settings kept\n' "$env_file" "$what" >&2
+    ok "updated $env_file (mode 0600)"
     return
   fi
   if [ "$DRY_RUN" = true ]; then
@@ -94,12 +169,15 @@ install_release() {
     [ -n "$CONTROL_PLANE" ] || fail "the first install needs the control plane; nothing was changed" "pass --control-plane URL"
     [ -n "$TOKEN" ] || fail "the first install needs this node's agent token; nothing was changed" \
       "set AGENT_TOKEN (sudo --preserve-env=AGENT_TOKEN ...) or pass --token-file PATH"
-    case "$CONTROL_PLANE" in http://* | https://*) ;; *) fail "--control-plane must be an http(s) URL, not \"$CONTROL_PLANE\"; nothing was changed" ;; esac
-    # Both become lines of the env file: nothing in them may start another line or quote.
-    case "$CONTROL_PLANE" in *[[:space:]\"\'\\\`\$]*) fail "--control-plane holds spaces or quotes; nothing was changed" ;; esac
-    case "$TOKEN" in *[!A-Za-z0-9_-]*) fail "the agent token holds characters an agent token never has (it is cmn_ and base64url); nothing was changed" \
-      "copy the token again, exactly as the control plane showed it" ;; esac
   fi
+  # Both become lines of the env file (the first install's, or in place of its old ones): nothing
+  # in them may start another line or quote.
+  if [ -n "$CONTROL_PLANE" ]; then
+    case "$CONTROL_PLANE" in http://* | https://*) ;; *) fail "--control-plane must be an http(s) URL, not \"$CONTROL_PLANE\"; nothing was changed" ;; esac
+    case "$CONTROL_PLANE" in *[[:space:]\"\'\\\`\$]*) fail "--control-plane holds spaces or quotes; nothing was changed" ;; esac
+  fi
+  case "$TOKEN" in *[!A-Za-z0-9_-]*) fail "the agent token holds characters an agent token never has (it is cmn_ and base64url); nothing was changed" \
+    "copy the token again, exactly as the control plane showed it" ;; esac
 
   # Unpacked and tried aside first: a tarball that does not run here changes nothing.
   unpack_aside "$arch" "$tarball"
@@ -119,8 +197,11 @@ install_release() {
   elif [ "$DRY_RUN" = true ]; then
     say "would run: $PREFIX/current/bin/cm-agent doctor --config $env_file"
   else
+    # The file alone, as the service reads it (EnvironmentFile=, nothing of this shell's
+    # environment): the token checked is the one the service will use, never one only
+    # AGENT_TOKEN here has. The agent starts itself again with the file's Node settings.
     say "+ cm-agent doctor --config $env_file"
-    if ! "$PREFIX/current/bin/cm-agent" doctor --config "$env_file"; then
+    if ! env -i PATH="$PATH" "$PREFIX/current/bin/cm-agent" doctor --config "$env_file"; then
       fail "doctor found a problem (above): the agent is installed but was not started" \
         "fix it, then run this again (or: systemctl enable --now cm-agent)"
     fi

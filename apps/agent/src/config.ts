@@ -33,6 +33,26 @@ export const CONFIG_KEYS = [
 export type ConfigKey = (typeof CONFIG_KEYS)[number];
 export type RawConfig = Partial<Record<ConfigKey, string>>;
 
+/**
+ * Node's own variables, which a config file may set beside the agent's keys: systemd's
+ * EnvironmentFile= puts them in the service's environment, where Node reads them as it
+ * starts (a private CA for the control plane's certificate, flags such as
+ * --max-semi-space-size). Proxies (HTTPS_PROXY) are not among them: neither Node 20's fetch
+ * nor the ws client the agent connects with uses one.
+ */
+export const NODE_KEYS = ["NODE_EXTRA_CA_CERTS", "NODE_OPTIONS"] as const;
+export type NodeKey = (typeof NODE_KEYS)[number];
+export type NodeSettings = Partial<Record<NodeKey, string>>;
+
+/** A config file, read: the agent's settings, Node's, and a warning for each key it knows neither of. */
+export interface ConfigFile {
+  path: string;
+  config: RawConfig;
+  node: NodeSettings;
+  /** said, never fatal: the service's environment holds whatever the file has, and the agent reads only its keys */
+  warnings: string[];
+}
+
 export const DEFAULT_DOCKER_SOCKET = "/var/run/docker.sock";
 
 /** Tuning with production defaults; not read from the environment, tests shorten them. */
@@ -179,16 +199,22 @@ export function tunnelUrlOf(httpUrl: string): string {
 }
 
 /** Reads a config file: KEY=VALUE lines (comments, `export`, quotes allowed) or a JSON object. */
-export function parseConfigFile(text: string, path: string): RawConfig {
+export function parseConfigFile(text: string, path: string): ConfigFile {
   const trimmed = text.trim();
   const pairs: Record<string, unknown> = trimmed.startsWith("{") ? parseJsonObject(trimmed, path) : parseEnvLines(trimmed);
-  const raw: RawConfig = {};
+  const file: ConfigFile = { path, config: {}, node: {}, warnings: [] };
+  const unknown: string[] = [];
   for (const [key, value] of Object.entries(pairs)) {
-    if (!(CONFIG_KEYS as readonly string[]).includes(key)) throw new ConfigError([`${path}: unknown key ${key} (known: ${CONFIG_KEYS.join(", ")})`]);
     if (typeof value !== "string") throw new ConfigError([`${path}: ${key} must be a string`]);
-    raw[key as ConfigKey] = value;
+    if ((CONFIG_KEYS as readonly string[]).includes(key)) file.config[key as ConfigKey] = value;
+    else if ((NODE_KEYS as readonly string[]).includes(key)) file.node[key as NodeKey] = value;
+    else unknown.push(key);
   }
-  return raw;
+  if (unknown.length > 0)
+    file.warnings.push(
+      `${path}: unknown key${unknown.length === 1 ? "" : "s"} ${unknown.join(", ")}, ignored (known: ${[...CONFIG_KEYS, ...NODE_KEYS].join(", ")})`,
+    );
+  return file;
 }
 
 function parseJsonObject(text: string, path: string): Record<string, unknown> {
@@ -230,6 +256,19 @@ export interface ConfigSources {
   fileMode?: (path: string) => number;
 }
 
+/** The config file the sources name (--config, else AGENT_CONFIG), read; undefined when they name none. */
+export function readConfigFile(sources: Pick<ConfigSources, "env" | "configPath" | "readFile">): ConfigFile | undefined {
+  const path = sources.configPath ?? sources.env.AGENT_CONFIG;
+  if (!path) return undefined;
+  let text: string;
+  try {
+    text = sources.readFile(path);
+  } catch (error) {
+    throw new ConfigError([`cannot read config file ${path}: ${(error as Error).message}`]);
+  }
+  return parseConfigFile(text, path);
+}
+
 /**
  * Merges the sources, flags over env over file; empty values count as unset.
  * The token comes from the strongest source that gives it, as AGENT_TOKEN or as
@@ -237,17 +276,7 @@ export interface ConfigSources {
  * is in every local user's `ps`, a file or the environment is not.
  */
 export function mergeConfigSources(sources: ConfigSources): RawConfig {
-  const path = sources.configPath ?? sources.env.AGENT_CONFIG;
-  let fromFile: RawConfig = {};
-  if (path) {
-    let text: string;
-    try {
-      text = sources.readFile(path);
-    } catch (error) {
-      throw new ConfigError([`cannot read config file ${path}: ${(error as Error).message}`]);
-    }
-    fromFile = parseConfigFile(text, path);
-  }
+  const fromFile = readConfigFile(sources)?.config ?? {};
   const layers = [sources.flags, sources.env, fromFile];
   const given = (layer: RawConfig | Record<string, string | undefined>, key: ConfigKey) => (layer[key] === "" ? undefined : layer[key]);
   const merged: RawConfig = {};
@@ -300,4 +329,18 @@ export function configFromRaw(raw: RawConfig): AgentConfig {
 
 export function loadAgentConfig(sources: ConfigSources): AgentConfig {
   return configFromRaw(mergeConfigSources(sources));
+}
+
+/**
+ * Node's settings the config file gives and the environment lacks (the environment wins, as
+ * for every key): Node read its variables as it started, so a process that should have them
+ * must be started again with them, as the service is (EnvironmentFile=).
+ */
+export function nodeSettingsToApply(file: ConfigFile | undefined, env: Record<string, string | undefined>): NodeSettings {
+  const apply: NodeSettings = {};
+  for (const key of NODE_KEYS) {
+    const value = file?.node[key];
+    if (value && !env[key]) apply[key] = value;
+  }
+  return apply;
 }

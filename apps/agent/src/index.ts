@@ -1,5 +1,6 @@
 // The agent's public API, and its command line when run as a program
 // (`npm run agent -- ...` runs `tsx apps/agent/src/index.ts`).
+import { spawn } from "node:child_process";
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { runCli } from "./cli/main";
@@ -45,7 +46,24 @@ if (isEntryPoint()) {
         process.off("SIGINT", listener);
       };
     },
+    relaunch,
   });
   // Docker `wait` requests of watched containers would keep the event loop alive.
   process.exit(exitCode);
+}
+
+/** This command line again, in a Node started with `env` (tsx's loader, when run so, comes with execArgv). */
+function relaunch(env: Record<string, string | undefined>): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { env, stdio: "inherit" });
+    // The child is the agent now: it gets the signals and decides the exit code.
+    const pass = (signal: NodeJS.Signals) => child.kill(signal);
+    process.on("SIGTERM", pass);
+    process.on("SIGINT", pass);
+    child.once("error", (error) => {
+      process.stderr.write(`cm-agent: cannot start ${process.execPath} again with the config file's Node settings: ${error.message}\n`);
+      resolve(1);
+    });
+    child.once("exit", (code, signal) => resolve(code ?? 128 + (signal === "SIGKILL" ? 9 : signal === "SIGINT" ? 2 : 15)));
+  });
 }

@@ -90,8 +90,16 @@ describe("agent config", () => {
     });
   });
 
-  it("refuses unknown keys and unreadable files with the path", () => {
-    expect(() => parseConfigFile("CONTROL_PLANE_URL=http://x\nAGENT_TOKNE=t\n", "/x.env")).toThrow("/x.env: unknown key AGENT_TOKNE");
+  it("warns of unknown keys, naming the keys it knows; takes Node's own; refuses unreadable files, with the path", () => {
+    const file = parseConfigFile(
+      "CONTROL_PLANE_URL=http://x\nAGENT_TOKNE=t\nNODE_EXTRA_CA_CERTS=/etc/cm-agent/ca.pem\nNODE_OPTIONS='--max-semi-space-size=1'\n",
+      "/x.env",
+    );
+    expect(file.config).toEqual({ CONTROL_PLANE_URL: "http://x" });
+    expect(file.node).toEqual({ NODE_EXTRA_CA_CERTS: "/etc/cm-agent/ca.pem", NODE_OPTIONS: "--max-semi-space-size=1" });
+    expect(file.warnings).toEqual([
+      "/x.env: unknown key AGENT_TOKNE, ignored (known: CONTROL_PLANE_URL, AGENT_TOKEN, AGENT_TOKEN_FILE, DOCKER_SOCKET, AGENT_STATE_DIR, LOG_LEVEL, AGENT_SANDBOX_POOL, AGENT_EGRESS_POLICY, AGENT_EGRESS_ALLOW, AGENT_DISK_DEFAULT_GB, AGENT_DISK_RESERVE_GB, AGENT_PULL_TIMEOUT_S, AGENT_PULL_STALL_S, AGENT_REGISTRY_ALLOW, NODE_EXTRA_CA_CERTS, NODE_OPTIONS)",
+    ]);
     expect(() => loadAgentConfig({ flags: {}, env: {}, configPath: "/missing.env", readFile })).toThrow("cannot read config file /missing.env");
   });
 });

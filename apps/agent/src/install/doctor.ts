@@ -1,6 +1,7 @@
 // `npm run agent -- doctor`: one ✓/✗ line per thing the agent needs, each with
 // a fix. Exits non-zero when a required check fails; a CPU-only machine is fine.
-import type { AgentConfig } from "../config";
+import type { AgentConfig, NodeSettings } from "../config";
+import { NODE_KEYS } from "../config";
 import type { HostProbe } from "../host/probe";
 import type { EngineClient } from "../runtime/container-runtime";
 import { isSandboxArch } from "../runtime/sandbox-program";
@@ -19,6 +20,10 @@ export interface CheckResult {
 export interface DoctorDeps {
   /** the parsed config, or the problems that kept it from parsing */
   config: { ok: true; value: AgentConfig } | { ok: false; problems: string[] };
+  /** what is odd but not wrong in it: an unknown key in the file, a value the environment overrides */
+  configWarnings?: string[];
+  /** Node's settings in effect (nodeSettingsCheck), when any is set */
+  nodeSettings?: CheckResult;
   dockerSocket: string;
   engine: EngineClient;
   hostProbe: Pick<HostProbe, "gpus">;
@@ -51,6 +56,10 @@ export async function runDoctor(deps: DoctorDeps): Promise<number> {
       detail: deps.config.problems.join("; "),
       fix: "set CONTROL_PLANE_URL and AGENT_TOKEN (or pass --control-plane and --token-file PATH, or --config /etc/cm-agent/agent.env)",
     });
+
+  for (const warning of deps.configWarnings ?? [])
+    report({ status: "warn", title: "Configuration", detail: warning, fix: "correct or remove it, unless it is meant for something else" });
+  if (deps.nodeSettings) report(deps.nodeSettings);
 
   let engine: EngineInfo | undefined;
   try {
@@ -180,4 +189,46 @@ async function checkHealth(deps: DoctorDeps, httpUrl: string, timeoutMs: number)
     const cause = (error as { cause?: { message?: string } }).cause?.message;
     return { status: "fail", title: "Control plane", detail: `GET ${url} failed: ${cause ?? (error as Error).message}`, fix };
   }
+}
+
+/**
+ * Node's own settings as this process has them (the environment's, the config file's once
+ * relaunched with them): what the service runs with. A CA file Node cannot read it only warns
+ * about on stderr, and every TLS connection to the control plane then fails: a failure here.
+ */
+export function nodeSettingsCheck(
+  env: Record<string, string | undefined>,
+  notApplied: NodeSettings,
+  readFile: (path: string) => string,
+): CheckResult | undefined {
+  const title = "Node settings";
+  const set = NODE_KEYS.filter((key) => env[key]);
+  const missing = Object.keys(notApplied);
+  if (set.length === 0 && missing.length === 0) return undefined;
+  if (missing.length > 0)
+    return {
+      status: "warn",
+      title,
+      detail: `${missing.join(", ")} from the config file not in effect in this check: Node reads them as it starts`,
+      fix: "run doctor as cm-agent doctor --config FILE, which starts itself again with them",
+    };
+  const shown: string[] = [];
+  for (const key of set) {
+    const value = env[key]!;
+    if (key !== "NODE_EXTRA_CA_CERTS") {
+      shown.push(`${key}=${value}`);
+      continue;
+    }
+    const fix = "point NODE_EXTRA_CA_CERTS at a PEM file holding the CA certificate that signed the control plane's";
+    let pem: string;
+    try {
+      pem = readFile(value);
+    } catch (error) {
+      return { status: "fail", title, detail: `NODE_EXTRA_CA_CERTS=${value} cannot be read: ${(error as Error).message}`, fix };
+    }
+    const certificates = pem.match(/-----BEGIN CERTIFICATE-----/g)?.length ?? 0;
+    if (certificates === 0) return { status: "fail", title, detail: `NODE_EXTRA_CA_CERTS=${value} holds no PEM certificate`, fix };
+    shown.push(`${key}=${value} (${certificates} certificate${certificates === 1 ? "" : "s"}, trusted besides Node's own CAs)`);
+  }
+  return { status: "ok", title, detail: shown.join(", ") };
 }

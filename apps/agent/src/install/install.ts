@@ -3,7 +3,7 @@
 // env file left by an earlier install (so re-running it keeps the token).
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import type { RawConfig } from "../config";
+import type { NodeSettings, RawConfig } from "../config";
 import { ConfigError, configFromRaw, mergeConfigSources, parseConfigFile } from "../config";
 import type { AgentPaths } from "./paths";
 import { DEFAULT_ENV_FILE, DEFAULT_STATE_DIR, DEFAULT_UNIT_DIR, renderEnvFile, renderUnit, UNIT_NAME } from "./systemd-unit";
@@ -37,10 +37,17 @@ export async function runInstall(options: InstallOptions, io: InstallIo): Promis
   const envFile = options.envFile ?? DEFAULT_ENV_FILE;
   const unitPath = join(options.unitDir ?? DEFAULT_UNIT_DIR, UNIT_NAME);
   let values: RawConfig;
+  let previous: { config: RawConfig; node: NodeSettings } = { config: {}, node: {} };
   try {
-    const previous = existsSync(envFile) ? parseConfigFile(readFileSync(envFile, "utf8"), envFile) : {};
+    if (existsSync(envFile)) {
+      const file = parseConfigFile(readFileSync(envFile, "utf8"), envFile);
+      for (const warning of file.warnings) io.print(`! ${warning}`);
+      // Its token resolved as the agent would (an AGENT_TOKEN_FILE read), to keep or to compare.
+      const config = mergeConfigSources({ flags: {}, env: {}, configPath: envFile, readFile: (p) => readFileSync(p, "utf8"), fileMode: options.fileMode });
+      previous = { config, node: file.node };
+    }
     values = {
-      ...previous,
+      ...previous.config,
       ...mergeConfigSources({
         flags: options.flags,
         env: options.env,
@@ -56,13 +63,19 @@ export async function runInstall(options: InstallOptions, io: InstallIo): Promis
     io.print("  fix: pass --control-plane URL, and the token as AGENT_TOKEN or --token-file PATH (it is shown once when the node is enrolled)");
     return 2;
   }
+  // Enrolling the machine again (a new node, a new token): the new values replace the old, saying so.
+  if (previous.config.AGENT_TOKEN !== undefined && previous.config.AGENT_TOKEN !== values.AGENT_TOKEN)
+    io.print(`✓ the token given replaces the one in ${envFile}`);
+  if (previous.config.CONTROL_PLANE_URL !== undefined && previous.config.CONTROL_PLANE_URL !== values.CONTROL_PLANE_URL)
+    io.print(`✓ the control plane ${values.CONTROL_PLANE_URL} replaces ${previous.config.CONTROL_PLANE_URL} in ${envFile}`);
   const envText = renderEnvFile({
     CONTROL_PLANE_URL: values.CONTROL_PLANE_URL!,
     AGENT_TOKEN: values.AGENT_TOKEN!,
-    DOCKER_SOCKET: values.DOCKER_SOCKET,
+    ...values,
     // systemd creates it (StateDirectory=cm-agent); `doctor` reads the agent's status there.
     AGENT_STATE_DIR: values.AGENT_STATE_DIR ?? DEFAULT_STATE_DIR,
-    LOG_LEVEL: values.LOG_LEVEL,
+    // The file's other settings stay: Node's (a private CA) with the agent's.
+    ...previous.node,
   });
   const unitText = renderUnit(options.paths, envFile);
 

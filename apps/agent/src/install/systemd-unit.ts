@@ -1,4 +1,5 @@
 // The systemd unit and the environment file it reads, as pure text builders.
+import type { ConfigKey, NodeKey } from "../config";
 import type { AgentPaths } from "./paths";
 
 export const UNIT_NAME = "cm-agent.service";
@@ -53,13 +54,8 @@ WantedBy=multi-user.target
 `;
 }
 
-export interface EnvFileValues {
-  CONTROL_PLANE_URL: string;
-  AGENT_TOKEN: string;
-  DOCKER_SOCKET?: string;
-  AGENT_STATE_DIR?: string;
-  LOG_LEVEL?: string;
-}
+/** The control plane and the token, then any other setting the agent or Node reads, in the order given. */
+export type EnvFileValues = { CONTROL_PLANE_URL: string; AGENT_TOKEN: string } & Partial<Record<ConfigKey | NodeKey, string>>;
 
 /** KEY=VALUE lines as systemd's EnvironmentFile reads them (and the agent's --config). */
 export function renderEnvFile(values: EnvFileValues): string {

@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { parseAgentConfig } from "../../src/config";
 import type { DoctorDeps } from "../../src/install/doctor";
-import { runDoctor } from "../../src/install/doctor";
+import { nodeSettingsCheck, runDoctor } from "../../src/install/doctor";
 import type { EngineClient } from "../../src/runtime/container-runtime";
 import { DockerRuntime } from "../../src/runtime/docker-runtime";
 import type { EngineInfo } from "../../src/runtime/types";
@@ -135,5 +135,34 @@ describe("doctor", () => {
     expect(failed.code).toBe(1);
     expect(failed.lines).toContain("✗ Agent service: stopped retrying: the control plane rejected this agent's token (close 4401).");
     expect(failed.lines).toContain("    fix: fix the cause, then: systemctl restart cm-agent");
+  });
+
+  it("reports Node's settings and the config file's warnings; a CA file it cannot read fails", async () => {
+    fake = await FakeControlPlane.start();
+    const pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    const files: Record<string, string> = { "/etc/cm-agent/ca.pem": pem, "/etc/cm-agent/empty.pem": "" };
+    const readFile = (path: string) => {
+      if (files[path] === undefined) throw new Error(`ENOENT: no such file or directory, open '${path}'`);
+      return files[path];
+    };
+    const env = { NODE_EXTRA_CA_CERTS: "/etc/cm-agent/ca.pem", NODE_OPTIONS: "--max-semi-space-size=1" };
+    const ok = await doctor({ nodeSettings: nodeSettingsCheck(env, {}, readFile), configWarnings: ["/x.env: unknown key HTTPS_PROXY, ignored (known: ...)"] });
+    expect(ok.code).toBe(0);
+    expect(ok.lines.slice(1, 4)).toEqual([
+      "! Configuration: /x.env: unknown key HTTPS_PROXY, ignored (known: ...)",
+      "    fix: correct or remove it, unless it is meant for something else",
+      "✓ Node settings: NODE_EXTRA_CA_CERTS=/etc/cm-agent/ca.pem (1 certificate, trusted besides Node's own CAs), NODE_OPTIONS=--max-semi-space-size=1",
+    ]);
+    expect(nodeSettingsCheck({}, {}, readFile)).toBeUndefined();
+    expect(nodeSettingsCheck({ NODE_EXTRA_CA_CERTS: "/etc/cm-agent/gone.pem" }, {}, readFile)).toMatchObject({
+      status: "fail",
+      detail: "NODE_EXTRA_CA_CERTS=/etc/cm-agent/gone.pem cannot be read: ENOENT: no such file or directory, open '/etc/cm-agent/gone.pem'",
+    });
+    expect(nodeSettingsCheck({ NODE_EXTRA_CA_CERTS: "/etc/cm-agent/empty.pem" }, {}, readFile)).toMatchObject({
+      status: "fail",
+      detail: expect.stringContaining("holds no PEM certificate"),
+    });
+    // Not relaunched with the file's (a runCli without relaunch): said, not hidden.
+    expect(nodeSettingsCheck({}, { NODE_EXTRA_CA_CERTS: "/etc/cm-agent/ca.pem" }, readFile)).toMatchObject({ status: "warn" });
   });
 });

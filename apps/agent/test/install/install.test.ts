@@ -84,7 +84,7 @@ describe("install", () => {
 
     expect(statSync(envFile).mode & 0o777).toBe(0o600);
     expect(statSync(join(dir, "etc/cm-agent")).mode & 0o777).toBe(0o700);
-    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile)).toEqual({
+    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile).config).toEqual({
       CONTROL_PLANE_URL: "https://cp.example.com",
       AGENT_TOKEN: "tok_secret",
       AGENT_STATE_DIR: "/var/lib/cm-agent",
@@ -125,12 +125,37 @@ describe("install", () => {
     );
     expect(code).toBe(0);
     expect(commands).toEqual(["systemctl is-active --quiet cm-agent", "systemctl daemon-reload", "systemctl enable --now cm-agent"]);
-    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile)).toEqual({
+    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile).config).toEqual({
       CONTROL_PLANE_URL: "https://new",
       AGENT_TOKEN: "kept",
       AGENT_STATE_DIR: "/var/lib/cm-agent",
     });
     expect(statSync(envFile).mode & 0o777).toBe(0o600);
+  });
+
+  it("enrolling again: the token and control plane given replace the file's, saying so; its other settings, Node's included, stay", async () => {
+    const envFile = join(dir, "agent.env");
+    writeFileSync(
+      envFile,
+      "CONTROL_PLANE_URL=https://old\nAGENT_TOKEN=cmn_retired\nAGENT_EGRESS_ALLOW=10.8.0.0/16\nNODE_EXTRA_CA_CERTS=/etc/cm-agent/ca.pem\n",
+      { mode: 0o600 },
+    );
+    const result = io();
+    const code = await runInstall(
+      { flags: { CONTROL_PLANE_URL: "https://new" }, env: { AGENT_TOKEN: "cmn_new" }, dryRun: false, unitDir: dir, envFile, paths: agentPaths() },
+      result,
+    );
+    expect(code).toBe(0);
+    expect(result.lines).toContain(`✓ the token given replaces the one in ${envFile}`);
+    expect(result.lines).toContain(`✓ the control plane https://new replaces https://old in ${envFile}`);
+    const file = parseConfigFile(readFileSync(envFile, "utf8"), envFile);
+    expect(file.config).toEqual({
+      CONTROL_PLANE_URL: "https://new",
+      AGENT_TOKEN: "cmn_new",
+      AGENT_EGRESS_ALLOW: "10.8.0.0/16",
+      AGENT_STATE_DIR: "/var/lib/cm-agent",
+    });
+    expect(file.node).toEqual({ NODE_EXTRA_CA_CERTS: "/etc/cm-agent/ca.pem" });
   });
 
   it("refuses to write anything without a token", async () => {
@@ -158,19 +183,19 @@ describe("install", () => {
 
     const fromFile = await run([...install, "--token-file", tokenFile]);
     expect(fromFile).toMatchObject({ code: 0, err: "" });
-    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile).AGENT_TOKEN).toBe("cmn_from_file");
+    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile).config.AGENT_TOKEN).toBe("cmn_from_file");
     expect(statSync(envFile).mode & 0o777).toBe(0o600);
 
     const fromEnv = await run(install, { AGENT_TOKEN: "cmn_from_env" });
     expect(fromEnv).toMatchObject({ code: 0, err: "" });
-    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile).AGENT_TOKEN).toBe("cmn_from_env");
+    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile).config.AGENT_TOKEN).toBe("cmn_from_env");
 
     const fromFlag = await run([...install, "--token", "cmn_from_flag"]);
     expect(fromFlag.code).toBe(0);
     expect(fromFlag.err).toContain("warning: --token puts the agent token on the command line");
     expect(fromFlag.err).toContain("AGENT_TOKEN");
     expect(fromFlag.err).toContain("--token-file PATH");
-    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile).AGENT_TOKEN).toBe("cmn_from_flag");
+    expect(parseConfigFile(readFileSync(envFile, "utf8"), envFile).config.AGENT_TOKEN).toBe("cmn_from_flag");
 
     chmodSync(tokenFile, 0o644);
     const open = await run([...install, "--token-file", tokenFile]);
@@ -182,6 +207,6 @@ describe("install", () => {
     expect(systemdWord("/opt/my repo/node")).toBe('"/opt/my repo/node"');
     expect(systemdWord("/opt/100%/x$y")).toBe("/opt/100%%/x$$y");
     const text = renderEnvFile({ CONTROL_PLANE_URL: "https://cp", AGENT_TOKEN: 'a b"c$d' });
-    expect(parseConfigFile(text, "x")).toEqual({ CONTROL_PLANE_URL: "https://cp", AGENT_TOKEN: 'a b"c$d' });
+    expect(parseConfigFile(text, "x").config).toEqual({ CONTROL_PLANE_URL: "https://cp", AGENT_TOKEN: 'a b"c$d' });
   });
 });

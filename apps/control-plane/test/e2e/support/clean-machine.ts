@@ -27,6 +27,10 @@ export const INSTALL_TOOLS = [
   "cp",
   "chmod",
   "id",
+  // the control plane's installer names the backup it takes before an upgrade with the time
+  "date",
+  // the agent's installer runs doctor with the env file's settings alone, as the service has them
+  "env",
 ];
 
 /** Links each of INSTALL_TOOLS (which must be here) and of `optional` (where this machine has it) into `bin`. */
