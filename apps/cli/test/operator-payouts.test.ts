@@ -180,6 +180,9 @@ it("says what a payout waits for: past the daily limit, --wait --timeout gives u
   expect(waiting).toMatchObject({ status: "requested", amountCredits: 25, error: expect.stringContaining("PAYOUT_DAILY_LIMIT_CREDITS") });
   const shown = await op.cm(["operator", "payouts"]);
   expect(shown.stdout.split("\n")[0]).toBe(`${waiting.id}\trequested\t25\t0.25\t${waiting.requestedAt}\t-`);
+  // What it waits for, under the table (not only in --json), and why the earlier one failed.
+  expect(shown.stderr).toContain(`${waiting.id} requested: waiting for room under this installation's daily payout limit (PAYOUT_DAILY_LIMIT_CREDITS`);
+  expect(shown.stderr).toMatch(/^pay_\S+ failed: .*none landed/m);
 
   // A day later the first payouts leave the window: it is sent, and paid.
   const before = operatorTokens()!;

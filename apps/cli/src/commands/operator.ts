@@ -16,19 +16,36 @@ export const add: Run = async (ctx, { flags }) => {
   });
   if (ctx.json) return ctx.out.json(answer);
   ctx.out.line(answer.node.id);
-  ctx.out.note(`Enrolled ${answer.node.id}. The agent token is shown this once; start the node's agent with:`);
-  ctx.out.line(agentCommand(ctx.api, answer.agentToken));
-  ctx.out.note(`(or install it as a service: ${installCommand(ctx.api, answer.agentToken)})`);
+  ctx.out.note(
+    `Enrolled ${answer.node.id}. The agent token is shown this once. On the GPU machine, in a directory holding a release's install-cm-agent.sh, its cm-agent tarball and SHA256SUMS (the agent's guide, "Install from a release"), run:`,
+  );
+  ctx.out.line(installCommand(ctx.api, answer.agentToken));
+  if (RUNS_FROM_CHECKOUT) {
+    ctx.out.note(`Or from a checkout of this repository on that machine: ${checkoutInstallCommand(ctx.api, answer.agentToken)}`);
+    ctx.out.note(`(or in the foreground: ${agentCommand(ctx.api, answer.agentToken)})`);
+  }
 };
 
 /**
- * The one line that starts an agent for this node from a checkout. The token goes in the
- * environment, never in an argument: every user of the machine reads arguments with `ps`.
+ * cm from its sources (tsx, `npm run cm`): its user has a checkout, and may run the agent from
+ * one. The released cm (one bundled .mjs) never names commands its user has no checkout for.
  */
-export const agentCommand = (api: string, token: string) => `AGENT_TOKEN=${token} npm run agent -- --control-plane ${api}`;
-/** sudo drops the environment unless told to keep a variable; --preserve-env=NAME keeps the token out of sudo's own arguments. */
+const RUNS_FROM_CHECKOUT = import.meta.url.endsWith(".ts");
+
+/**
+ * The release's installer, install-cm-agent.sh, as the release ships it beside the tarball
+ * (scripts/release/release.ts; nothing serves it for download). In these commands the token
+ * goes in the environment, never in an argument: every user of the machine reads arguments
+ * with `ps`. sudo drops the environment unless told to keep a variable; --preserve-env=NAME
+ * keeps the token out of sudo's own arguments.
+ */
 export const installCommand = (api: string, token: string) =>
+  `AGENT_TOKEN=${token} sudo --preserve-env=AGENT_TOKEN bash install-cm-agent.sh --control-plane ${api}`;
+/** The same from a checkout: scripts/install-agent.sh builds the agent and installs it as a service. */
+export const checkoutInstallCommand = (api: string, token: string) =>
   `AGENT_TOKEN=${token} sudo --preserve-env=AGENT_TOKEN scripts/install-agent.sh --control-plane ${api}`;
+/** An agent in the foreground, from a checkout. */
+export const agentCommand = (api: string, token: string) => `AGENT_TOKEN=${token} npm run agent -- --control-plane ${api}`;
 
 export const nodes: Run = async (ctx, { flags }) => {
   const answer = await ctx.client.operator.nodes({ all: flags.all === true });
@@ -207,6 +224,8 @@ export const payouts: Run = async (ctx, { flags }) => {
     ["ID", "STATUS", "CREDITS", "USDC", "REQUESTED", "SIGNATURE"],
     answer.payouts.map((p) => [p.id, p.status, credits(p.amountCredits), String(p.amountStable), p.requestedAt, shortSignature(p.txSignature)]),
   );
+  // What an open payout waits for (an administrator, the daily limit, the RPC) or why one failed: the API's `error`, said under the table.
+  for (const payout of answer.payouts) if (payout.error) ctx.out.note(`${payout.id} ${payout.status}: ${payout.error}`);
   const p = answer.pagination;
   ctx.out.note(
     answer.payouts.length === 0

@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, gte, inArray, isNotNull, isNull, lt, ne, or, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, gte, inArray, isNotNull, isNull, lt, lte, ne, or, sql } from "drizzle-orm";
 import type { Db, DbHandle } from "../client";
 import type { PayoutRow } from "../types";
 import { createEarningsRepo, type PayoutSums } from "./earnings";
@@ -158,6 +158,19 @@ export function createPayoutsRepo(h: DbHandle) {
             .where(and(inArray(p.id, left), eq(p.status, "requested"), isNull(p.approvedAt), or(isNull(p.error), ne(p.error, waitingNote))));
         }
         return approved;
+      });
+    },
+
+    /**
+     * Requested payouts nobody approved yet (an administrator's, or room under the daily
+     * limit), requested at or before `requestedAtOrBeforeMs`: the oldest `limit`, and how many.
+     */
+    async unapprovedSince(requestedAtOrBeforeMs: number, limit: number): Promise<{ rows: PayoutRow[]; total: number }> {
+      return h.run(async (db) => {
+        const w = and(eq(p.status, "requested"), isNull(p.approvedAt), lte(p.requestedAt, requestedAtOrBeforeMs));
+        const rows = await db.select().from(p).where(w).orderBy(asc(p.requestedAt), asc(p.id)).limit(limit);
+        const [c] = await db.select({ n: count() }).from(p).where(w);
+        return { rows, total: num(c?.n) };
       });
     },
 
