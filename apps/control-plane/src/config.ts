@@ -130,6 +130,8 @@ export const ConfigSchema = z
      * (one on this replica ends them at once).
      */
     REVOCATION_CHECK_MS: z.coerce.number().int().min(10).default(10_000),
+    /** A bearer token Prometheus sends for GET /metrics; unset, /metrics answers only requests from this machine (the loopback). */
+    METRICS_TOKEN: z.string().min(16).optional(),
     /** Public endpoints: from a request to the first byte of the container's answer. */
     GATEWAY_RESPONSE_TIMEOUT_MS: z.coerce.number().int().min(100).default(60_000),
     /** Public endpoints: no byte either way for this long ends a request, a stream or a WebSocket. */

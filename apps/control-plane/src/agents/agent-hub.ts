@@ -94,6 +94,11 @@ export class AgentHub implements NodeLink, SessionHost {
     o.events.on("node-retired", (nodeId) => void this.retired(nodeId));
   }
 
+  /** Agents whose sessions this replica holds now. */
+  sessionsHeld(): number {
+    return this.sessions.size;
+  }
+
   isConnected(nodeId: string): boolean {
     return this.sessions.get(nodeId)?.ready === true;
   }

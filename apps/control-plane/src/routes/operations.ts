@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { Deps } from "../deps";
+import { metricsRoutes } from "../http/metrics";
 import { createRouter, json, type RouteFactory } from "../http/route";
 import { databaseUnavailable } from "../middleware/database-gate";
 
@@ -39,5 +40,6 @@ export function operationsRoutes(deps: Deps, route: RouteFactory) {
         if (!(await deps.dbHealth.check())) throw databaseUnavailable();
         return c.json({ status: "ready" as const }, 200);
       },
-    );
+    )
+    .route("/", metricsRoutes(deps));
 }

@@ -67,6 +67,13 @@ export class StreamHolds {
   streamsOfDeployment(deploymentId: string): number {
     return this.ofDeployment.get(deploymentId) ?? 0;
   }
+
+  /** Streams open on this replica, all accounts together. */
+  openCount(): number {
+    let n = 0;
+    for (const v of this.ofAccount.values()) n += v;
+    return n;
+  }
 }
 
 function bump(counts: Map<string, number>, key: string, by: number) {
