@@ -12,6 +12,8 @@ set -eu
 PRODUCT=cm-control-plane
 VERSION="@VERSION@"
 ROLLBACK_NOTE="if the newer version migrated the database, this one refuses to start (exit 78, its journal says so): restore the backup taken before the upgrade"
+# Where the release installed at $PREFIX/<version> records the backup taken before it was installed.
+BACKUP_RECORD=upgrade-backup
 
 usage() {
   cat <<USAGE
@@ -41,7 +43,13 @@ Options:
   --purge                   with --uninstall: remove those too
   -h, --help                this help
 
-A release may migrate the database when it starts: back it up before an upgrade.
+A release may migrate the database when it starts. An upgrade on the embedded
+database stops the service and backs the database up beside it first
+(cm-admin backup, named <database>-before-<version>-<time>.db); --rollback names
+that backup, and restores it (the database replaced kept beside it) when the
+version rolled back to lacks a migration the newer one ran, since it refuses such
+a database. On PostgreSQL, back it up yourself first: cm-admin backup prints the
+pg_dump line.
 CM_ROOT=DIR installs under DIR instead of / (an image being built, or a test): the
 files only, no system user and no systemd.
 USAGE
@@ -98,6 +106,105 @@ write_env_file() {
   ok "wrote $env_file (mode 0640${ROOT:+; CM_ROOT: group unchanged}): edit it for your domain, TLS and Solana settings"
 }
 
+# The embedded database the installed settings name, as a path under ROOT, as config.ts and
+# database-location.ts read DATABASE_URL and CM_HOME; "postgres" for PostgreSQL; nothing
+# before a first install. The env file is read as cm-admin's wrapper reads it: as shell.
+embedded_database() {
+  local env_file="$ROOT/etc/cm-control-plane/control-plane.env"
+  [ -r "$env_file" ] || return 0
+  (
+    set +u
+    DATABASE_URL="" CM_HOME=""
+    # shellcheck disable=SC1090
+    . "$env_file"
+    url="${DATABASE_URL:-file:./data/marketplace.db}"
+    case "$url" in postgres://* | postgresql://*)
+      echo postgres
+      exit 0
+      ;;
+    esac
+    file="${url#file:}"
+    case "$file" in /*) ;; *) file="${CM_HOME:-/var/lib/cm-control-plane}/${file#./}" ;; esac
+    printf '%s\n' "$ROOT$file"
+  )
+}
+
+# cm-admin of the release at $1, on the embedded database $2 alone (not the settings' other
+# values, whose paths under CM_ROOT are not this root's), with the arguments that follow.
+admin_on() {
+  local release="$1" db="$2"
+  shift 2
+  step env CM_CONTROL_PLANE_ENV=/dev/null DATABASE_URL="file:$db" "$release/bin/cm-admin" "$@"
+}
+
+service_active() {
+  have_systemd && systemctl is-active --quiet cm-control-plane
+}
+
+# Before the new version migrates the embedded database: a backup beside it, with the service
+# stopped so that no write lands between the backup and the migration, taken by the new
+# release's cm-admin (an older one may have no backup command). Sets BACKUP.
+backup_before_upgrade() {
+  local db was_active=false
+  BACKUP=""
+  [ -n "$(current_version)" ] || return 0
+  db="$(embedded_database)"
+  if [ "$db" = postgres ]; then
+    note "the database is PostgreSQL: this upgrade takes no backup of it; cm-admin backup prints the pg_dump line to run before one"
+    return 0
+  fi
+  if [ -z "$db" ] || [ ! -f "$db" ]; then return 0; fi
+  BACKUP="${db%.db}-before-${VERSION}-$(date -u +%Y%m%dT%H%M%SZ).db"
+  if service_active; then
+    was_active=true
+    step systemctl stop cm-control-plane
+  fi
+  if ! admin_on "$UNPACKED" "$db" backup "$BACKUP"; then
+    local restarted=""
+    if [ "$was_active" = true ]; then
+      step systemctl start cm-control-plane
+      restarted=" (the running version was started again)"
+    fi
+    fail "the backup of $db before the upgrade failed; nothing was changed$restarted" \
+      "see cm-admin's message above; the upgrade goes on only with a backup"
+  fi
+}
+
+# How many SQLite migrations the installed release $1 ships (0 where it has no list).
+migrations_of() {
+  awk '/"tag"/ { n++ } END { print n + 0 }' "$PREFIX/$1/migrations/sqlite/meta/_journal.json" 2>/dev/null || echo 0
+}
+
+# --rollback from $1 to $2: names the backup taken when $1 was installed, and restores it
+# when $1 ran a migration $2 lacks ($2 refuses such a database). Migrations are only ever
+# added, so $1's list being longer than $2's is that.
+prepare_rollback() {
+  local current="$1" previous="$2" db backup newer older
+  db="$(embedded_database)"
+  if [ ! -r "$PREFIX/$current/$BACKUP_RECORD" ]; then
+    if [ "$db" = postgres ]; then
+      note "the database is PostgreSQL: if $current migrated it, $previous refuses it (exit 78): restore the dump taken before the upgrade (pg_restore)"
+    else
+      note "no backup was taken when $current was installed; $ROLLBACK_NOTE"
+    fi
+    return 0
+  fi
+  backup="$ROOT$(cat "$PREFIX/$current/$BACKUP_RECORD")"
+  ok "the database was backed up before $current was installed: $backup"
+  newer="$(migrations_of "$current")"
+  older="$(migrations_of "$previous")"
+  if [ "$newer" -le "$older" ]; then
+    note "$previous knows every migration $current has: the database stays as it is (the backup stays too)"
+    return 0
+  fi
+  [ -f "$backup" ] || fail "$current ran migrations $previous lacks, so $previous refuses the database, and its backup $backup is gone; nothing was changed" \
+    "restore another backup of the database with cm-admin restore FILE, or stay on $current"
+  note "$current ran migrations $previous lacks ($newer against $older): restoring the backup; what was written since the upgrade stays only in the database set aside"
+  if service_active; then step systemctl stop cm-control-plane; fi
+  admin_on "$PREFIX/$current" "$db" restore "$backup" || fail "the backup could not be restored; nothing was rolled back" \
+    "see cm-admin's message above; with the control plane stopped, cm-admin restore $backup"
+}
+
 install_release() {
   local arch tarball
   arch="$(machine_arch)"
@@ -118,7 +225,15 @@ install_release() {
   ok "cm-control-plane ${VERSION} unpacked; its own Node $ran runs on this machine"
 
   ensure_user
+  backup_before_upgrade
   place_release
+  if [ -n "$BACKUP" ]; then
+    if [ "$DRY_RUN" = true ]; then
+      say "would record the backup in $PREFIX/$VERSION/$BACKUP_RECORD"
+    else
+      printf '%s\n' "${BACKUP#"$ROOT"}" >"$PREFIX/$VERSION/$BACKUP_RECORD"
+    fi
+  fi
   step mkdir -p "$ROOT/etc/systemd/system" "$ROOT/usr/local/bin"
   step cp "$PREFIX/$VERSION/cm-control-plane.service" "$ROOT/etc/systemd/system/cm-control-plane.service"
   step ln -sfn /opt/cm-control-plane/current/bin/cm-admin "$ROOT/usr/local/bin/cm-admin"
@@ -148,7 +263,7 @@ main() {
   PREFIX="$ROOT/opt/cm-control-plane"
   DRY_RUN=false PURGE=false
   local action=install url_file=""
-  TARBALL="" DATABASE_URL_GIVEN="" STAGING="" UNPACKED="" PREVIOUS=""
+  TARBALL="" DATABASE_URL_GIVEN="" STAGING="" UNPACKED="" PREVIOUS="" BACKUP=""
   while [ $# -gt 0 ]; do
     case "$1" in
       -h | --help) usage; return 0 ;;

@@ -119,10 +119,12 @@ rollback() {
   [ -L "$PREFIX/previous" ] || fail "there is no previous version in $PREFIX to roll back to${current:+ (current is $current)}"
   previous="$(readlink "$PREFIX/previous")"
   [ -d "$PREFIX/$previous" ] || fail "$PREFIX/$previous is gone: nothing to roll back to"
+  # A product's own step before the switch (the control plane's: its database), when it has one.
+  if declare -F prepare_rollback >/dev/null; then prepare_rollback "$current" "$previous"; fi
   point_current_at "$previous"
   [ -z "$current" ] || step ln -sfn "$current" "$PREFIX/previous"
   ok "current is $previous again (was $current; --rollback again returns to it)"
-  if [ -n "${ROLLBACK_NOTE:-}" ]; then note "$ROLLBACK_NOTE"; fi
+  if [ -n "${ROLLBACK_NOTE:-}" ] && ! declare -F prepare_rollback >/dev/null; then note "$ROLLBACK_NOTE"; fi
   restart_service
 }
 

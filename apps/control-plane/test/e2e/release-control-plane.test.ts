@@ -1,16 +1,27 @@
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { arch as hostArch, tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { databaseInUse } from "@cm/db";
 import { createPgDatabase } from "@cm/db/testing";
 import { needs } from "@cm/testkit";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appVersion } from "../../../../scripts/build";
 import { betterSqliteAddon, TRIPLETS } from "../../../../scripts/release/native-addon";
-import { type Arch, CACHE_DIR, elfArch, NODE_VERSION, nodeRuntimePackage, releaseCli, releaseControlPlane } from "../../../../scripts/release/release";
+import {
+  type Arch,
+  CACHE_DIR,
+  elfArch,
+  installScript,
+  NODE_VERSION,
+  nodeRuntimePackage,
+  releaseCli,
+  releaseControlPlane,
+} from "../../../../scripts/release/release";
 import { freePort } from "../faults/support/pg-cluster";
+import { newWallet } from "../support/harness";
 import { linkTools } from "./support/clean-machine";
 import { notPackedForRoot, tarEntries, writableByOthers } from "./support/file-modes";
 import { until } from "./support/system";
@@ -332,6 +343,98 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     expect(refused.stderr).toContain("the database was migrated by a newer release (its last migration is of 2099-01-01T00:00:00.000Z");
     expect(refused.stderr).toContain("restore the database from the backup taken before the upgrade");
   }, 120_000);
+
+  /**
+   * The release as version `next` with one migration more (a table, upgrade_probe), as a
+   * newer release that migrates the database is: the tarball repacked, its installer
+   * and SHA256SUMS beside it. Answers that directory.
+   */
+  function newerRelease(next: string): string {
+    const out = join(work, `release-${next}`);
+    const unpacked = join(work, `unpacked-${next}`);
+    mkdirSync(out);
+    mkdirSync(unpacked);
+    execFileSync("tar", ["-xzf", join(work, "release", `cm-control-plane-${version}-linux-${ARCH}.tar.gz`), "-C", unpacked]);
+    const name = `cm-control-plane-${next}-linux-${ARCH}`;
+    renameSync(join(unpacked, `cm-control-plane-${version}-linux-${ARCH}`), join(unpacked, name));
+    writeFileSync(join(unpacked, name, "VERSION"), `${next}\n`);
+    writeFileSync(join(unpacked, name, "install.sh"), installScript("control-plane", next), { mode: 0o755 });
+    const migrations = join(unpacked, name, "migrations/sqlite");
+    const journalFile = join(migrations, "meta/_journal.json");
+    const journal = JSON.parse(readFileSync(journalFile, "utf8")) as { entries: { idx: number; when: number; tag: string }[] };
+    const last = journal.entries.at(-1)!;
+    journal.entries.push({ ...last, idx: last.idx + 1, when: last.when + 60_000, tag: "9999_upgrade_probe" });
+    writeFileSync(journalFile, JSON.stringify(journal, null, 2));
+    writeFileSync(join(migrations, "9999_upgrade_probe.sql"), "CREATE TABLE `upgrade_probe` (`id` integer PRIMARY KEY NOT NULL);\n");
+    execFileSync("tar", ["-czf", join(out, `${name}.tar.gz`), "--owner=root:0", "--group=root:0", "-C", unpacked, name]);
+    writeFileSync(join(out, "install-cm-control-plane.sh"), installScript("control-plane", next), { mode: 0o755 });
+    writeFileSync(join(out, "SHA256SUMS"), execFileSync("sha256sum", [`${name}.tar.gz`], { cwd: out }));
+    return out;
+  }
+
+  it("backs the embedded database up before an upgrade, and a rollback past a migration restores it and starts", async () => {
+    const root = join(work, "upgrade-root");
+    mkdirSync(root);
+    const stateDir = join(root, "var/lib/cm-control-plane");
+    const db = join(stateDir, "data/marketplace.db");
+    const opt = join(root, "opt/cm-control-plane");
+    const next = `${appVersion("control-plane")}+test.2`;
+    const newer = newerRelease(next);
+    // The installed cm-admin on this root's database (the env file's CM_HOME is the real machine's).
+    const admin = (args: string[]) =>
+      execFileSync(join(opt, "current/bin/cm-admin"), args, { encoding: "utf8", env: { PATH: bin, CM_CONTROL_PLANE_ENV: "/dev/null", CM_HOME: stateDir } });
+    const runInstalled = async () => {
+      await start({ CM_HOME: stateDir }, [join(opt, "current/bin/cm-control-plane"), []]);
+    };
+    const stopInstalled = async () => {
+      for (const p of running.splice(0)) p.kill("SIGTERM");
+      await until("the control plane to let go of its database", async () => !databaseInUse(db), 20_000);
+    };
+    const users = (wallet: string) => {
+      const sqlite = new Database(db, { readonly: true });
+      try {
+        return (sqlite.prepare("select count(*) as n from users where wallet_address = ?").get(wallet) as { n: number }).n;
+      } finally {
+        sqlite.close();
+      }
+    };
+
+    const first = await installInto(root, []);
+    expect(first.code, first.out).toBe(0);
+    await runInstalled();
+    const before = newWallet().address;
+    expect(admin(["credit", before, "500"])).toContain("credited 500 credits");
+    await stopInstalled();
+
+    const upgrade = await installInto(root, [], newer);
+    expect(upgrade.code, upgrade.out).toBe(0);
+    const backup = /backed up \S+ to (\S+) \(/.exec(upgrade.out)?.[1];
+    expect(backup, upgrade.out).toMatch(new RegExp(`^${stateDir}/data/marketplace-before-${next.replace("+", "\\+")}-\\d{8}T\\d{6}Z\\.db$`));
+    expect(readFileSync(join(opt, next, "upgrade-backup"), "utf8").trim()).toBe(backup!.slice(root.length));
+    await runInstalled();
+    const after = newWallet().address;
+    admin(["credit", after, "700"]);
+    await stopInstalled();
+    const migrated = new Database(db, { readonly: true });
+    expect(migrated.prepare("select name from sqlite_master where name = 'upgrade_probe'").get()).toBeDefined();
+    migrated.close();
+
+    const rollback = await installInto(root, ["--rollback"]);
+    expect(rollback.code, rollback.out).toBe(0);
+    expect(rollback.out).toContain(`the database was backed up before ${next} was installed: ${backup}`);
+    expect(rollback.out).toContain(`${next} ran migrations ${version} lacks`);
+    const aside = /the database it replaced is kept at (\S+)/.exec(rollback.out)?.[1];
+    expect(aside, rollback.out).toMatch(new RegExp(`^${stateDir}/data/marketplace-replaced-`));
+    expect(readlinkSync(join(opt, "current"))).toBe(version);
+    // The older release starts on the restored database (it exited 78 on the migrated one): the credit before the upgrade is there, the one after is in the one set aside.
+    await runInstalled();
+    expect(users(before)).toBe(1);
+    expect(users(after)).toBe(0);
+    await stopInstalled();
+    const kept = new Database(aside!, { readonly: true });
+    expect(kept.prepare("select count(*) as n from users where wallet_address = ?").get(after)).toEqual({ n: 1 });
+    kept.close();
+  }, 180_000);
 
   needs("postgres").it(
     "runs on PostgreSQL given DATABASE_URL, migrating a new database",
