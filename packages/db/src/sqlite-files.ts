@@ -158,6 +158,9 @@ export async function restoreDatabase(databaseFile: string, backupFile: string, 
       }
       fsyncFile(incoming);
       fs.renameSync(incoming, databaseFile);
+      // The lock file, made just now by root where none was: the service's, or it cannot lock.
+      const owner = fs.statSync(path.dirname(databaseFile));
+      if (process.getuid?.() === 0 && fs.statSync(lockFileFor(databaseFile)).uid === 0) fs.chownSync(lockFileFor(databaseFile), owner.uid, owner.gid);
       fsyncFile(path.dirname(databaseFile));
     } finally {
       fs.rmSync(incoming, { force: true });
