@@ -1,5 +1,5 @@
-import { execFileSync } from "node:child_process";
 import { needs } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type FaultSystem, sleep, startFaultSystem, until } from "./support/fault-system";
 import { startTcpProxy } from "./support/tcp-proxy";
@@ -14,11 +14,9 @@ import { startTcpProxy } from "./support/tcp-proxy";
 const HEARTBEAT_MS = 2000;
 const LOST_AFTER_S = 20;
 
-const containerOf = (id: string) =>
-  execFileSync("docker", ["ps", "-aq", "--no-trunc", "--filter", `label=cm.deployment-id=${id}`], { encoding: "utf8" })
-    .split("\n")
-    .filter(Boolean);
-const inspect = (cid: string) => JSON.parse(execFileSync("docker", ["inspect", cid], { encoding: "utf8" }))[0];
+const containerOf = async (id: string) =>
+  (await runProgram("docker", ["ps", "-aq", "--no-trunc", "--filter", `label=cm.deployment-id=${id}`])).split("\n").filter(Boolean);
+const inspect = async (cid: string) => JSON.parse(await runProgram("docker", ["inspect", cid]))[0];
 
 needs("docker", "busybox", "postgres-server").describe("a node that loses contact for a while", () => {
   let sys: FaultSystem;
@@ -47,8 +45,8 @@ needs("docker", "busybox", "postgres-server").describe("a node that loses contac
   it("ends a deployment whose agent is away longer: failed saying the node was lost; the returning agent keeps its container stopped until it is deleted", async () => {
     const id = await sys.deploy();
     await sys.waitStatus(id, "running");
-    const [cid] = containerOf(id);
-    execFileSync("docker", ["exec", cid!, "sh", "-c", "echo results > /tmp/marker"]);
+    const [cid] = await containerOf(id);
+    await runProgram("docker", ["exec", cid!, "sh", "-c", "echo results > /tmp/marker"]);
 
     sys.agent!.signal("SIGSTOP");
     const pausedAt = Date.now();
@@ -65,20 +63,20 @@ needs("docker", "busybox", "postgres-server").describe("a node that loses contac
     }
     await until("the returning agent stops it", async () => !sys.runs.isRunning(id), 40_000);
     // Stopped, not removed: its files are there for the tenant.
-    expect(containerOf(id)).toEqual([cid]);
-    expect(inspect(cid!).State.Running).toBe(false);
+    expect(await containerOf(id)).toEqual([cid]);
+    expect((await inspect(cid!)).State.Running).toBe(false);
     await sys.checkBooks();
     await sys.checkNothingUnwanted();
 
     expect((await sys.call("DELETE", `/deployments/${id}`, { token: sys.token })).status).toBe(200);
-    await until("deleted: its container removed", async () => containerOf(id).length === 0, 30_000);
+    await until("deleted: its container removed", async () => (await containerOf(id)).length === 0, 30_000);
   }, 180_000);
 
   it("keeps a deployment whose agent is away less than NODE_LOST_AFTER_S: same container and files, the gap not charged, every line once", async () => {
     const id = await sys.deploy();
     await sys.waitStatus(id, "running");
-    const [cid] = containerOf(id);
-    execFileSync("docker", ["exec", cid!, "sh", "-c", "echo written-before > /tmp/marker"]);
+    const [cid] = await containerOf(id);
+    await runProgram("docker", ["exec", cid!, "sh", "-c", "echo written-before > /tmp/marker"]);
     await sleep(3000);
 
     sys.agent!.signal("SIGSTOP");
@@ -103,9 +101,9 @@ needs("docker", "busybox", "postgres-server").describe("a node that loses contac
     await backRunning(id);
     figures.backAfterS = (Date.now() - resumedAt) / 1000;
     // The same container, never restarted, its file as it was.
-    expect(containerOf(id)).toEqual([cid]);
-    expect(inspect(cid!).RestartCount).toBe(0);
-    expect(execFileSync("docker", ["exec", cid!, "cat", "/tmp/marker"], { encoding: "utf8" })).toBe("written-before\n");
+    expect(await containerOf(id)).toEqual([cid]);
+    expect((await inspect(cid!)).RestartCount).toBe(0);
+    expect(await runProgram("docker", ["exec", cid!, "cat", "/tmp/marker"])).toBe("written-before\n");
     await sleep(3000);
 
     const stop = await sys.stop(id);
@@ -129,7 +127,7 @@ needs("docker", "busybox", "postgres-server").describe("a node that loses contac
       await sys.startAgent(proxy.url);
       const id = await sys.deploy();
       await sys.waitStatus(id, "running");
-      const [cid] = containerOf(id);
+      const [cid] = await containerOf(id);
       await sleep(3000);
 
       proxy.partition();
@@ -141,8 +139,8 @@ needs("docker", "busybox", "postgres-server").describe("a node that loses contac
       figures.partitionS = (healedAt - cutAt) / 1000;
       await backRunning(id);
       figures.partitionBackAfterS = (Date.now() - healedAt) / 1000;
-      expect(containerOf(id)).toEqual([cid]);
-      expect(inspect(cid!).RestartCount).toBe(0);
+      expect(await containerOf(id)).toEqual([cid]);
+      expect((await inspect(cid!)).RestartCount).toBe(0);
       await sleep(2000);
 
       const stop = await sys.stop(id);
@@ -169,7 +167,7 @@ needs("docker", "busybox", "postgres-server").describe("a node that loses contac
     // Ctrl-C on npm start: the agent and the control plane stop, the container runs on; then it is removed by hand.
     await sys.agent!.stop();
     await sys.cp.stop();
-    execFileSync("docker", ["rm", "-f", ...containerOf(id)]);
+    await runProgram("docker", ["rm", "-f", ...(await containerOf(id))]);
     const removedAt = Date.now();
     await sleep(5000);
     await sys.restartControlPlane();
@@ -177,7 +175,7 @@ needs("docker", "busybox", "postgres-server").describe("a node that loses contac
     await sys.waitStatus(id, "failed", 60_000);
     expect((await sys.deployment(id)).statusReason).toBe("the container was removed on the node, outside the platform");
     // Never started again by itself.
-    expect(containerOf(id)).toEqual([]);
+    expect(await containerOf(id)).toEqual([]);
     const dep = (await sys.repos.deployments.getOnNode(id, sys.nodeId))!;
     const ranMs = sys.runs.ranMs(id, removedAt);
     figures.removedOutOfBand = { billedS: dep.billedMs / 1000, ranS: ranMs / 1000 };

@@ -27,7 +27,7 @@ needs("docker", "busybox", "postgres-server").describe("database outages", () =>
 
   it("while the database refuses connections: /health stays 200, /ready and API calls answer 503 at once with Retry-After", async () => {
     expect((await sys.call("GET", "/ready")).status).toBe(200);
-    sys.pg.stop();
+    await sys.pg.stop();
     const downAt = Date.now();
     expect((await sys.call("GET", "/health")).status).toBe(200);
     const ready = await sys.call("GET", "/ready");
@@ -41,7 +41,7 @@ needs("docker", "busybox", "postgres-server").describe("database outages", () =>
     expect(Number(list.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(list.ms).toBeLessThan(1000);
     await sleep(REFUSED_MS - (Date.now() - downAt));
-    sys.pg.start();
+    await sys.pg.start();
     const upAt = Date.now();
     await until("ready again", async () => (await sys.call("GET", "/ready")).status === 200, 30_000);
     await until("the API again", async () => (await sys.call("GET", "/deployments", { token: sys.token })).status === 200, 30_000);

@@ -1,4 +1,5 @@
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
+import { runProgram } from "@cm/testkit/run-program";
 
 type Run = { startMs: number; endMs?: number };
 
@@ -69,10 +70,10 @@ export function watchDockerRuns(nodeId: string) {
 export type DockerRuns = ReturnType<typeof watchDockerRuns>;
 
 /** Removes the containers, then the networks, of one node (its sandboxes included). */
-export function removeNodeContainers(nodeId: string) {
+export async function removeNodeContainers(nodeId: string) {
   const label = `label=cm.node-id=${nodeId}`;
-  const ids = execFileSync("docker", ["ps", "-aq", "--filter", label], { encoding: "utf8" }).split("\n").filter(Boolean);
-  if (ids.length) execFileSync("docker", ["rm", "-f", ...ids], { stdio: "ignore" });
-  const nets = execFileSync("docker", ["network", "ls", "-q", "--filter", label], { encoding: "utf8" }).split("\n").filter(Boolean);
-  if (nets.length) execFileSync("docker", ["network", "rm", ...nets], { stdio: "ignore" });
+  const ids = (await runProgram("docker", ["ps", "-aq", "--filter", label])).split("\n").filter(Boolean);
+  if (ids.length) await runProgram("docker", ["rm", "-f", ...ids]);
+  const nets = (await runProgram("docker", ["network", "ls", "-q", "--filter", label])).split("\n").filter(Boolean);
+  if (nets.length) await runProgram("docker", ["network", "rm", ...nets]);
 }

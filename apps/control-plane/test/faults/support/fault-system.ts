@@ -1,5 +1,5 @@
-import { execFileSync } from "node:child_process";
 import { creditsToMicro, openRepos, type Repos } from "@cm/db";
+import { runProgram } from "@cm/testkit/run-program";
 import { ensureScriptImage } from "../../../../agent/test/support/script-image";
 import { costMicro } from "../../../src/services/charges";
 import { newWallet } from "../../support/harness";
@@ -132,7 +132,7 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
   runs = watchDockerRuns(nodeId);
   undo.push(() => {
     runs!.close();
-    removeNodeContainers(nodeId);
+    return removeNodeContainers(nodeId);
   });
 
   /** The node's agent, talking to the control plane at `controlPlaneUrl` (through a proxy, say), or directly. */
@@ -229,7 +229,7 @@ async function assemble(o: FaultSystemOptions, image: string, pg: PgCluster, und
   /** No tenant container runs on the node that its deployment does not want running. */
   async function checkNothingUnwanted() {
     const { expect } = await import("vitest");
-    const out = execFileSync("docker", ["ps", "--filter", `label=cm.node-id=${nodeId}`, "--format", '{{.Label "cm.deployment-id"}}'], { encoding: "utf8" });
+    const out = await runProgram("docker", ["ps", "--filter", `label=cm.node-id=${nodeId}`, "--format", '{{.Label "cm.deployment-id"}}']);
     for (const id of out.split("\n").filter(Boolean)) {
       const dep = await repos.deployments.getOnNode(id, nodeId);
       expect(dep?.desiredState, `container of ${id} runs`).toBe("running");

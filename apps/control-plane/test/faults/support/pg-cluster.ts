@@ -4,6 +4,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { postgresBin } from "@cm/testkit/pieces";
+import { runProgram } from "@cm/testkit/run-program";
 
 const PG_BIN = postgresBin();
 
@@ -20,10 +21,10 @@ export function freePort(): Promise<number> {
 }
 
 /** Runs a PostgreSQL binary as the `postgres` OS user (initdb and the server refuse root). */
-function asPostgres(bin: string, args: string[]) {
+async function asPostgres(bin: string, args: string[]): Promise<void> {
   const quoted = [join(PG_BIN, bin), ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
   const asRoot = process.getuid?.() === 0;
-  execFileSync(asRoot ? "su" : "bash", asRoot ? ["postgres", "-s", "/bin/bash", "-c", quoted] : ["-c", quoted], { stdio: ["ignore", "ignore", "pipe"] });
+  await runProgram(asRoot ? "su" : "bash", asRoot ? ["postgres", "-s", "/bin/bash", "-c", quoted] : ["-c", quoted]);
 }
 
 export type PgCluster = Awaited<ReturnType<typeof startPgCluster>>;
@@ -38,7 +39,7 @@ export async function startPgCluster() {
   const data = join(dir, "data");
   if (process.getuid?.() === 0)
     chownSync(dir, Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" })), Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" })));
-  asPostgres("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]);
+  await asPostgres("initdb", ["-D", data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]);
   const port = await freePort();
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
   const start = () => asPostgres("pg_ctl", ["-D", data, "-o", options, "-l", join(dir, "server.log"), "-w", "-t", "30", "start"]);
@@ -54,7 +55,7 @@ export async function startPgCluster() {
       .map(Number);
     return [postmaster, ...children];
   };
-  start();
+  await start();
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     start,
@@ -72,7 +73,7 @@ export async function startPgCluster() {
         // not running
       }
       try {
-        asPostgres("pg_ctl", ["-D", data, "-m", "immediate", "-w", "-t", "30", "stop"]);
+        await asPostgres("pg_ctl", ["-D", data, "-m", "immediate", "-w", "-t", "30", "stop"]);
       } catch {
         // already stopped
       }
