@@ -1,5 +1,5 @@
-import { execFileSync } from "node:child_process";
 import { describeEachDatabase, needs } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureBusyboxImage } from "../../../agent/test/support/busybox-image";
 import { openSse } from "../api/support/sse-client";
@@ -9,11 +9,9 @@ import { type System, startSystem, until } from "./support/system";
 // control plane and agent, and real containers made from an image that has no
 // CMD of its own (docker import).
 
-const inspect = (id: string) => JSON.parse(execFileSync("docker", ["inspect", id], { encoding: "utf8" }))[0];
-const containersOf = (deploymentId: string) =>
-  execFileSync("docker", ["ps", "-aq", "--filter", `label=cm.deployment-id=${deploymentId}`], { encoding: "utf8" })
-    .split("\n")
-    .filter(Boolean);
+const inspect = async (id: string) => JSON.parse(await runProgram("docker", ["inspect", id]))[0];
+const containersOf = async (deploymentId: string) =>
+  (await runProgram("docker", ["ps", "-aq", "--filter", `label=cm.deployment-id=${deploymentId}`])).split("\n").filter(Boolean);
 
 needs("docker", "busybox").describe("command and restart policy end to end", () => {
   describeEachDatabase("on $name", (db) => {
@@ -56,8 +54,8 @@ needs("docker", "busybox").describe("command and restart policy end to end", () 
       expect(r.status, r.text).toBe(201);
       const id = r.json.deployment.id;
       await settled(id, "running");
-      const [container] = containersOf(id);
-      const c = inspect(container!);
+      const [container] = await containersOf(id);
+      const c = await inspect(container!);
       expect(c.Config.Entrypoint).toEqual(["/bin/sh", "-c"]);
       expect(c.Config.Cmd).toEqual(['echo "hello from the command"; sleep 600']);
       await until("its line", async () => (await logLines(id)).includes("hello from the command"), 30_000);
@@ -77,7 +75,7 @@ needs("docker", "busybox").describe("command and restart policy end to end", () 
     it("fails on the node, saying how to give a command, an image without CMD its agent has not reported yet", async () => {
       // Tagged after the agent's last report (they come every 10 minutes): only the node can tell.
       const late = `cm-test-bare-late:${Date.now()}`;
-      execFileSync("docker", ["tag", bare, late]);
+      await runProgram("docker", ["tag", bare, late]);
       try {
         const r = await api("POST", "/deployments", { nodeId: s.nodeId, customImage: late });
         expect(r.status, r.text).toBe(201);
@@ -87,7 +85,7 @@ needs("docker", "busybox").describe("command and restart policy end to end", () 
         );
         expect((await s.h.deps.repos.deployments.get(r.json.deployment.id))?.totalCostMicro).toBe(0);
       } finally {
-        execFileSync("docker", ["rmi", late], { stdio: "ignore" });
+        await runProgram("docker", ["rmi", late]);
       }
     });
 
@@ -120,7 +118,7 @@ needs("docker", "busybox").describe("command and restart policy end to end", () 
 
       await until("three runs' lines", async () => (await logLines(id)).filter((l) => l.startsWith("run ")).length === 3, 30_000);
       // Each run is a new container; the ones before it are gone.
-      expect(containersOf(id)).toHaveLength(1);
+      expect(await containersOf(id)).toHaveLength(1);
       // Charged for three runs of about 2 s each and the restarts' waits (1 s, then 2 s) that held the slot.
       const row = (await s.h.deps.repos.deployments.get(id))!;
       expect(row.billedMs).toBeGreaterThanOrEqual(3 * 1_500 + 3_000);

@@ -2,8 +2,8 @@
 // each logs frame "send it again later"; the agent sends those batches again and
 // no later acknowledgement skips them: the stored log has no gap. The outage is
 // the log store's writes failing for a while, inside the real control plane.
-import { execFileSync } from "node:child_process";
 import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureScriptImage } from "../../../agent/test/support/script-image";
 import { type System, startSystem, until } from "./support/system";
@@ -55,9 +55,8 @@ needs("docker", "busybox").describe("log batches refused during an outage, with 
     }
     expect(refused).toBeGreaterThan(3);
 
-    const [container] = execFileSync("docker", ["ps", "-q", "--filter", `label=cm.deployment-id=${id}`], { encoding: "utf8" }).split("\n");
-    const written = () => execFileSync("docker", ["logs", container!], { encoding: "utf8" }).split("\n").filter(Boolean).length;
-    const target = written();
+    const [container] = (await runProgram("docker", ["ps", "-q", "--filter", `label=cm.deployment-id=${id}`])).split("\n");
+    const target = (await runProgram("docker", ["logs", container!])).split("\n").filter(Boolean).length;
     await until(
       "the lines written so far stored",
       async () => (await s.h.deps.repos.logs.tail(id, 10_000)).length >= target,

@@ -3,21 +3,17 @@
 // returning agent ships them to the end before it stops or removes the container,
 // and the control plane takes logs of a stopped or deleted deployment until its
 // agent reports it gone.
-import { execFileSync } from "node:child_process";
 import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureScriptImage } from "../../../agent/test/support/script-image";
 import { type System, startSystem, until } from "./support/system";
 
 const COUNTER = 'trap "exit 0" TERM; i=1; while true; do echo "line $i"; i=$((i+1)); usleep 2000; done';
 
-const containerOf = (deploymentId: string) =>
-  execFileSync("docker", ["ps", "-aq", "--filter", `label=cm.deployment-id=${deploymentId}`], { encoding: "utf8" }).trim();
-const dockerLineCount = (id: string) =>
-  execFileSync("docker", ["logs", id], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 })
-    .split("\n")
-    .filter(Boolean).length;
-const isRunning = (id: string) => execFileSync("docker", ["inspect", "-f", "{{.State.Running}}", id], { encoding: "utf8" }).trim() === "true";
+const containerOf = async (deploymentId: string) => (await runProgram("docker", ["ps", "-aq", "--filter", `label=cm.deployment-id=${deploymentId}`])).trim();
+const dockerLineCount = async (id: string) => (await runProgram("docker", ["logs", id])).split("\n").filter(Boolean).length;
+const isRunning = async (id: string) => (await runProgram("docker", ["inspect", "-f", "{{.State.Running}}", id])).trim() === "true";
 
 needs("docker", "busybox").describe("lines written while the agent is away, with the real control plane", () => {
   let s: System;
@@ -46,7 +42,7 @@ needs("docker", "busybox").describe("lines written while the agent is away, with
 
   /** While the agent is away the container writes on (slowly on a busy machine): 200 lines more. */
   async function writtenAlone(id: string, atDeath: number): Promise<void> {
-    await until("200 lines written while the agent is away", async () => dockerLineCount(containerOf(id)) >= atDeath + 200, 30_000);
+    await until("200 lines written while the agent is away", async () => (await dockerLineCount(await containerOf(id))) >= atDeath + 200, 30_000);
   }
 
   async function runningCounter(): Promise<string> {
@@ -66,8 +62,8 @@ needs("docker", "busybox").describe("lines written while the agent is away, with
     const back = Date.now();
     await s.agent().start();
     // Without its agent the control plane shows it stopped at once; the container stops when the agent is back.
-    await until("the container stopped", async () => !isRunning(containerOf(id)), 30_000, s.explain(id, token));
-    const written = dockerLineCount(containerOf(id));
+    await until("the container stopped", async () => !(await isRunning(await containerOf(id))), 30_000, s.explain(id, token));
+    const written = await dockerLineCount(await containerOf(id));
     await until("every line stored", async () => (await s.h.deps.repos.logs.tail(id, 10_000)).length >= written, 20_000, s.explain(id, token)).catch(
       () => undefined,
     );
@@ -85,8 +81,8 @@ needs("docker", "busybox").describe("lines written while the agent is away, with
     const atDeath = await storedLines(id);
     await writtenAlone(id, atDeath);
     expect((await s.h.call("DELETE", `/deployments/${id}`, { token })).status).toBe(200);
-    const container = containerOf(id);
-    const writtenBefore = dockerLineCount(container);
+    const container = await containerOf(id);
+    const writtenBefore = await dockerLineCount(container);
     await s.agent().start();
     // Reported removed: the container, its sandbox and network are gone (cleanup must not race their removal).
     await until(
@@ -95,7 +91,7 @@ needs("docker", "busybox").describe("lines written while the agent is away, with
       30_000,
       s.explain(id, token),
     );
-    expect(containerOf(id)).toBe("");
+    expect(await containerOf(id)).toBe("");
     const stored = await storedLines(id);
     console.log(`real control plane, deleted while away: ${atDeath} stored at the agent's stop, at least ${writtenBefore} written, ${stored} stored`);
     expect(writtenBefore).toBeGreaterThan(atDeath + 100);

@@ -1,5 +1,5 @@
-import { execFileSync } from "node:child_process";
 import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureBusyboxImage } from "../../../agent/test/support/busybox-image";
 import { type System, startSystem, until } from "./support/system";
@@ -8,8 +8,7 @@ import { type System, startSystem, until } from "./support/system";
 // a tenant's container runs; the container runs on, through the agent's heartbeats and a
 // restart of the agent, none of which takes the node out of maintenance.
 
-const containerOf = (deploymentId: string) =>
-  execFileSync("docker", ["ps", "-q", "--filter", `label=cm.deployment-id=${deploymentId}`], { encoding: "utf8" }).trim();
+const containerOf = async (deploymentId: string) => (await runProgram("docker", ["ps", "-q", "--filter", `label=cm.deployment-id=${deploymentId}`])).trim();
 
 needs("docker", "busybox").describe("maintenance with the real agent", () => {
   let s: System;
@@ -42,7 +41,7 @@ needs("docker", "busybox").describe("maintenance with the real agent", () => {
     expect(made.status, made.text).toBe(201);
     const id = made.json.deployment.id as string;
     await until("running", async () => (await deployment(id)).status === "running", 60_000, s.explain(id, tenant.token));
-    const container = containerOf(id);
+    const container = await containerOf(id);
     expect(container).not.toBe("");
 
     const on = await s.h.call("POST", `/operator/nodes/${s.nodeId}/maintenance`, {
@@ -65,7 +64,7 @@ needs("docker", "busybox").describe("maintenance with the real agent", () => {
     const back = Date.now();
     await until("the agent's heartbeat after its restart", async () => Date.parse((await node()).lastHeartbeat) > back, 30_000);
     expect(await node()).toMatchObject({ status: "maintenance", maintenanceReason: "swapping a disk" });
-    expect(containerOf(id)).toBe(container);
+    expect(await containerOf(id)).toBe(container);
     await until("billed", async () => (await deployment(id)).totalCost > 0, 30_000);
     expect((await deployment(id)).status).toBe("running");
     // Its heartbeats counted as uptime meanwhile.
@@ -76,6 +75,6 @@ needs("docker", "busybox").describe("maintenance with the real agent", () => {
     const after = await create();
     expect(after.status, after.text).toBe(201);
     await until("the new one running", async () => (await deployment(after.json.deployment.id)).status === "running", 60_000);
-    expect(containerOf(id)).toBe(container);
+    expect(await containerOf(id)).toBe(container);
   }, 180_000);
 });

@@ -3,9 +3,10 @@
 // its own, as `npm run agent -- doctor` starts it). Checking a token must leave
 // the running agent connected and a node without an agent offline; retiring a
 // node must leave nothing of it running on the machine.
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { resolve } from "node:path";
 import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { ConnectionFailure } from "../../../agent/src/connection/connection";
 import { ensureScriptImage } from "../../../agent/test/support/script-image";
@@ -27,7 +28,7 @@ function doctor(url: string, token: string): Promise<{ code: number; stdout: str
   });
 }
 
-const docker = (...args: string[]) => execFileSync("docker", args, { encoding: "utf8" }).split("\n").filter(Boolean);
+const docker = async (...args: string[]) => (await runProgram("docker", args)).split("\n").filter(Boolean);
 
 needs("docker", "busybox").describe("the operator's path with a real agent and the real control plane", () => {
   let s: System;
@@ -85,7 +86,7 @@ needs("docker", "busybox").describe("the operator's path with a real agent and t
     expect(deploymentId).not.toBe("");
     const node = `cm.node-id=${s.nodeId}`;
     const run = `${Object.keys(s.runLabel)[0]}=${Object.values(s.runLabel)[0]}`;
-    expect(docker("ps", "-q", "--filter", `label=${node}`, "--filter", `label=${run}`).length).toBeGreaterThan(0);
+    expect((await docker("ps", "-q", "--filter", `label=${node}`, "--filter", `label=${run}`)).length).toBeGreaterThan(0);
     expect((await s.h.call("DELETE", `/operator/nodes/${s.nodeId}`, { token: s.operatorToken })).status).toBe(200);
     await until(
       "the agent to say the node was retired",
@@ -94,8 +95,8 @@ needs("docker", "busybox").describe("the operator's path with a real agent and t
       async () => s.agentLog(),
     );
     // Its tenant's container and sandbox, and the spare sandboxes with their networks.
-    expect(docker("ps", "-aq", "--filter", `label=${node}`, "--filter", `label=${run}`)).toEqual([]);
-    expect(docker("network", "ls", "-q", "--filter", `label=${node}`, "--filter", `label=${run}`)).toEqual([]);
+    expect(await docker("ps", "-aq", "--filter", `label=${node}`, "--filter", `label=${run}`)).toEqual([]);
+    expect(await docker("network", "ls", "-q", "--filter", `label=${node}`, "--filter", `label=${run}`)).toEqual([]);
     const lines = (await s.h.deps.repos.logs.tail(deploymentId, 10_000)).map((l) => l.message);
     expect(lines).toContain("last words");
     expect(s.agentLog()).toMatch(new RegExp(`Node ${s.nodeId} was retired by its operator: its 1 container\\(s\\) and its network sandboxes were removed`));

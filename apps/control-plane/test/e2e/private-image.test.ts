@@ -1,6 +1,6 @@
-import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { describeEachDatabase, needs } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureBusyboxImage, imageExists } from "../../../agent/test/support/busybox-image";
 import { createLogger } from "../../src/services/logger";
@@ -44,7 +44,7 @@ needs("docker", "busybox", "registry").describe("private images end to end", () 
       );
 
     beforeAll(async () => {
-      image = registry.push(ensureBusyboxImage(), `cm-test/private-busybox:${db.name}-${randomBytes(3).toString("hex")}`);
+      image = await registry.push(ensureBusyboxImage(), `cm-test/private-busybox:${db.name}-${randomBytes(3).toString("hex")}`);
       expect(imageExists(image)).toBe(false);
       const log = createLogger("debug", "control-plane", { write: (line: string) => void cpLines.push(line) });
       s = await startSystem(db, { REGISTRY_CREDENTIALS_KEY: randomBytes(32).toString("hex") }, { log });
@@ -56,7 +56,7 @@ needs("docker", "busybox", "registry").describe("private images end to end", () 
     }, 120_000);
     afterAll(async () => {
       await s?.close();
-      if (image) execFileSync("docker", ["rmi", "-f", image], { stdio: "ignore" });
+      if (image) await runProgram("docker", ["rmi", "-f", image]);
     }, 60_000);
 
     const credential = async (password: string) => {

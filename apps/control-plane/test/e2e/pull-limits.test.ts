@@ -1,5 +1,5 @@
-import { execFileSync } from "node:child_process";
 import { describeEachDatabase, needs } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type System, startSystem, until } from "./support/system";
 import { startTrickleRegistry, type TrickleRegistry } from "./support/trickle-registry";
@@ -58,7 +58,7 @@ needs("docker").describe("a pull that never ends", () => {
     }, 120_000);
     afterAll(async () => {
       await s?.close();
-      for (const image of images) execFileSync("docker", ["rmi", "-f", image], { stdio: "ignore" });
+      for (const image of images) await runProgram("docker", ["rmi", "-f", image]);
     }, 60_000);
 
     it("fails a pull that makes no progress, says why, frees what it held and stops Docker's download", async () => {

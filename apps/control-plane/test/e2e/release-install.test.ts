@@ -80,7 +80,7 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
 
   afterAll(async () => {
     for (const agent of agents) agent.kill("SIGTERM");
-    if (installId) removeLabelled(`cm.install-id=${installId}`);
+    if (installId) await removeLabelled(`cm.install-id=${installId}`);
     await h?.close();
     if (work) rmSync(work, { recursive: true, force: true });
   }, 60_000);

@@ -1,5 +1,5 @@
-import { execFileSync } from "node:child_process";
 import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type System, startSystem, until } from "./support/system";
 import { ensureWebImage } from "./support/web-image";
@@ -9,9 +9,8 @@ import { ensureWebImage } from "./support/web-image";
 // limits, as `docker inspect` shows them, with the real agent and engine; the
 // cores of a default are the container's CPU weight, never a hard quota.
 
-const inspect = (id: string) => JSON.parse(execFileSync("docker", ["inspect", id], { encoding: "utf8" }))[0];
-const containerOf = (deploymentId: string) =>
-  execFileSync("docker", ["ps", "-q", "--filter", `label=cm.deployment-id=${deploymentId}`], { encoding: "utf8" }).trim();
+const inspect = async (id: string) => JSON.parse(await runProgram("docker", ["inspect", id]))[0];
+const containerOf = async (deploymentId: string) => (await runProgram("docker", ["ps", "-q", "--filter", `label=cm.deployment-id=${deploymentId}`])).trim();
 
 needs("docker", "busybox").describe("resource limits end to end", () => {
   let s: System;
@@ -50,7 +49,7 @@ needs("docker", "busybox").describe("resource limits end to end", () => {
     expect(r.status).toBe(201);
     expect(r.json.deployment).toMatchObject({ gpuCount: 0, cpuCores: 0.5, memoryMb: 256, diskGb: 3 });
     await running(r.json.deployment.id);
-    const c = inspect(containerOf(r.json.deployment.id));
+    const c = await inspect(await containerOf(r.json.deployment.id));
     expect(c.HostConfig.NanoCpus).toBe(500_000_000);
     expect(c.HostConfig.CpuShares).toBe(512);
     expect(c.HostConfig.Memory).toBe(256 * 1024 * 1024);
@@ -63,7 +62,7 @@ needs("docker", "busybox").describe("resource limits end to end", () => {
     const tenth = await api("POST", "/deployments", { nodeId: s.nodeId, customImage: image, cpuCores: 0.1 });
     expect(tenth.json.deployment.cpuCores).toBe(0.1);
     await running(tenth.json.deployment.id);
-    expect(inspect(containerOf(tenth.json.deployment.id)).HostConfig).toMatchObject({ NanoCpus: 100_000_000, CpuQuota: 0, CpuShares: 102 });
+    expect((await inspect(await containerOf(tenth.json.deployment.id))).HostConfig).toMatchObject({ NanoCpus: 100_000_000, CpuQuota: 0, CpuShares: 102 });
   });
 
   it("gives a deployment that asked for nothing the node's default share, as shown on the deployment, as its CPU weight with no quota, and refuses what the node has no room left for", async () => {
@@ -73,7 +72,7 @@ needs("docker", "busybox").describe("resource limits end to end", () => {
     expect(d.cpuCores).toBeGreaterThan(0);
     expect(d.memoryMb).toBeGreaterThan(0);
     await running(d.id);
-    const c = inspect(containerOf(d.id));
+    const c = await inspect(await containerOf(d.id));
     // A quota of the node's share per slot would make runc's own start run inside it (bench/README.md, deploy).
     expect(c.HostConfig).toMatchObject({ NanoCpus: 0, CpuQuota: 0, CpuShares: Math.round(d.cpuCores * 1024) });
     expect(c.HostConfig.Memory).toBe(d.memoryMb * 1024 * 1024);

@@ -1,10 +1,11 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import https from "node:https";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { freePort } from "../faults/support/pg-cluster";
@@ -34,27 +35,23 @@ needs("docker", "busybox", "nginx", "openssl").describe("the example nginx confi
     image = ensureWebImage();
     s = await startSystem(sqlite, { GATEWAY_DOMAIN: DOMAIN, PUBLIC_DOMAIN: API_DOMAIN, TRUSTED_PROXIES: "127.0.0.1" });
     const cpPort = new URL(s.h.url).port;
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        `/CN=${API_DOMAIN}`,
-        "-addext",
-        `subjectAltName=DNS:${API_DOMAIN},DNS:*.${DOMAIN}`,
-        "-keyout",
-        `${dir}/key.pem`,
-        "-out",
-        `${dir}/cert.pem`,
-      ],
-      { stdio: "ignore" },
-    );
+    await runProgram("openssl", [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      `/CN=${API_DOMAIN}`,
+      "-addext",
+      `subjectAltName=DNS:${API_DOMAIN},DNS:*.${DOMAIN}`,
+      "-keyout",
+      `${dir}/key.pem`,
+      "-out",
+      `${dir}/cert.pem`,
+    ]);
     ca = readFileSync(`${dir}/cert.pem`);
     nginxPort = await freePort();
     const site = readFileSync(path.join(root, "deploy/nginx/marketplace.conf"), "utf8")

@@ -1,6 +1,6 @@
-import { execFileSync } from "node:child_process";
 import http from "node:http";
 import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { type System, startSystem, until } from "./support/system";
@@ -12,11 +12,9 @@ import { ensureWebImage } from "./support/web-image";
 
 let image = "";
 
-const inspect = (id: string) => JSON.parse(execFileSync("docker", ["inspect", id], { encoding: "utf8" }))[0];
-const containersOf = (deploymentId: string) =>
-  execFileSync("docker", ["ps", "-aq", "--filter", `label=cm.deployment-id=${deploymentId}`], { encoding: "utf8" })
-    .split("\n")
-    .filter(Boolean);
+const inspect = async (id: string) => JSON.parse(await runProgram("docker", ["inspect", id]))[0];
+const containersOf = async (deploymentId: string) =>
+  (await runProgram("docker", ["ps", "-aq", "--filter", `label=cm.deployment-id=${deploymentId}`])).split("\n").filter(Boolean);
 
 needs("docker", "busybox").describe("the system end to end", () => {
   let s: System;
@@ -56,7 +54,7 @@ needs("docker", "busybox").describe("the system end to end", () => {
       const n = (await s.h.call("GET", `/nodes/${s.nodeId}`)).json.node;
       return n.status === "online" && n.specs.cpuCores > 0 && n;
     });
-    const docker = execFileSync("docker", ["version", "-f", "{{.Server.Version}}"], { encoding: "utf8" }).trim();
+    const docker = (await runProgram("docker", ["version", "-f", "{{.Server.Version}}"])).trim();
     expect(node.specs).toMatchObject({ containerVersion: docker, cpuThreads: expect.any(Number), ramMb: expect.any(Number) });
     expect(node.specs.ramMb).toBeGreaterThan(100);
     expect(node.gpus).toEqual([]);
@@ -74,8 +72,8 @@ needs("docker", "busybox").describe("the system end to end", () => {
       return d.status === "running" && d;
     });
     expect(Date.parse(running.startedAt)).toBeGreaterThan(0);
-    const [id] = containersOf(dep.id);
-    const c = inspect(id!);
+    const [id] = await containersOf(dep.id);
+    const c = await inspect(id!);
     expect(c.State.Running).toBe(true);
     expect(c.HostConfig.Privileged).toBe(false);
     expect(c.HostConfig.CapDrop).toContain("ALL");
@@ -201,16 +199,16 @@ needs("docker", "busybox").describe("the system end to end", () => {
   });
 
   it("survives an agent restart: the container keeps running and logs resume without loss or duplicates", async () => {
-    const [id] = containersOf(dep.id);
-    const startedAt = inspect(id!).State.StartedAt;
+    const [id] = await containersOf(dep.id);
+    const startedAt = (await inspect(id!)).State.StartedAt;
     const before = (await api("GET", `/deployments/${dep.id}/logs?tail=10000`)).json.logs.length;
     // Stop the agent as SIGTERM does, then start a fresh one on the same Docker.
     await s.stopAgents();
     await new Promise((r) => setTimeout(r, 1_500));
-    expect(inspect(id!).State.Running).toBe(true);
+    expect((await inspect(id!)).State.Running).toBe(true);
     await s.agent().start();
     await until("more logs", async () => (await api("GET", `/deployments/${dep.id}/logs?tail=10000`)).json.logs.length > before + 10);
-    expect(inspect(id!).State.StartedAt).toBe(startedAt);
+    expect((await inspect(id!)).State.StartedAt).toBe(startedAt);
     const ticks = (await api("GET", `/deployments/${dep.id}/logs?tail=10000`)).json.logs
       .filter((l: { message: string }) => l.message.startsWith("tick"))
       .map((l: { message: string }) => Number(l.message.split(" ")[1]));
@@ -222,8 +220,8 @@ needs("docker", "busybox").describe("the system end to end", () => {
     const url = dep.endpoints[0]!.url;
     expect((await api("POST", `/deployments/${dep.id}/stop`)).json.deployment.status).toMatch(/stopping|stopped/);
     await until("stopped", async () => (await detail()).status === "stopped");
-    const [id] = containersOf(dep.id);
-    expect(inspect(id!).State.Running).toBe(false);
+    const [id] = await containersOf(dep.id);
+    expect((await inspect(id!)).State.Running).toBe(false);
     expect((await detail()).endpoints).toEqual([]);
     const gone = await viaEndpoint(url, "/");
     expect(gone.status).toBe(404);
@@ -236,7 +234,7 @@ needs("docker", "busybox").describe("the system end to end", () => {
     const cost = (await detail()).totalCost;
     expect(cost).toBeGreaterThan(0);
     expect((await api("DELETE", `/deployments/${dep.id}`)).json.success).toBe(true);
-    await until("container removed", async () => containersOf(dep.id).length === 0);
+    await until("container removed", async () => (await containersOf(dep.id)).length === 0);
     expect((await api("GET", `/deployments/${dep.id}`)).status).toBe(404);
     const usage = (await api("GET", "/credits/transactions?type=usage&limit=100")).json.transactions.filter(
       (t: { deploymentId: string }) => t.deploymentId === dep.id,

@@ -1,10 +1,11 @@
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readFileSync } from "node:fs";
 import https from "node:https";
 import os from "node:os";
 import path from "node:path";
 import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { readSlowly } from "../../../agent/test/support/read-slowly";
 import { ensureScriptImage } from "../../../agent/test/support/script-image";
@@ -35,27 +36,23 @@ needs("docker", "busybox", "openssl").describe("endpoints through an agent conne
 
   beforeAll(async () => {
     image = ensureScriptImage();
-    execFileSync(
-      "openssl",
-      [
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        `/CN=${DOMAIN}`,
-        "-addext",
-        `subjectAltName=DNS:${DOMAIN},DNS:*.${DOMAIN},IP:127.0.0.1`,
-        "-keyout",
-        `${dir}/key.pem`,
-        "-out",
-        `${dir}/cert.pem`,
-      ],
-      { stdio: "ignore" },
-    );
+    await runProgram("openssl", [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      `/CN=${DOMAIN}`,
+      "-addext",
+      `subjectAltName=DNS:${DOMAIN},DNS:*.${DOMAIN},IP:127.0.0.1`,
+      "-keyout",
+      `${dir}/key.pem`,
+      "-out",
+      `${dir}/cert.pem`,
+    ]);
     ca = readFileSync(`${dir}/cert.pem`);
     h = await startHarness(sqlite, {
       config: { TLS_CERT: `${dir}/cert.pem`, TLS_KEY: `${dir}/key.pem`, GATEWAY_DOMAIN: DOMAIN, HEARTBEAT_INTERVAL_MS: 2_000 },
@@ -103,7 +100,7 @@ needs("docker", "busybox", "openssl").describe("endpoints through an agent conne
     agent?.kill("SIGTERM");
     await exited;
     await h?.close();
-    if (nodeId) removeLabelled(`cm.node-id=${nodeId}`);
+    if (nodeId) await removeLabelled(`cm.node-id=${nodeId}`);
   }, 60_000);
 
   /** GET through the endpoint over HTTPS, verifying the certificate; reads slowly so backpressure reaches the agent. */

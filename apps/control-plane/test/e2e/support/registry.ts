@@ -3,11 +3,12 @@
 // a temporary directory. Docker treats 127.0.0.0/8 registries as insecure, so
 // plain HTTP needs no daemon setting. The docker CLI logs in with a config
 // directory of its own: the host's ~/.docker is never read or written.
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { runProgram } from "@cm/testkit/run-program";
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -24,7 +25,7 @@ export type Registry = Awaited<ReturnType<typeof startRegistry>>;
 
 export async function startRegistry(login: { username: string; password: string }) {
   const dir = mkdtempSync(path.join(tmpdir(), "cm-registry-"));
-  writeFileSync(path.join(dir, "htpasswd"), execFileSync("htpasswd", ["-Bbn", login.username, login.password]));
+  writeFileSync(path.join(dir, "htpasswd"), await runProgram("htpasswd", ["-Bbn", login.username, login.password]));
   let child: ChildProcess | undefined;
   let address = "";
   // A port picked free may be taken before the registry binds it: try another.
@@ -48,23 +49,19 @@ export async function startRegistry(login: { username: string; password: string 
   if (!child) throw new Error("docker-registry did not start");
   const registry = child;
   const dockerConfig = path.join(dir, "docker-config");
-  const docker = (...args: string[]) => execFileSync("docker", args, { env: { ...process.env, DOCKER_CONFIG: dockerConfig }, stdio: "pipe" });
+  const docker = (args: string[], input?: string) => runProgram("docker", args, { env: { ...process.env, DOCKER_CONFIG: dockerConfig }, input });
 
   return {
     /** host:port, as image references name it. */
     address,
     /** Pushes a local image as `<address>/<name>` with the login, then removes the local copy under that name. */
-    push(localImage: string, name: string): string {
+    async push(localImage: string, name: string): Promise<string> {
       const ref = `${address}/${name}`;
-      execFileSync("docker", ["login", address, "--username", login.username, "--password-stdin"], {
-        env: { ...process.env, DOCKER_CONFIG: dockerConfig },
-        input: login.password,
-        stdio: ["pipe", "ignore", "ignore"],
-      });
-      docker("tag", localImage, ref);
-      docker("push", ref);
-      docker("rmi", ref);
-      docker("logout", address);
+      await docker(["login", address, "--username", login.username, "--password-stdin"], login.password);
+      await docker(["tag", localImage, ref]);
+      await docker(["push", ref]);
+      await docker(["rmi", ref]);
+      await docker(["logout", address]);
       return ref;
     },
     close() {

@@ -1,6 +1,6 @@
-import { execFileSync, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import type { TestDatabase } from "@cm/db/testing";
+import { runProgram } from "@cm/testkit/run-program";
 import { type Agent, createAgent } from "../../../../agent/src/agent";
 import { systemClock } from "../../../../agent/src/clock";
 import { type AgentConfigInput, parseAgentConfig } from "../../../../agent/src/config";
@@ -83,7 +83,7 @@ export async function startSystem(db: TestDatabase, config: Partial<Config> = {}
     async close() {
       await Promise.all(agents.map((a) => a.stop().catch(() => undefined)));
       await h.close();
-      removeLabelled(`cm.test-run=${runLabel["cm.test-run"]}`);
+      await removeLabelled(`cm.test-run=${runLabel["cm.test-run"]}`);
     },
   };
 }
@@ -95,16 +95,14 @@ export type System = Awaited<ReturnType<typeof startSystem>>;
  * moment may be removing one already ("removal already in progress"), which made
  * a whole `docker rm -f` fail; what is still there is tried again for a few seconds.
  */
-export function removeLabelled(label: string) {
-  const list = (args: string[]) =>
-    execFileSync("docker", [...args, "--filter", `label=${label}`], { encoding: "utf8" })
-      .split("\n")
-      .filter(Boolean);
+export async function removeLabelled(label: string) {
+  const list = async (args: string[]) => (await runProgram("docker", [...args, "--filter", `label=${label}`])).split("\n").filter(Boolean);
+  const tolerant = (args: string[]) => runProgram("docker", args).catch(() => undefined);
   for (let attempt = 0; attempt < 10; attempt++) {
-    for (const id of list(["ps", "-aq"])) spawnSync("docker", ["rm", "-f", id], { stdio: "ignore" });
-    for (const net of list(["network", "ls", "-q"])) spawnSync("docker", ["network", "rm", net], { stdio: "ignore" });
-    if (list(["ps", "-aq"]).length === 0 && list(["network", "ls", "-q"]).length === 0) return;
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+    for (const id of await list(["ps", "-aq"])) await tolerant(["rm", "-f", id]);
+    for (const net of await list(["network", "ls", "-q"])) await tolerant(["network", "rm", net]);
+    if ((await list(["ps", "-aq"])).length === 0 && (await list(["network", "ls", "-q"])).length === 0) return;
+    await new Promise((resolve) => setTimeout(resolve, 500));
   }
 }
 
