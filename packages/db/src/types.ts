@@ -21,6 +21,7 @@ export type LogRow = typeof pg.deploymentLogs.$inferSelect;
 export type EarningRow = typeof pg.operatorEarnings.$inferSelect;
 export type PayoutRow = typeof pg.payouts.$inferSelect;
 export type RegistryCredentialRow = typeof pg.registryCredentials.$inferSelect;
+export type ApiKeyRow = typeof pg.apiKeys.$inferSelect;
 
 /** 1 credit = 1 US cent = 1,000,000 micro-credits: fine enough to charge per second. */
 export const MICRO_PER_CREDIT = 1_000_000;

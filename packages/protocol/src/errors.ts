@@ -11,6 +11,14 @@ export const ERROR_CODES = {
   TOKEN_EXPIRED: { status: 401, description: "The access token is past its expiry; refresh it." },
   INVALID_REFRESH_TOKEN: { status: 401, description: "The refresh token is unknown, expired, revoked or already used." },
   UNAUTHORIZED: { status: 401, description: "The Authorization header is missing, malformed, or names an unknown token." },
+  INSUFFICIENT_SCOPE: {
+    status: 403,
+    description:
+      "The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session.",
+  },
+  API_KEY_EXPIRED: { status: 401, description: "The API key is past its expiresAt; create a new one." },
+  API_KEY_NOT_FOUND: { status: 404, description: "No API key of yours has this id." },
+  API_KEY_QUOTA_EXCEEDED: { status: 403, description: "This account already holds as many API keys as one account may (50); delete one first." },
   // Request shape.
   VALIDATION_ERROR: { status: 400, description: "The request does not match its schema; details lists each field." },
   INVALID_JSON: { status: 400, description: "The body is not valid JSON." },

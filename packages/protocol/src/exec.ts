@@ -73,6 +73,8 @@ export const EXEC_ERROR_CODES = [
   "UNAUTHORIZED",
   /** The access token that opened (or last renewed) the session expired and no `renew` brought a fresh one (close code 4401). */
   "TOKEN_EXPIRED",
+  /** The API key that opened the session expired (close code 4401). */
+  "API_KEY_EXPIRED",
   /** No input and no output for the control plane's idle timeout (close code 4408). */
   "IDLE_TIMEOUT",
 ] as const;

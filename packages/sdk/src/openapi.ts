@@ -141,6 +141,50 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/auth/api-keys": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Your API keys
+     * @description Each key's name, first characters, scopes, and when it was created, last used (to the minute) and expires; never the key. Expired keys are listed until deleted.
+     */
+    get: operations["listApiKeys"];
+    put?: never;
+    /**
+     * Create an API key for a script
+     * @description Answers the key (cmk_...) this once: it is stored only as its SHA-256. Send it as 'Authorization: Bearer <key>' on any route its scopes allow (each operation's x-scope); other routes answer 403 INSUFFICIENT_SCOPE. A key works until deleted or until expiresInS has passed; signing out does not end it; its requests count against the account's limits as the wallet's do. Only a signed-in wallet session may create, list and delete keys.
+     */
+    post: operations["createApiKey"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/auth/api-keys/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    post?: never;
+    /**
+     * Delete an API key
+     * @description The key is refused from the next request on, on every replica (each request reads the key's row: nothing is cached); the log streams, exec sessions and TCP connections it opened end at once on this replica and within REVOCATION_CHECK_MS on another.
+     */
+    delete: operations["deleteApiKey"];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/nodes": {
     parameters: {
       query?: never;
@@ -614,7 +658,7 @@ export interface paths {
      *
      *     Refusals come before the upgrade as plain HTTP in the one error shape: another account's deployment is DEPLOYMENT_NOT_FOUND, one that is not running INVALID_STATE_TRANSITION (details.currentStatus), a node that is not connected NODE_OFFLINE, a deployment with 8 sessions open already RATE_LIMITED (429, Retry-After). The same request without `Upgrade` answers those, or UPGRADE_REQUIRED when all is well: a browser learns that way why its WebSocket was refused.
      *
-     *     Messages: the client's first, within 10 s, is JSON text `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"type":{"type":"string","const":"start"},"command":{"minItems":1,"maxItems":256,"type":"array","items":{"type":"string","minLength":1,"maxLength":4096}},"tty":{"default":false,"type":"boolean"},"cols":{"type":"integer","minimum":1,"maximum":1000},"rows":{"type":"integer","minimum":1,"maximum":1000}},"required":["type","command","tty"],"additionalProperties":false}`. Bytes travel as binary messages whose first byte is the channel (0 stdin from the client; 1 stdout, 2 stderr from the server; a tty sends everything as stdout). Control messages are JSON text: from the client {"$schema":"https://json-schema.org/draft/2020-12/schema","oneOf":[{"type":"object","properties":{"type":{"type":"string","const":"resize"},"cols":{"type":"integer","minimum":1,"maximum":1000},"rows":{"type":"integer","minimum":1,"maximum":1000}},"required":["type","cols","rows"],"additionalProperties":false},{"type":"object","properties":{"type":{"type":"string","const":"stdin_end"}},"required":["type"],"additionalProperties":false}]}; from the server {"$schema":"https://json-schema.org/draft/2020-12/schema","oneOf":[{"type":"object","properties":{"type":{"type":"string","const":"exit"},"code":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991}},"required":["type","code"],"additionalProperties":false},{"type":"object","properties":{"type":{"type":"string","const":"error"},"code":{"type":"string","enum":["BAD_MESSAGE","NODE_UNREACHABLE","EXEC_REFUSED","EXEC_FAILED","SESSION_ENDED","UNAUTHORIZED","TOKEN_EXPIRED","IDLE_TIMEOUT"]},"message":{"type":"string","maxLength":2000}},"required":["type","code","message"],"additionalProperties":false}]}.
+     *     Messages: the client's first, within 10 s, is JSON text `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"type":{"type":"string","const":"start"},"command":{"minItems":1,"maxItems":256,"type":"array","items":{"type":"string","minLength":1,"maxLength":4096}},"tty":{"default":false,"type":"boolean"},"cols":{"type":"integer","minimum":1,"maximum":1000},"rows":{"type":"integer","minimum":1,"maximum":1000}},"required":["type","command","tty"],"additionalProperties":false}`. Bytes travel as binary messages whose first byte is the channel (0 stdin from the client; 1 stdout, 2 stderr from the server; a tty sends everything as stdout). Control messages are JSON text: from the client {"$schema":"https://json-schema.org/draft/2020-12/schema","oneOf":[{"type":"object","properties":{"type":{"type":"string","const":"resize"},"cols":{"type":"integer","minimum":1,"maximum":1000},"rows":{"type":"integer","minimum":1,"maximum":1000}},"required":["type","cols","rows"],"additionalProperties":false},{"type":"object","properties":{"type":{"type":"string","const":"stdin_end"}},"required":["type"],"additionalProperties":false}]}; from the server {"$schema":"https://json-schema.org/draft/2020-12/schema","oneOf":[{"type":"object","properties":{"type":{"type":"string","const":"exit"},"code":{"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991}},"required":["type","code"],"additionalProperties":false},{"type":"object","properties":{"type":{"type":"string","const":"error"},"code":{"type":"string","enum":["BAD_MESSAGE","NODE_UNREACHABLE","EXEC_REFUSED","EXEC_FAILED","SESSION_ENDED","UNAUTHORIZED","TOKEN_EXPIRED","API_KEY_EXPIRED","IDLE_TIMEOUT"]},"message":{"type":"string","maxLength":2000}},"required":["type","code","message"],"additionalProperties":false}]}.
      *
      *     The session lasts as long as the sign-in that opened it: signing out (POST /auth/logout) or a revocation of the token's family as stolen (a refresh token used twice) ends it with `error` UNAUTHORIZED and close code 4401 (at once on the replica that revoked it, within 10 s on another: REVOCATION_CHECK_MS), and so does the expiry of the access token it was opened with (TOKEN_EXPIRED), unless the client sent a fresh access token of the same account first: `{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"type":{"type":"string","const":"renew"},"accessToken":{"type":"string","minLength":1,"maxLength":512}},"required":["type","accessToken"],"additionalProperties":false}`, which the control plane keeps (it never reaches the node) and which moves the end to that token's expiry; the SDK sends one each time it refreshes. A session with no input and no output for 900 s (EXEC_IDLE_TIMEOUT_MS) ends with `error` IDLE_TIMEOUT and close code 4408.
      *
@@ -836,6 +880,10 @@ export interface components {
           | "TOKEN_EXPIRED"
           | "INVALID_REFRESH_TOKEN"
           | "UNAUTHORIZED"
+          | "INSUFFICIENT_SCOPE"
+          | "API_KEY_EXPIRED"
+          | "API_KEY_NOT_FOUND"
+          | "API_KEY_QUOTA_EXCEEDED"
           | "VALIDATION_ERROR"
           | "INVALID_JSON"
           | "UNSUPPORTED_MEDIA_TYPE"
@@ -916,6 +964,29 @@ export interface components {
     SuccessResponse: {
       success: boolean;
       message: string;
+    };
+    /** @description An API key, without the key */
+    ApiKey: {
+      id: string;
+      name: string;
+      /** @description the key's first characters (cmk_ and 8 more), to tell keys apart; never the whole key */
+      prefix: string;
+      scopes: ("read" | "deploy" | "operator" | "payouts")[];
+      /**
+       * Format: date-time
+       * @description ISO 8601, UTC
+       */
+      createdAt: string;
+      /**
+       * Format: date-time
+       * @description when a request last authenticated with it (to the minute); null: never
+       */
+      lastUsedAt: string | null;
+      /**
+       * Format: date-time
+       * @description when it stops working; null: never (until deleted)
+       */
+      expiresAt: string | null;
     };
     NodeSummary: {
       id: string;
@@ -1983,6 +2054,8 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
         headers: {
@@ -2098,6 +2171,321 @@ export interface operations {
       };
       /** @description `UNSUPPORTED_MEDIA_TYPE`: The body must be sent as application/json. */
       415: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `HEADERS_TOO_LARGE`: The URL and headers together are larger than the limit (16 KiB). */
+      431: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `SERVICE_UNAVAILABLE`: The database does not answer (GET /ready says so too); nothing changed. Retry after Retry-After seconds. */
+      503: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          /** @description seconds to wait before trying again (with SERVICE_UNAVAILABLE) */
+          "Retry-After"?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  listApiKeys: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description Your keys, oldest first */
+      200: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            apiKeys: components["schemas"]["ApiKey"][];
+          };
+        };
+      };
+      /**
+       * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
+       *
+       *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
+       */
+      401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `URI_TOO_LONG`: The URL is longer than the limit (16 KiB). */
+      414: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `HEADERS_TOO_LARGE`: The URL and headers together are larger than the limit (16 KiB). */
+      431: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `SERVICE_UNAVAILABLE`: The database does not answer (GET /ready says so too); nothing changed. Retry after Retry-After seconds. */
+      503: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          /** @description seconds to wait before trying again (with SERVICE_UNAVAILABLE) */
+          "Retry-After"?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  createApiKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @description a label for you: what uses the key (at most 100 characters) */
+          name: string;
+          /** @description what the key may do; payouts only when named */
+          scopes: ("read" | "deploy" | "operator" | "payouts")[];
+          /** @description seconds from now until the key stops working (60 to 31622400); left out: it works until deleted */
+          expiresInS?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description The key, shown once, and its description */
+      201: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            apiKey: components["schemas"]["ApiKey"];
+            /** @description the key itself (cmk_...): shown this once, stored only as its SHA-256. Send it as 'Authorization: Bearer <key>' */
+            key: string;
+          };
+        };
+      };
+      /**
+       * @description `VALIDATION_ERROR`: The request does not match its schema; details lists each field.
+       *
+       *     `INVALID_JSON`: The body is not valid JSON.
+       */
+      400: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /**
+       * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
+       *
+       *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
+       */
+      401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /**
+       * @description `API_KEY_QUOTA_EXCEEDED`: This account already holds as many API keys as one account may (50); delete one first.
+       *
+       *     `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session.
+       */
+      403: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `PAYLOAD_TOO_LARGE`: The body is larger than the limit. */
+      413: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `URI_TOO_LONG`: The URL is longer than the limit (16 KiB). */
+      414: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `UNSUPPORTED_MEDIA_TYPE`: The body must be sent as application/json. */
+      415: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `HEADERS_TOO_LARGE`: The URL and headers together are larger than the limit (16 KiB). */
+      431: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `SERVICE_UNAVAILABLE`: The database does not answer (GET /ready says so too); nothing changed. Retry after Retry-After seconds. */
+      503: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          /** @description seconds to wait before trying again (with SERVICE_UNAVAILABLE) */
+          "Retry-After"?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  deleteApiKey: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description the resource's id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The key is deleted */
+      200: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["SuccessResponse"];
+        };
+      };
+      /** @description `VALIDATION_ERROR`: The request does not match its schema; details lists each field. */
+      400: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /**
+       * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
+       *
+       *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
+       */
+      401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `API_KEY_NOT_FOUND`: No API key of yours has this id. */
+      404: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `URI_TOO_LONG`: The URL is longer than the limit (16 KiB). */
+      414: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -2330,8 +2718,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -2427,6 +2827,8 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
         headers: {
@@ -2437,7 +2839,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description `NODE_QUOTA_EXCEEDED`: This account already operates as many nodes as one account may (MAX_NODES_PER_ACCOUNT); retire one first. */
+      /**
+       * @description `NODE_QUOTA_EXCEEDED`: This account already operates as many nodes as one account may (MAX_NODES_PER_ACCOUNT); retire one first.
+       *
+       *     `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session.
+       */
       403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
@@ -2549,8 +2955,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -2657,8 +3075,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -2782,8 +3212,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -2900,8 +3342,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -2992,8 +3446,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -3076,8 +3542,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -3160,8 +3638,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -3247,8 +3737,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -3369,8 +3871,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -3675,8 +4189,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -3816,6 +4342,8 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
         headers: {
@@ -3828,6 +4356,16 @@ export interface operations {
       };
       /** @description `INSUFFICIENT_CREDITS`: Available credits do not cover the hour of the deployment's rate it holds while it runs; details.requiredCredits says how many that is, details.availableCredits how many are available. Add credits with POST /credits/deposit/initiate (cm credits buy). */
       402: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -4051,8 +4589,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -4179,8 +4729,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -4269,8 +4831,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -4361,6 +4935,8 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
         headers: {
@@ -4373,6 +4949,16 @@ export interface operations {
       };
       /** @description `INSUFFICIENT_CREDITS`: Available credits do not cover the hour of the deployment's rate it holds while it runs; details.requiredCredits says how many that is, details.availableCredits how many are available. Add credits with POST /credits/deposit/initiate (cm credits buy). */
       402: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -4489,8 +5075,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -4596,8 +5194,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -4692,8 +5302,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -4797,8 +5419,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -4899,8 +5533,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -5027,8 +5673,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -5156,8 +5814,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -5225,8 +5895,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -5319,8 +6001,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -5456,8 +6150,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -5624,8 +6330,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -5719,8 +6437,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -5788,8 +6518,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;
@@ -5882,6 +6624,8 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
         headers: {
@@ -5892,7 +6636,11 @@ export interface operations {
           "application/json": components["schemas"]["Error"];
         };
       };
-      /** @description `REGISTRY_CREDENTIAL_QUOTA_EXCEEDED`: This account already stores as many registry credentials as one account may (REGISTRY_CREDENTIALS_MAX); delete one first. */
+      /**
+       * @description `REGISTRY_CREDENTIAL_QUOTA_EXCEEDED`: This account already stores as many registry credentials as one account may (REGISTRY_CREDENTIALS_MAX); delete one first.
+       *
+       *     `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session.
+       */
       403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
@@ -5996,8 +6744,20 @@ export interface operations {
        * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
        *
        *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
        */
       401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];
           [name: string]: unknown;

@@ -184,7 +184,10 @@ export class ExecBroker {
           grant.renew(fresh.grant);
         },
         (err: Error & { code?: string }) => {
-          if (err.code === "UNAUTHORIZED" || err.code === "TOKEN_EXPIRED") return session.end(err.code, `renew: ${err.message}`, EXEC_CLOSE_CODES.UNAUTHORIZED);
+          if (err.code === "UNAUTHORIZED" || err.code === "TOKEN_EXPIRED" || err.code === "API_KEY_EXPIRED")
+            return session.end(err.code, `renew: ${err.message}`, EXEC_CLOSE_CODES.UNAUTHORIZED);
+          // An API key without the deploy scope could not have opened the session: it cannot keep it open either.
+          if (err.code === "INSUFFICIENT_SCOPE") return session.end("UNAUTHORIZED", `renew: ${err.message}`, EXEC_CLOSE_CODES.UNAUTHORIZED);
           // The check itself failed (the database): the session keeps the grant it has, and ends at its expiry unless a later renew is checked.
           log.warn("could not check an exec session's renewed token", { err });
         },

@@ -165,7 +165,8 @@ export class TcpForwarder {
         grant.renew(fresh.grant);
       },
       (err: Error & { code?: string }) => {
-        if (err.code === "UNAUTHORIZED" || err.code === "TOKEN_EXPIRED") return connection.end(TCP_CLOSE_CODES.UNAUTHORIZED, err.code);
+        if (err.code === "UNAUTHORIZED" || err.code === "TOKEN_EXPIRED" || err.code === "API_KEY_EXPIRED" || err.code === "INSUFFICIENT_SCOPE")
+          return connection.end(TCP_CLOSE_CODES.UNAUTHORIZED, err.code);
         // The check itself failed (the database): the connection keeps its grant, and ends at its expiry unless a later renew is checked.
         target.log.warn("could not check a tcp connection's renewed token", { err });
       },

@@ -2,7 +2,9 @@ import { ERROR_CODES, ErrorBody, type ErrorCode, text } from "@cm/protocol";
 import { createRoute, OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
 import type { MiddlewareHandler } from "hono";
 import { z } from "zod";
+import type { RouteScope } from "../services/auth-service";
 import type { AppEnv } from "./env";
+import { scopeOf } from "./scopes";
 import { readJsonBody, validationHook } from "./validation";
 
 /** Every response carries the request id (hono/request-id), listed once under components.headers. */
@@ -53,12 +55,12 @@ export function errors(...codes: ErrorCode[]) {
 export type RouteGuards = {
   /** Fails at once while the database is known to be down. */
   database: MiddlewareHandler<AppEnv>;
-  /** Sets `user` from the bearer token, or fails 401. */
-  user: MiddlewareHandler<AppEnv>;
+  /** Sets `user` from the bearer token or API key, or fails 401 (403 for a key without the scope). */
+  user(scope: RouteScope): MiddlewareHandler<AppEnv>;
 };
 
 export type Access = {
-  /** Needs a bearer token. */
+  /** Needs a bearer token (or an API key with the scope ROUTE_SCOPES gives the route's operationId). */
   auth?: boolean;
   /** false for the few routes that never touch the database (liveness, readiness): no 503 gate in front. */
   database?: false;
@@ -73,12 +75,14 @@ export type Access = {
 export function createRouteFactory(guards: RouteGuards) {
   return function route<const R extends Omit<RouteConfig, "security" | "middleware">>(config: R, access: Access = {}): R & { getRoutingPath(): string } {
     const { request } = config;
+    const scope = access.auth ? scopeOf(config.operationId) : undefined;
     const middleware: MiddlewareHandler<AppEnv>[] = [];
     if (access.database !== false) middleware.push(guards.database);
-    if (access.auth) middleware.push(guards.user);
+    if (scope) middleware.push(guards.user(scope));
     if (request?.body) middleware.push(readJsonBody);
     const codes: ErrorCode[] = [...(access.errors ?? [])];
-    if (access.auth) codes.push("UNAUTHORIZED", "TOKEN_EXPIRED");
+    if (scope) codes.push("UNAUTHORIZED", "TOKEN_EXPIRED", "API_KEY_EXPIRED");
+    if (scope && scope !== "any") codes.push("INSUFFICIENT_SCOPE");
     if (request?.body) codes.push("VALIDATION_ERROR", "INVALID_JSON", "UNSUPPORTED_MEDIA_TYPE", "PAYLOAD_TOO_LARGE");
     if (request?.query || request?.params) codes.push("VALIDATION_ERROR");
     if (access.database !== false) codes.push("SERVICE_UNAVAILABLE");
@@ -86,7 +90,9 @@ export function createRouteFactory(guards: RouteGuards) {
     codes.push("URI_TOO_LONG", "HEADERS_TOO_LARGE");
     return createRoute({
       ...config,
-      security: access.auth ? [{ bearer: [] }] : [],
+      // The scope goes in x-scope rather than the requirement's array, which OpenAPI keeps for OAuth scopes: tools read `[]` as plain bearer auth.
+      security: scope ? [{ bearer: [] }] : [],
+      ...(scope ? { "x-scope": scope } : {}),
       middleware,
       responses: { ...config.responses, ...errors(...codes) },
     }) as unknown as R & { getRoutingPath(): string };

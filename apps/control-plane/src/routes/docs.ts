@@ -12,7 +12,7 @@ type Api = OpenAPIHono<AppEnv>;
 type Document = ReturnType<Api["getOpenAPI31Document"]>;
 
 const TAGS = [
-  { name: "auth", description: "Sign in with a Solana wallet signature; tokens for the other groups." },
+  { name: "auth", description: "Sign in with a Solana wallet signature; tokens for the other groups; API keys for scripts." },
   { name: "nodes", description: "The public catalogue of nodes to rent." },
   { name: "templates", description: "The public catalogue of container templates." },
   { name: "deployments", description: "Your containers on rented nodes." },
@@ -31,7 +31,8 @@ export function openApiDocument(api: Api): Document {
   api.openAPIRegistry.registerComponent("securitySchemes", "bearer", {
     type: "http",
     scheme: "bearer",
-    description: "accessToken from POST /auth/verify or /auth/refresh",
+    description:
+      "accessToken from POST /auth/verify or /auth/refresh (a wallet session: every route), or an API key (cmk_...) from POST /auth/api-keys: the routes whose x-scope is one of its scopes (x-scope 'any': every key); others answer 403 INSUFFICIENT_SCOPE. x-scope 'session': a wallet session only",
   });
   api.openAPIRegistry.registerComponent("headers", "RequestId", REQUEST_ID_HEADER_COMPONENT);
   const doc = api.getOpenAPI31Document({

@@ -1,8 +1,10 @@
 import { randomBytes } from "node:crypto";
 import type { Repos, UserRow } from "@cm/db";
+import type { ApiKeyScope } from "@cm/protocol";
 import bs58 from "bs58";
 import nacl from "tweetnacl";
 import { ApiError } from "../errors";
+import { createApiKeys, isApiKey } from "./api-keys";
 import type { EventBus } from "./events";
 import { type Clock, hashSecret, type IdGenerator, newSecret } from "./ids";
 
@@ -13,7 +15,39 @@ export type AuthSettings = { domain: string; nonceTtlS: number; accessTtlS: numb
  * request (a stream, an exec session): which sign-in it belongs to (its family)
  * and until when, so that the connection ends with it.
  */
-export type AccessGrant = { tokenHash: string; familyId: string; userId: string; expiresAt: number };
+export type AccessGrant = {
+  tokenHash: string;
+  /** The sign-in's family, or for an API key the key's id: revoking it ends every connection it opened. */
+  familyId: string;
+  userId: string;
+  expiresAt: number;
+  /** Opened with an API key (its expiry is the key's, and there is no refresh). */
+  apiKey?: true;
+};
+
+/**
+ * What a route asks of a bearer: an API key scope, `any` (any valid token or
+ * key), or `session` (a signed-in wallet only: managing API keys). A wallet
+ * session passes every one.
+ */
+export type RouteScope = ApiKeyScope | "any" | "session";
+
+/** Who a bearer is and what it may do; `scopes` is absent for a wallet session, which may do everything. */
+export type Credential = { user: UserRow; grant: AccessGrant; scopes?: readonly ApiKeyScope[] };
+
+/** Refuses a credential that lacks `need`: 403 INSUFFICIENT_SCOPE naming the scope. */
+export function permit(credential: Credential, need: RouteScope): void {
+  const { scopes } = credential;
+  if (scopes === undefined || need === "any" || (need !== "session" && scopes.includes(need))) return;
+  const details = { requiredScope: need, keyScopes: scopes };
+  if (need === "session")
+    throw new ApiError(
+      "INSUFFICIENT_SCOPE",
+      "API keys are created, listed and deleted only with a signed-in wallet session (cm login), never with an API key",
+      details,
+    );
+  throw new ApiError("INSUFFICIENT_SCOPE", `this API key lacks the '${need}' scope this route needs (it has: ${scopes.join(", ")})`, details);
+}
 
 export function decodeWallet(walletAddress: string): Uint8Array {
   let key: Uint8Array;
@@ -49,6 +83,8 @@ export function decodeSignature(signature: string): Uint8Array {
 }
 
 export function createAuthService(repos: Repos, clock: Clock, ids: IdGenerator, events: EventBus, s: AuthSettings) {
+  const apiKeys = createApiKeys(repos, clock, ids, events);
+
   async function issuePair(userId: string, familyId: string) {
     const now = clock.now();
     const accessToken = newSecret("cma");
@@ -62,7 +98,7 @@ export function createAuthService(repos: Repos, clock: Clock, ids: IdGenerator, 
   }
 
   /** The user behind an access token and what it grants, or the reason there is none. */
-  async function authenticateToken(accessToken: string): Promise<{ user: UserRow; grant: AccessGrant }> {
+  async function authenticateSession(accessToken: string): Promise<Credential> {
     const tokenHash = hashSecret(accessToken);
     const session = await repos.auth.findSession(tokenHash);
     if (!session || session.kind !== "access" || session.revokedAt !== null) throw new ApiError("UNAUTHORIZED", "unknown access token");
@@ -70,6 +106,13 @@ export function createAuthService(repos: Repos, clock: Clock, ids: IdGenerator, 
     const user = await repos.auth.getUser(session.userId);
     if (!user) throw new ApiError("UNAUTHORIZED", "unknown access token");
     return { user, grant: { tokenHash, familyId: session.familyId, userId: user.id, expiresAt: session.expiresAt } };
+  }
+
+  /** An access token or an API key (told apart by its prefix), refused unless it may do `need`. */
+  async function authenticateToken(bearer: string, need: RouteScope): Promise<Credential> {
+    const credential = isApiKey(bearer) ? await apiKeys.authenticate(bearer) : await authenticateSession(bearer);
+    permit(credential, need);
+    return credential;
   }
 
   return {
@@ -116,19 +159,24 @@ export function createAuthService(repos: Repos, clock: Clock, ids: IdGenerator, 
       events.emit("family-revoked", familyId);
     },
 
-    /** The user behind an Authorization header and what its token grants, or the reason there is none. */
-    async authenticate(header: string | undefined): Promise<{ user: UserRow; grant: AccessGrant }> {
+    apiKeys,
+
+    /** The user behind an Authorization header and what its token or API key grants, or the reason there is none (401, or 403 lacking `need`). */
+    async authenticate(header: string | undefined, need: RouteScope): Promise<Credential> {
       const m = header?.match(/^Bearer\s+(\S+)\s*$/i);
       if (!m)
         throw new ApiError(
           "UNAUTHORIZED",
-          header ? "the Authorization header must be 'Bearer <accessToken>'" : "this route needs 'Authorization: Bearer <accessToken>'",
+          header ? "the Authorization header must be 'Bearer <accessToken or API key>'" : "this route needs 'Authorization: Bearer <accessToken or API key>'",
         );
-      return authenticateToken(m[1]!);
+      return authenticateToken(m[1]!, need);
     },
 
-    /** The same for a bare access token (an exec session's `renew`). */
-    authenticateToken,
+    /**
+     * The same for a bare access token or API key: an exec session's or TCP connection's `renew`,
+     * which by default needs what opening one does (`deploy`).
+     */
+    authenticateToken: (bearer: string, need: RouteScope = "deploy") => authenticateToken(bearer, need),
   };
 }
 export type AuthService = ReturnType<typeof createAuthService>;

@@ -5,16 +5,21 @@ import type { Clock } from "./ids";
 import type { Logger } from "./logger";
 
 /** Why a connection's sign-in is over, in the API's words (an error code and a message for people). */
-export type GrantEnd = { code: "UNAUTHORIZED" | "TOKEN_EXPIRED"; message: string };
+export type GrantEnd = { code: "UNAUTHORIZED" | "TOKEN_EXPIRED" | "API_KEY_EXPIRED"; message: string };
 
 export const GRANT_REVOKED: GrantEnd = {
   code: "UNAUTHORIZED",
-  message: "the sign-in that opened this connection was ended (signed out, or its tokens revoked): sign in again",
+  message: "the sign-in or API key that opened this connection was ended (signed out, tokens revoked, or the key deleted): sign in again",
 };
 export const GRANT_EXPIRED: GrantEnd = {
   code: "TOKEN_EXPIRED",
   message: "the access token that opened this connection has expired: refresh it (POST /auth/refresh) and reconnect",
 };
+export const API_KEY_EXPIRED: GrantEnd = {
+  code: "API_KEY_EXPIRED",
+  message: "the API key that opened this connection has expired: create a new one and reconnect",
+};
+const expired = (g: AccessGrant) => (g.apiKey ? API_KEY_EXPIRED : GRANT_EXPIRED);
 
 export type GrantWatchOptions = {
   repos: Repos;
@@ -88,7 +93,7 @@ export class GrantWatch {
     clearTimeout(h.timer);
     const ms = Math.min(Math.max(0, h.grant.expiresAt - this.o.clock.now()), MAX_TIMER_MS);
     // The clock decides, not the timer: a clock a test moves, or a long wait in steps.
-    h.timer = setTimeout(() => (h.grant.expiresAt <= this.o.clock.now() ? this.finish(h, GRANT_EXPIRED) : this.arm(h)), ms);
+    h.timer = setTimeout(() => (h.grant.expiresAt <= this.o.clock.now() ? this.finish(h, expired(h.grant)) : this.arm(h)), ms);
   }
 
   private drop(h: Held) {
@@ -111,7 +116,7 @@ export class GrantWatch {
     this.checking = true;
     try {
       const now = this.o.clock.now();
-      for (const h of [...this.held]) if (h.grant.expiresAt <= now) this.finish(h, GRANT_EXPIRED);
+      for (const h of [...this.held]) if (h.grant.expiresAt <= now) this.finish(h, expired(h.grant));
       const hashes = [...new Set([...this.held].map((h) => h.grant.tokenHash))];
       const revoked = new Set<string>();
       for (let i = 0; i < hashes.length; i += CHECK_BATCH) {

@@ -37,6 +37,7 @@ describe("OpenAPI document and docs", () => {
     for (const [m, p] of want) expect(r.json.paths[p]?.[m], `${m} ${p}`).toBeDefined();
     const create = r.json.paths["/deployments"].post;
     expect(create.security).toEqual([{ bearer: [] }]);
+    expect(create["x-scope"]).toBe("deploy");
     expect(create.requestBody.content["application/json"].schema.properties).toHaveProperty("customImage");
     expect(create.responses["402"].description).toContain("INSUFFICIENT_CREDITS");
     const nodesQuery = r.json.paths["/nodes"].get.parameters.map((p: { name: string }) => p.name);
@@ -68,6 +69,9 @@ describe("OpenAPI document and docs", () => {
     }
     const authed = new Set([
       "get /auth/me",
+      "post /auth/api-keys",
+      "get /auth/api-keys",
+      "delete /auth/api-keys/{id}",
       "get /operator/nodes",
       "post /operator/nodes",
       "delete /operator/nodes/{id}",

@@ -1,6 +1,7 @@
 import { and, eq, inArray, isNull } from "drizzle-orm";
 import type { DbHandle } from "../client";
 import type { UserRow } from "../types";
+import { createApiKeysRepo } from "./api-keys";
 
 export type ConsumeNonceResult = { ok: true } | { ok: false; reason: "not_found" | "expired" };
 export type SessionKind = "access" | "refresh";
@@ -16,7 +17,10 @@ export type SessionRow = {
 
 export function createAuthRepo(h: DbHandle) {
   const { users, authNonces, sessions } = h.t;
+  const apiKeys = createApiKeysRepo(h);
   return {
+    apiKeys,
+
     async insertNonce(n: { nonce: string; walletAddress: string; message: string; expiresAt: number }) {
       await h.run((db) => db.insert(authNonces).values({ ...n, usedAt: null }));
     },
@@ -111,17 +115,21 @@ export function createAuthRepo(h: DbHandle) {
       });
     },
 
-    /** Which of these tokens are revoked (or gone): what open connections ask of the database, which every replica shares. */
+    /**
+     * Which of these tokens are revoked (or gone): what open connections ask of the database, which every replica shares.
+     * An API key's hash counts as live while its key exists (a deleted key is gone).
+     */
     async revokedAmong(tokenHashes: readonly string[]): Promise<string[]> {
       if (tokenHashes.length === 0) return [];
-      return h.run(async (db) => {
-        const rows = await db
+      const rows = await h.run((db) =>
+        db
           .select({ tokenHash: sessions.tokenHash, revokedAt: sessions.revokedAt })
           .from(sessions)
-          .where(inArray(sessions.tokenHash, [...tokenHashes]));
-        const live = new Set(rows.filter((r) => r.revokedAt === null).map((r) => r.tokenHash));
-        return tokenHashes.filter((t) => !live.has(t));
-      });
+          .where(inArray(sessions.tokenHash, [...tokenHashes])),
+      );
+      const live = new Set(rows.filter((r) => r.revokedAt === null).map((r) => r.tokenHash));
+      const keys = await apiKeys.liveAmong(tokenHashes.filter((t) => !live.has(t)));
+      return tokenHashes.filter((t) => !live.has(t) && !keys.has(t));
     },
 
     async setOperator(userId: string) {

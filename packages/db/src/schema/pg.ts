@@ -1,4 +1,5 @@
 import {
+  type ApiKeyScope,
   CPU_LIMITS,
   DEPLOYMENT_STATUSES,
   DESIRED_STATES,
@@ -51,6 +52,29 @@ export const sessions = pgTable(
     createdAt: bigint("created_at", { mode: "number" }).notNull(),
   },
   (t) => [index("sessions_family_idx").on(t.familyId)],
+);
+
+/**
+ * API keys for scripts: a random secret shown once, stored only as its SHA-256
+ * (a key is 32 random bytes, not a password a person chose, so a slow hash
+ * such as bcrypt would add nothing against guessing and cost every request).
+ */
+export const apiKeys = pgTable(
+  "api_keys",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id").notNull(),
+    name: text("name").notNull(),
+    /** The key's first characters (`cmk_` and 8 more): enough to tell keys apart, far too few to use. */
+    prefix: text("prefix").notNull(),
+    keyHash: text("key_hash").notNull().unique(),
+    scopes: jsonb("scopes").notNull().$type<ApiKeyScope[]>(),
+    createdAt: bigint("created_at", { mode: "number" }).notNull(),
+    lastUsedAt: bigint("last_used_at", { mode: "number" }),
+    /** null: until deleted. */
+    expiresAt: bigint("expires_at", { mode: "number" }),
+  },
+  (t) => [index("api_keys_user_idx").on(t.userId, t.createdAt)],
 );
 
 export const nodes = pgTable(

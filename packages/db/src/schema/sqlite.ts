@@ -1,4 +1,5 @@
 import {
+  type ApiKeyScope,
   CPU_LIMITS,
   DEPLOYMENT_STATUSES,
   DESIRED_STATES,
@@ -51,6 +52,29 @@ export const sessions = sqliteTable(
     createdAt: integer("created_at").notNull(),
   },
   (t) => [index("sessions_family_idx").on(t.familyId)],
+);
+
+/**
+ * API keys for scripts: a random secret shown once, stored only as its SHA-256
+ * (a key is 32 random bytes, not a password a person chose, so a slow hash
+ * such as bcrypt would add nothing against guessing and cost every request).
+ */
+export const apiKeys = sqliteTable(
+  "api_keys",
+  {
+    id: text("id").primaryKey(),
+    userId: text("user_id").notNull(),
+    name: text("name").notNull(),
+    /** The key's first characters (`cmk_` and 8 more): enough to tell keys apart, far too few to use. */
+    prefix: text("prefix").notNull(),
+    keyHash: text("key_hash").notNull().unique(),
+    scopes: text("scopes", { mode: "json" }).notNull().$type<ApiKeyScope[]>(),
+    createdAt: integer("created_at").notNull(),
+    lastUsedAt: integer("last_used_at"),
+    /** null: until deleted. */
+    expiresAt: integer("expires_at"),
+  },
+  (t) => [index("api_keys_user_idx").on(t.userId, t.createdAt)],
 );
 
 export const nodes = sqliteTable(
