@@ -1,6 +1,7 @@
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { join, resolve } from "node:path";
 import { needs, sqliteDatabase } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureScriptImage } from "../../agent/test/support/script-image";
 import { type System, startSystem, until } from "../../control-plane/test/e2e/support/system";
@@ -92,10 +93,10 @@ needs("docker", "busybox").describe("cm exec with a real agent and Docker", () =
       stdio: ["ignore", "pipe", "pipe"],
     });
     const code = new Promise<number>((r) => child.on("close", (c) => r(c ?? -1)));
-    const [container] = execFileSync("docker", ["ps", "-q", "--filter", `label=cm.deployment-id=${id}`], { encoding: "utf8" }).split("\n");
-    const wroteAll = () => {
+    const [container] = (await runProgram("docker", ["ps", "-q", "--filter", `label=cm.deployment-id=${id}`])).split("\n");
+    const wroteAll = async () => {
       try {
-        execFileSync("docker", ["exec", container!, "test", "-e", "/tmp/wrote-all"], { stdio: "ignore" });
+        await runProgram("docker", ["exec", container!, "test", "-e", "/tmp/wrote-all"]);
         return true;
       } catch {
         return false;
@@ -103,12 +104,12 @@ needs("docker", "busybox").describe("cm exec with a real agent and Docker", () =
     };
     // Nothing reads cm's stdout for a while: its pipe fills, and then cm must stop taking output.
     await new Promise((r) => setTimeout(r, 6_000));
-    expect(wroteAll()).toBe(false);
+    expect(await wroteAll()).toBe(false);
     let received = 0;
     child.stdout.on("data", (c: Buffer) => (received += c.length));
     expect(await code).toBe(0);
     expect(received).toBe(total);
-    expect(wroteAll()).toBe(true);
+    expect(await wroteAll()).toBe(true);
   }, 90_000);
 
   it("-it gives a shell in a terminal sized like this one; what is typed is echoed, exit 5 is cm's exit code", async () => {

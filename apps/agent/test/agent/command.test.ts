@@ -2,8 +2,8 @@
 // gives them to Docker as Cmd and Entrypoint, and an image with neither a CMD
 // nor a command fails with a reason that names the fix.
 
-import { execFileSync } from "node:child_process";
 import { needs } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
 import { deploymentSpec, startTestAgent } from "../support/agent-harness";
@@ -82,7 +82,7 @@ needs("docker", "busybox").describe("a deployment's command and entrypoint", () 
     await fake.waitFor(() => fake.of("specs")[0], 10_000, "the first specs");
     // Tagged after that report: as an image a deployment has just pulled.
     const late = `cm-test-bare-late:${Date.now()}`;
-    execFileSync("docker", ["tag", bare, late]);
+    await runProgram("docker", ["tag", bare, late]);
     try {
       const spec = deploymentSpec(run, "nocmd", late);
       fake.desired.set(spec.deploymentId, spec);
@@ -97,7 +97,7 @@ needs("docker", "busybox").describe("a deployment's command and entrypoint", () 
       // The control plane hears of it now, not at the next interval.
       await fake.waitFor(() => fake.of("specs").find((f) => f.imagesWithoutCommand?.includes(late)), 10_000, "specs listing it");
     } finally {
-      execFileSync("docker", ["rmi", late], { stdio: "ignore" });
+      await runProgram("docker", ["rmi", late]);
     }
   });
 });

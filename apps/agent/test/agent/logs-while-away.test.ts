@@ -1,8 +1,8 @@
 // Lines a container writes while its agent is away are shipped when the agent
 // returns, even when the deployment is no longer wanted by then: the agent stops
 // the container, sends its log to the end and only then removes it and reports.
-import { execFileSync } from "node:child_process";
 import { needs } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
 import type { Agent } from "../../src/agent";
 import { deploymentSpec, startTestAgent } from "../support/agent-harness";
@@ -35,18 +35,16 @@ async function startAgent(): Promise<Agent> {
   return agent;
 }
 
-function containerId(deploymentId: string): string {
-  return execFileSync("docker", ["ps", "-aq", "--filter", `label=cm.deployment-id=${deploymentId}`], { encoding: "utf8" }).trim();
+async function containerId(deploymentId: string): Promise<string> {
+  return (await runProgram("docker", ["ps", "-aq", "--filter", `label=cm.deployment-id=${deploymentId}`])).trim();
 }
 
-function dockerLineCount(id: string): number {
-  return dockerLogLines(id).length;
+async function dockerLineCount(id: string): Promise<number> {
+  return (await dockerLogLines(id)).length;
 }
 
-function dockerLogLines(id: string): string[] {
-  return execFileSync("docker", ["logs", id], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 })
-    .split("\n")
-    .filter(Boolean);
+async function dockerLogLines(id: string): Promise<string[]> {
+  return (await runProgram("docker", ["logs", id])).split("\n").filter(Boolean);
 }
 
 /** Every stored line is "line <seq>", from 1: nothing lost, nothing twice. */
@@ -70,8 +68,8 @@ async function counterLeftAlone(suffix: string) {
   agents.splice(agents.indexOf(first), 1);
   const atDeath = fake.storedLines(spec.deploymentId).length;
   // The agent is away; the container writes on (slowly on a busy machine).
-  const id = containerId(spec.deploymentId);
-  await fake.waitFor(() => dockerLineCount(id) >= atDeath + 200, 20_000, "200 lines written while the agent is away");
+  const id = await containerId(spec.deploymentId);
+  await expect.poll(() => dockerLineCount(id), { timeout: 20_000, message: "200 lines written while the agent is away" }).toBeGreaterThanOrEqual(atDeath + 200);
   return { spec, atDeath };
 }
 
@@ -79,12 +77,12 @@ needs("docker", "busybox").describe("lines written while the agent is away", () 
   it("are shipped to the end before a deployment stopped meanwhile is reported stopped", async () => {
     const { spec, atDeath } = await counterLeftAlone("stopped");
     fake.desired.set(spec.deploymentId, { ...spec, desiredState: "stopped" });
-    const id = containerId(spec.deploymentId);
+    const id = await containerId(spec.deploymentId);
     const startedAt = Date.now();
     await startAgent();
     await fake.waitFor(() => fake.statuses(spec.deploymentId).some((s) => s.status === "stopped"), 20_000, "stopped");
     const convergedMs = Date.now() - startedAt;
-    const written = dockerLogLines(id).length;
+    const written = (await dockerLogLines(id)).length;
     const stored = expectComplete(spec.deploymentId);
     console.log(
       `stopped while away: ${atDeath} lines stored at the agent's death, ${written} written, ${stored} stored, lost ${written - stored}; reported stopped ${convergedMs} ms after the agent started`,
@@ -96,10 +94,10 @@ needs("docker", "busybox").describe("lines written while the agent is away", () 
   it("are shipped to the end before a deployment deleted meanwhile is removed", async () => {
     const { spec, atDeath } = await counterLeftAlone("removed");
     fake.desired.set(spec.deploymentId, { ...spec, desiredState: "removed" });
-    const writtenBefore = dockerLogLines(containerId(spec.deploymentId)).length;
+    const writtenBefore = (await dockerLogLines(await containerId(spec.deploymentId))).length;
     await startAgent();
     await fake.waitFor(() => fake.statuses(spec.deploymentId).some((s) => s.status === "removed"), 20_000, "removed");
-    expect(containerId(spec.deploymentId)).toBe("");
+    expect(await containerId(spec.deploymentId)).toBe("");
     const stored = expectComplete(spec.deploymentId);
     console.log(`deleted while away: ${atDeath} lines stored at the agent's death, at least ${writtenBefore} written, ${stored} stored`);
     expect(writtenBefore).toBeGreaterThan(atDeath + 100);
@@ -109,7 +107,7 @@ needs("docker", "busybox").describe("lines written while the agent is away", () 
   it("are not lost when the connection drops while they go out: the container is removed only once they are stored", async () => {
     const { spec, atDeath } = await counterLeftAlone("dropped");
     fake.desired.set(spec.deploymentId, { ...spec, desiredState: "removed" });
-    const writtenBefore = dockerLineCount(containerId(spec.deploymentId));
+    const writtenBefore = await dockerLineCount(await containerId(spec.deploymentId));
     fake.storeLogs = false; // the batches of the final drain go unanswered...
     const logFramesBefore = fake.of("logs").length;
     await startAgent();
@@ -117,7 +115,7 @@ needs("docker", "busybox").describe("lines written while the agent is away", () 
     fake.closeAgent(1012, "restarting"); // ...and the connection drops under them
     fake.storeLogs = true;
     await fake.waitFor(() => fake.statuses(spec.deploymentId).some((s) => s.status === "removed"), 20_000, "removed");
-    expect(containerId(spec.deploymentId)).toBe("");
+    expect(await containerId(spec.deploymentId)).toBe("");
     const stored = expectComplete(spec.deploymentId);
     expect(writtenBefore).toBeGreaterThan(atDeath + 100);
     expect(stored).toBeGreaterThanOrEqual(writtenBefore);

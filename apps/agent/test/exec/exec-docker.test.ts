@@ -1,11 +1,11 @@
 // The agent's half of `cm exec` against the real Docker engine: what a command
 // that does not read its stdin does to the agent while a tenant pipes data in,
 // and what becomes of a command without a tty when its client leaves.
-import { execFileSync } from "node:child_process";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { EXEC_CHANNEL } from "@cm/protocol";
 import { needs } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type WebSocket, WebSocketServer } from "ws";
 import { ExecOpener } from "../../src/exec/exec-opener";
@@ -85,10 +85,8 @@ needs("docker", "busybox").describe("exec in a real container", () => {
   }, 30_000);
 
   // The processes of the container whose command line contains `marker`, as the host sees them.
-  const processes = (marker: string) =>
-    execFileSync("docker", ["top", containerId, "-eo", "pid,args"], { encoding: "utf8" })
-      .split("\n")
-      .filter((line) => line.includes(marker));
+  const processes = async (marker: string) =>
+    (await runProgram("docker", ["top", containerId, "-eo", "pid,args"])).split("\n").filter((line) => line.includes(marker));
 
   it.each([
     ["a command that ends on the hang-up", "sleep 301", ["sleep", "301"]],
@@ -99,7 +97,7 @@ needs("docker", "busybox").describe("exec in a real container", () => {
       const before = dialled.length;
       const opening = opener.openExec({ type: "open_exec", execId: `x-${marker}`, deploymentId, command, tty: false });
       await expect.poll(() => dialled.length).toBe(before + 1);
-      await expect.poll(() => processes(marker).length, { timeout: 10_000 }).toBeGreaterThan(0);
+      await expect.poll(async () => (await processes(marker)).length, { timeout: 10_000 }).toBeGreaterThan(0);
       dialled.at(-1)!.terminate(); // the client (and with it the control plane's side) went away
       await opening;
       await expect.poll(() => processes(marker), { timeout: 10_000, interval: 200 }).toEqual([]);
@@ -112,7 +110,7 @@ needs("docker", "busybox").describe("exec in a real container", () => {
     const marker = "sleep 303";
     void opener.openExec({ type: "open_exec", execId: "x-shutdown", deploymentId, command: ["sh", "-c", "trap '' HUP; sleep 303; echo never"], tty: false });
     await expect.poll(() => dialled.length).toBe(before + 1);
-    await expect.poll(() => processes(marker).length, { timeout: 10_000 }).toBeGreaterThan(0);
+    await expect.poll(async () => (await processes(marker)).length, { timeout: 10_000 }).toBeGreaterThan(0);
     await opener.closeAll();
     // The agent process may exit now: nothing is left to do later (a SIGKILL due in 2 s would never be sent).
     await expect.poll(() => processes(marker), { timeout: 1_000, interval: 100 }).toEqual([]);
