@@ -19,7 +19,10 @@ export function imageExists(ref: string): boolean {
 }
 
 const LOCK_DIR = join(tmpdir(), "cm-test-busybox-image.lock");
-const STALE_LOCK_MS = 60_000;
+// A build takes a few seconds. The wait below is synchronous (callers need the name
+// at once) and holds this worker's event loop; vitest fails the run after 60 s of
+// that, so a lock left by a killed run is taken over well before.
+const STALE_LOCK_MS = 15_000;
 
 function sleepSync(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
