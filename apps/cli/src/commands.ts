@@ -343,7 +343,7 @@ export const COMMANDS: CommandSpec[] = [
   },
   {
     name: "operator add",
-    summary: "Enrol a node you operate: prints its id and the command that starts its agent.",
+    summary: "Enrol a node you operate: prints its id and the command that installs its agent on the GPU machine.",
     usage: "--name N --region R --country CC --rate CENTS --max N",
     options: {
       name: { type: "string", value: "N", description: "the node's name" },

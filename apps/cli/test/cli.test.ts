@@ -1,10 +1,12 @@
 import { execFile, spawn, spawnSync } from "node:child_process";
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sqliteDatabase } from "@cm/testkit";
 import bs58 from "bs58";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../../../scripts/build";
 import { type Harness, startHarness, TestClock } from "../../control-plane/test/support/harness";
 import { type CliResult, ENTRY, ROOT, TSX, terminal } from "./support/cli";
 
@@ -365,9 +367,12 @@ describe("operators", () => {
     expect(add.code).toBe(0);
     const [id, command] = add.stdout.trim().split("\n");
     expect(id).toMatch(/^node_/);
-    // The token rides in the environment, not in an argument every local user reads with ps.
-    expect(command).toMatch(new RegExp(`^AGENT_TOKEN=cmn_\\S+ npm run agent -- --control-plane ${h.url}$`));
+    // The release's installer, the token in the environment, not in an argument every local user reads with ps.
+    expect(command).toMatch(new RegExp(`^AGENT_TOKEN=cmn_\\S+ sudo --preserve-env=AGENT_TOKEN bash install-cm-agent\\.sh --control-plane ${h.url}$`));
+    expect(add.stderr).toContain("in a directory holding a release's install-cm-agent.sh, its cm-agent tarball and SHA256SUMS");
+    // cm runs from a checkout here: the checkout's ways follow, on stderr.
     expect(add.stderr).toMatch(/AGENT_TOKEN=cmn_\S+ sudo --preserve-env=AGENT_TOKEN scripts\/install-agent\.sh --control-plane /);
+    expect(add.stderr).toMatch(new RegExp(`AGENT_TOKEN=cmn_\\S+ npm run agent -- --control-plane ${h.url}\\)`));
     expect(`${add.stdout}${add.stderr}`).not.toContain("--token");
     const nodes = await t.cm(["operator", "nodes"], api);
     expect(nodes.stdout).toContain(`${id}\tbox-1\toffline\teu-central\t-\t75¢/h\t0/2\t-\tnever`);
@@ -384,6 +389,29 @@ describe("operators", () => {
     const all = await t.cm(["operator", "nodes", "--all"], api);
     expect(all.stdout).toMatch(new RegExp(`^${id}\tbox-1\tretired \\d{4}-\\d\\d-\\d\\dT\\S+\teu-central\t`, "m"));
   });
+
+  it("the released cm (one bundled file) prints the release's installer alone, naming no checkout", async () => {
+    const out = mkdtempSync(join(tmpdir(), "cm-bundle-"));
+    try {
+      const { file } = await buildApp("cli", { outDir: out });
+      const add = await new Promise<CliResult>((done) =>
+        execFile(
+          process.execPath,
+          [file, "operator", "add", "--name", "box-3", "--region", "eu-west", "--country", "DE", "--rate", "10", "--max", "1"],
+          { cwd: out, env: { PATH: process.env.PATH ?? "", HOME: t.home, XDG_CONFIG_HOME: join(t.home, ".config"), NO_COLOR: "1", ...api } },
+          (err, stdout, stderr) => done({ code: err ? Number(err.code) : 0, stdout, stderr }),
+        ),
+      );
+      expect(add.code, add.stderr).toBe(0);
+      const [id, command, ...rest] = add.stdout.trim().split("\n");
+      expect(id).toMatch(/^node_/);
+      expect(command).toMatch(new RegExp(`^AGENT_TOKEN=cmn_\\S+ sudo --preserve-env=AGENT_TOKEN bash install-cm-agent\\.sh --control-plane ${h.url}$`));
+      expect(rest).toEqual([]);
+      expect(add.stderr).not.toMatch(/npm run|scripts\//);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   // util-linux's `script` (Debian's bsdutils) runs a command at a terminal of its own.
   const hasScript = spawnSync("script", ["--version"], { encoding: "utf8" }).stdout?.includes("util-linux") === true;

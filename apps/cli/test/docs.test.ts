@@ -1,13 +1,14 @@
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { needs } from "@cm/testkit";
 import { describe, expect, it } from "vitest";
 import { UsageError as AgentUsageError, parseArgs as parseAgentArgs } from "../../agent/src/cli/args";
-import { CONFIG_KEYS as AGENT_CONFIG_KEYS, configFromRaw, mergeConfigSources } from "../../agent/src/config";
+import { CONFIG_KEYS as AGENT_CONFIG_KEYS, NODE_KEYS as AGENT_NODE_KEYS, configFromRaw, mergeConfigSources } from "../../agent/src/config";
 import { ensureScriptImage } from "../../agent/test/support/script-image";
 import { TEMPLATE_SEED } from "../../control-plane/src/catalog/templates";
+import { ConfigSchema as ControlPlaneConfig } from "../../control-plane/src/config";
 import { findCommand, parseCommand, UsageError } from "../src/args";
 import { COMMANDS } from "../src/commands";
 import { terminal } from "./support/cli";
@@ -102,6 +103,24 @@ function invocations(doc: string, code: string, block: boolean): Invocation[] {
   return out;
 }
 
+/** Backquoted names in the columns of a document's tables headed "variable", "environment" or "where it is looked for". */
+function tableVariables(markdown: string): Set<string> {
+  const named = new Set<string>();
+  let column = -1;
+  for (const row of markdown.split("\n")) {
+    if (!row.startsWith("|")) {
+      column = -1;
+      continue;
+    }
+    const cells = row.split(/(?<!\\)\|/).slice(1, -1);
+    const header = cells.findIndex((c) => /^\s*(variable|environment|where it is looked for)/i.test(c));
+    if (header >= 0) column = header;
+    else if (/^\|[-| ]+\|$/.test(row)) continue;
+    else if (column >= 0) for (const m of (cells[column] ?? "").matchAll(/`([A-Z][A-Z0-9_]+)`/g)) named.add(m[1]!);
+  }
+  return named;
+}
+
 const all = DOCS.flatMap((doc) => snippets(text(doc)).flatMap(({ code, block }) => invocations(doc, code, block)));
 const cmExamples = COMMANDS.flatMap((c) => c.examples.flatMap((e) => invocations(`cm ${c.name} --help`, e, true)));
 const cmCalls = [...all, ...cmExamples].filter((i) => i.program === "cm" || i.program === "npm run cm");
@@ -194,7 +213,10 @@ describe("the docs' commands", () => {
 
   it("every environment variable they name is read by the program they name it for", () => {
     const readers: Record<string, string> = {
-      "the control plane": ["apps/control-plane/src/config.ts", "apps/control-plane/src/database-location.ts"].map(text).join("\n"),
+      // release.ts: the cm-admin wrapper's CM_CONTROL_PLANE_ENV.
+      "the control plane": ["apps/control-plane/src/config.ts", "apps/control-plane/src/database-location.ts", "scripts/release/release.ts"]
+        .map(text)
+        .join("\n"),
       "the agent": `${text("apps/agent/src/config.ts")}\nAGENT_CONFIG`,
       cm: ["apps/cli/src/context.ts", "apps/cli/src/index.ts", "apps/cli/src/session-file.ts"].map(text).join("\n"),
       "the tests": ["packages/testkit/src/pieces.ts", "packages/testkit/src/databases.ts", "packages/testkit/src/needs.ts"].map(text).join("\n"),
@@ -204,17 +226,7 @@ describe("the docs' commands", () => {
     const named = new Set<string>();
     for (const doc of DOCS) {
       const markdown = text(doc);
-      // Columns headed "variable" or "environment" in the docs' tables.
-      const rows = markdown.split("\n").filter((l) => l.startsWith("|"));
-      let column = -1;
-      for (const row of rows) {
-        const cells = row.split(/(?<!\\)\|/).slice(1, -1);
-        const header = cells.findIndex((c) => /^\s*(variable|environment)/i.test(c));
-        if (header >= 0) column = header;
-        else if (/^\|[-| ]+\|$/.test(row)) continue;
-        else if (column >= 0) for (const m of (cells[column] ?? "").matchAll(/`([A-Z][A-Z0-9_]+)`/g)) named.add(m[1]!);
-        if (!row.trim()) column = -1;
-      }
+      for (const name of tableVariables(markdown)) named.add(name);
       // "env `NAME`" and NAME=value in the commands.
       for (const m of markdown.matchAll(/\benv `([A-Z][A-Z0-9_]+)`/g)) named.add(m[1]!);
     }
@@ -222,6 +234,44 @@ describe("the docs' commands", () => {
     expect(named.size).toBeGreaterThan(20);
     const unread = [...named].filter((n) => !elsewhere.has(n) && !Object.values(readers).some((source) => new RegExp(`\\b${n}\\b`).test(source)));
     expect(unread).toEqual([]);
+  });
+
+  it("every environment variable a program reads is in its guide's configuration table", () => {
+    // What the code reads by name: process.env.X, env.X, env["X"], and a shell's ${X:-...} in the
+    // release's wrappers; then the keys read through a schema that parses the environment whole.
+    const readIn = (...dirs: string[]) =>
+      dirs.flatMap((dir) =>
+        readdirSync(join(ROOT, dir), { recursive: true, encoding: "utf8" })
+          .filter((f) => f.endsWith(".ts"))
+          // Comments name variables without reading them.
+          .map((f) => text(join(dir, f)).replace(/^\s*(\/\/|\/?\*).*$/gm, ""))
+          .flatMap((code) => [...code.matchAll(/\benv(?:\.([A-Z][A-Z0-9_]*)\b|\[["']([A-Z][A-Z0-9_]*)["']\])|\$\{([A-Z][A-Z0-9_]*):-/g)])
+          .map((m) => m[1] ?? m[2] ?? m[3]!),
+      );
+    const programs = [
+      {
+        name: "the control plane and cm-admin",
+        reads: [...readIn("apps/control-plane/src", "scripts/release"), ...Object.keys(ControlPlaneConfig.shape)],
+        guide: "README.md",
+      },
+      { name: "the agent", reads: [...readIn("apps/agent/src"), ...AGENT_CONFIG_KEYS, ...AGENT_NODE_KEYS], guide: "apps/agent/README.md" },
+      { name: "cm", reads: readIn("apps/cli/src"), guide: "apps/cli/README.md" },
+      // The test pieces' table ("where it is looked for").
+      { name: "the tests' pieces", reads: readIn("packages/testkit/src", "packages/db/src", "packages/sdk/src", "packages/protocol/src"), guide: "README.md" },
+    ];
+    // Read, and documented elsewhere or not settings at all:
+    const NOT_SETTINGS = new Set([
+      "PATH", // inherited: where programs are found
+      "HOME", // inherited
+      "INIT_CWD", // npm's, for `npm run cm` (the folder it was typed in)
+      "CI", // the test runner's: README's "Test" says what CI=true does
+    ]);
+    const missing = programs.flatMap(({ name, reads, guide }) => {
+      const documented = tableVariables(text(guide));
+      return [...new Set(reads)].filter((v) => !NOT_SETTINGS.has(v) && !documented.has(v)).map((v) => `${v} (read by ${name}, not in ${guide}'s tables)`);
+    });
+    expect(programs.every((p) => p.reads.length > 0)).toBe(true);
+    expect(missing).toEqual([]);
   });
 
   it("the agent's command lines parse and, as written, give it what it needs to start", () => {

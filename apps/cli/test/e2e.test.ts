@@ -102,8 +102,11 @@ needs("docker", "busybox").describe("cm with a real agent and Docker", () => {
     expect((await op.cm(["login"])).code).toBe(0);
     const add = await op.cm(["operator", "add", "--name", "from-cli", "--region", "eu-west", "--country", "DE", "--rate", "10", "--max", "1"]);
     expect(add.code, add.stderr).toBe(0);
-    const [nodeId, command] = add.stdout.trim().split("\n");
-    expect(command).toMatch(/^AGENT_TOKEN=(cmn_\S+) npm run agent -- --control-plane \S+$/);
+    const [nodeId, install] = add.stdout.trim().split("\n");
+    expect(install).toMatch(/^AGENT_TOKEN=(cmn_\S+) sudo --preserve-env=AGENT_TOKEN bash install-cm-agent\.sh --control-plane \S+$/);
+    // cm runs from a checkout here, so it also says how to run the agent from one: the foreground form, as pasted.
+    const command = /\(or in the foreground: (AGENT_TOKEN=cmn_\S+ npm run agent -- --control-plane \S+)\)/.exec(add.stderr)?.[1];
+    expect(command, add.stderr).toBeDefined();
     const token = /^AGENT_TOKEN=(\S+) /.exec(command!)![1]!;
     const state = mkdtempSync(join(tmpdir(), "cm-agent-state-"));
     // The printed line as an operator pastes it into a shell (typed on its input, not given as
