@@ -145,6 +145,11 @@ needs("docker", "openssl").describe("the agent's env file: a private CA, Node's 
     expect(again.stdout).toMatch(/✓ Control plane: GET https:\/\/127\.0\.0\.1:\d+\/health answered 200/);
     expect(again.stdout).toContain(`✓ Token: accepted: this machine is node ${first.id} (first-enrolment)`);
 
+    // The installed program names itself as installed, and answers its version (exit 0 for both).
+    const installedAgent = (...args: string[]) => execFileSync(installed("current/bin/cm-agent"), args, { cwd: work, encoding: "utf8", env: { PATH: bin } });
+    expect(installedAgent("--help").split("\n")[0]).toBe("Usage: cm-agent [command] [options]");
+    expect(installedAgent("--version").trim()).toBe(version);
+
     // By hand, as the guide says, from a shell whose environment has none of it.
     // Not execFileSync: the control plane answering it runs in this process.
     const byHand = await new Promise<string>((done) =>
