@@ -1,4 +1,5 @@
 import { createDb, type DbHandle } from "./client";
+import { createAgentSessionsRepo } from "./repos/agent-sessions";
 import { createAuthRepo } from "./repos/auth";
 import { createBillingRepo } from "./repos/billing";
 import { createDeploymentsRepo } from "./repos/deployments";
@@ -15,6 +16,7 @@ import { createTemplatesRepo } from "./repos/templates";
 export { createDb, DatabaseNewerError, type DbHandle, type Dialect, isDatabaseUnavailable } from "./client";
 export { createNotifier, NOTICE_MAX_BYTES, type Notifier, REPLICA_CHANNEL } from "./notifier";
 export { DatabaseInUseError, databaseInUse, lockDatabase, lockFileFor, type ProcessLock } from "./process-lock";
+export type { AgentSessionRow } from "./repos/agent-sessions";
 export type { Consumption } from "./repos/billing";
 export {
   heldDiskGb,
@@ -52,6 +54,7 @@ export function createRepos(h: DbHandle) {
     earnings: createEarningsRepo(h),
     payouts: createPayoutsRepo(h),
     registryCredentials: createRegistryCredentialsRepo(h),
+    agentSessions: createAgentSessionsRepo(h),
   };
 }
 export type Repos = ReturnType<typeof createRepos>;

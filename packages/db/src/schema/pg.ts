@@ -377,3 +377,18 @@ export const settings = pgTable("settings", {
   key: text("key").primaryKey(),
   value: text("value").notNull(),
 });
+
+/**
+ * Which control-plane replica holds each node's agent session now, and where the
+ * other replicas reach it (REPLICA_ADDRESS): a tenant's endpoint, shell, TCP
+ * connection or file read that arrives at another replica is carried there. A
+ * replica that dies leaves its rows; the agent's reconnection to another
+ * replica overwrites them within seconds.
+ */
+export const agentSessions = pgTable("agent_sessions", {
+  nodeId: text("node_id").primaryKey(),
+  replicaId: text("replica_id").notNull(),
+  /** null: the replica takes no hops (no REPLICA_ADDRESS) */
+  address: text("address"),
+  since: bigint("since", { mode: "number" }).notNull(),
+});

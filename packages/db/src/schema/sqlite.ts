@@ -377,3 +377,11 @@ export const settings = sqliteTable("settings", {
   key: text("key").primaryKey(),
   value: text("value").notNull(),
 });
+
+/** See schema/pg.ts. */
+export const agentSessions = sqliteTable("agent_sessions", {
+  nodeId: text("node_id").primaryKey(),
+  replicaId: text("replica_id").notNull(),
+  address: text("address"),
+  since: integer("since").notNull(),
+});
