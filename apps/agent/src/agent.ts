@@ -19,12 +19,14 @@ import type { InstallClaim } from "./install-identity";
 import { claimInstall } from "./install-identity";
 import type { Logger } from "./logger";
 import { LogShipping } from "./logs/log-shipping";
+import { ownContainer } from "./reconcile/own-container";
 import { Reconciler } from "./reconcile/reconciler";
 import { StatusReporter } from "./reconcile/status-reporter";
 import type { ContainerRuntime } from "./runtime/container-runtime";
 import type { DiskClient } from "./runtime/docker-disk-client";
 import { HostFacts } from "./specs/host-facts";
 import { SpecsReporter } from "./specs/specs-reporter";
+import { ArchiveOpener } from "./tunnel/archive-opener";
 import { TunnelOpener } from "./tunnel/tunnel-opener";
 import { AGENT_VERSION } from "./version";
 
@@ -51,6 +53,7 @@ export class Agent {
   private readonly specs: SpecsReporter;
   private readonly tunnels: TunnelOpener;
   private readonly execs: ExecOpener;
+  private readonly archives: ArchiveOpener;
   private readonly endpoints: EndpointReporter;
   private readonly diskWatcher: DiskWatcher | undefined;
   private readonly failureListeners = new Set<(failure: ConnectionFailure) => void>();
@@ -123,6 +126,9 @@ export class Agent {
     const runningContainer = (deploymentId: string) => this.reconciler.runningContainer(deploymentId);
     this.tunnels = new TunnelOpener({ tunnelUrl: config.tunnelUrl, token: config.token, runningContainer, logger });
     this.execs = new ExecOpener({ httpUrl: config.httpUrl, token: config.token, runtime, runningContainer, logger });
+    const owner = () => ({ labels: config.containerLabels, nodeId: this.connection.welcome?.nodeId ?? "" });
+    const container = (deploymentId: string) => ownContainer(runtime, owner(), deploymentId);
+    this.archives = new ArchiveOpener({ tunnelUrl: config.tunnelUrl, token: config.token, runtime, container, logger });
     this.endpoints = new EndpointReporter({
       probe: (deploymentId) => this.tunnels.probe(deploymentId),
       running: () => this.reconciler.running(),
@@ -206,6 +212,7 @@ export class Agent {
     this.specs.stop();
     this.endpoints.stop();
     this.tunnels.closeAll();
+    this.archives.closeAll();
     await this.execs.closeAll();
     await this.connection.stop();
     this.install?.release();
@@ -291,6 +298,9 @@ export class Agent {
       case "open_tunnel":
         void this.openTunnel(frame);
         return;
+      case "open_archive":
+        void this.openArchive(frame);
+        return;
       case "open_exec":
         void this.execs.openExec(frame).catch((error: Error) => this.deps.logger.warn("exec failed", { execId: frame.execId, error: error.message }));
         return;
@@ -309,6 +319,14 @@ export class Agent {
       .openTunnel({ tunnelId, deploymentId, port })
       .catch((error: unknown) => ({ ok: false as const, reason: (error as Error).message }));
     if (!result.ok) this.connection.send({ type: "tunnel_error", tunnelId, reason: result.reason });
+  }
+
+  private async openArchive(request: Extract<ServerFrame, { type: "open_archive" }>): Promise<void> {
+    const { tunnelId } = request;
+    const result = await this.archives
+      .openArchive(request)
+      .catch((error: unknown) => ({ ok: false as const, code: "ARCHIVE_FAILED" as const, reason: (error as Error).message }));
+    if (!result.ok) this.connection.send({ type: "tunnel_error", tunnelId, reason: result.reason, code: result.code });
   }
 }
 

@@ -44,6 +44,10 @@ export const ERROR_CODES = {
   },
   PACKAGE_NOT_FOUND: { status: 404, description: "No credit package has this id." },
   DEPOSIT_NOT_FOUND: { status: 404, description: "No deposit of yours has this id." },
+  PATH_NOT_FOUND: {
+    status: 404,
+    description: "Nothing exists at this path in the deployment's container (or a part of the path before its end is not a directory).",
+  },
   // Deployments.
   TCP_PORT_NOT_LISTENING: {
     status: 502,
@@ -51,6 +55,12 @@ export const ERROR_CODES = {
   },
   INVALID_STATE_TRANSITION: { status: 409, description: "The deployment's current status does not allow this action; details.currentStatus says which it is." },
   NODE_OFFLINE: { status: 409, description: "The node is not online." },
+  CONTAINER_GONE: {
+    status: 409,
+    description:
+      "The deployment's node keeps no container for it: none was made yet (pending, pulling) or could be (its image could not be pulled), or it was removed (LOST_RETENTION_S after its node was lost, or on the node out of band). Its files are gone; details.currentStatus says the deployment's status.",
+  },
+  FILES_READ_FAILED: { status: 502, description: "The node's container engine could not read the path out of the container; the message says why." },
   NODE_AT_CAPACITY: { status: 409, description: "The node already runs its maxDeployments." },
   NODE_IN_MAINTENANCE: {
     status: 409,

@@ -16,6 +16,7 @@ export * from "./control-characters";
 export * from "./deployment-states";
 export * from "./errors";
 export * from "./exec";
+export * from "./files";
 export * from "./image-ref";
 export * from "./keyed-queue";
 export * from "./tcp";

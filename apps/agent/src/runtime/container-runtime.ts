@@ -1,6 +1,7 @@
 // The agent's only view of the container engine, split per concern like
 // testcontainers-node's container-runtime clients. DockerRuntime implements it;
 // tests and the agent's state machine can use fakes.
+import type { Readable } from "node:stream";
 import type { RegistryAuth } from "@cm/protocol";
 import type { SandboxOwner } from "./sandboxes";
 import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine, LogOptions, LogStreamHandle, PullProgress } from "./types";
@@ -121,4 +122,15 @@ export interface ExecClient {
   exec(containerId: string, options: ExecOptions): Promise<ExecProcess>;
 }
 
-export interface ContainerRuntime extends EngineClient, ImageClient, SandboxClient, ContainerClient, LogClient, ExecClient {}
+export interface ArchiveClient {
+  /**
+   * `path` of the container, running or not, as a tar archive (the engine's
+   * archive API: the top entry is the path's last name, `.` for a path ending
+   * in `/.`). Destroying the stream ends the engine's read. Rejects with
+   * PathNotFoundError when nothing is at the path, ContainerNotFoundError when
+   * there is no such container.
+   */
+  archive(containerId: string, path: string): Promise<Readable>;
+}
+
+export interface ContainerRuntime extends EngineClient, ImageClient, SandboxClient, ContainerClient, LogClient, ExecClient, ArchiveClient {}

@@ -1,9 +1,11 @@
 // ContainerRuntime on a Docker engine through dockerode: the only place in the
 // agent that imports dockerode. Each concern lives in its own client; this class
 // only puts them behind the one interface.
+import type { Readable } from "node:stream";
 import Docker from "dockerode";
 import { type Clock, systemClock } from "../clock";
 import type { ContainerRuntime, EnsuredImage, EnsureImageOptions, ExecOptions, ExecProcess } from "./container-runtime";
+import { DockerArchiveClient } from "./docker-archive-client";
 import { DockerContainerClient } from "./docker-container-client";
 import type { DiskClient, WritableLayer } from "./docker-disk-client";
 import { DockerDiskClient } from "./docker-disk-client";
@@ -42,6 +44,7 @@ export class DockerRuntime implements ContainerRuntime, DiskClient, EngineRestar
   private readonly disk: DockerDiskClient;
   private readonly engineEvents: DockerEngineEvents;
   private readonly execClient: DockerExecClient;
+  private readonly archives: DockerArchiveClient;
 
   constructor(options: DockerRuntimeOptions = {}) {
     this.docker = options.docker ?? new Docker(options.socketPath ? { socketPath: options.socketPath } : undefined);
@@ -56,6 +59,7 @@ export class DockerRuntime implements ContainerRuntime, DiskClient, EngineRestar
     this.logClient = new DockerLogClient(this.docker, this.logger);
     this.disk = new DockerDiskClient(this.docker, this.logger);
     this.execClient = new DockerExecClient(this.docker, this.logger);
+    this.archives = new DockerArchiveClient(this.docker, this.logger);
   }
 
   async engineVersion(): Promise<string> {
@@ -144,5 +148,9 @@ export class DockerRuntime implements ContainerRuntime, DiskClient, EngineRestar
 
   logs(id: string, options: LogOptions, onLine: (line: LogLine) => void): Promise<LogStreamHandle> {
     return this.logClient.logs(id, options, onLine);
+  }
+
+  archive(containerId: string, path: string): Promise<Readable> {
+    return this.archives.archive(containerId, path);
   }
 }

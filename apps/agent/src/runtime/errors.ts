@@ -17,6 +17,14 @@ export class ContainerNotFoundError extends Error {
   }
 }
 
+/** Nothing is at the path in the container, or a part of it before its end is not a directory. */
+export class PathNotFoundError extends Error {
+  override readonly name = "PathNotFoundError";
+  constructor(readonly path: string) {
+    super(`no such file or directory in the container: ${path}`);
+  }
+}
+
 /** dockerode rejects with an Error carrying the HTTP status of Docker's answer. */
 export function dockerStatusCode(error: unknown): number | undefined {
   const statusCode = (error as { statusCode?: unknown } | null)?.statusCode;

@@ -1,4 +1,5 @@
 export type {
+  ArchiveClient,
   ContainerClient,
   ContainerRuntime,
   EngineClient,
@@ -13,7 +14,7 @@ export type {
 } from "./container-runtime";
 export type { DockerRuntimeOptions } from "./docker-runtime";
 export { DockerRuntime } from "./docker-runtime";
-export { ContainerNotFoundError, ImageUnavailableError } from "./errors";
+export { ContainerNotFoundError, ImageUnavailableError, PathNotFoundError } from "./errors";
 export { deploymentNetworkName, LABEL_DEPLOYMENT_ID, LABEL_MANAGED, LABEL_NODE_ID, LABEL_USER_ID } from "./labels";
 export type { RuntimeLogger } from "./logger";
 export { silentLogger } from "./logger";

@@ -1,11 +1,9 @@
-import http from "node:http";
-import https from "node:https";
 import net from "node:net";
-import { AGENT_TUNNEL_UPGRADE } from "@cm/protocol";
 import type { Logger } from "../logger";
 import { tcpPortsOf } from "../runtime/labels";
 import type { ContainerState } from "../runtime/types";
 import { ReusedBufferReader } from "./reused-buffer-reader";
+import { dialTunnel } from "./tunnel-dial";
 
 export type TunnelRequest = { tunnelId: string; deploymentId: string; port: number };
 export type TunnelResult = { ok: true } | { ok: false; reason: string };
@@ -71,26 +69,7 @@ export class TunnelOpener {
 
   /** The tunnel's own connection to the control plane, upgraded to raw bytes. */
   private dialControlPlane(tunnelId: string): Promise<net.Socket> {
-    const url = `${this.o.tunnelUrl}?id=${encodeURIComponent(tunnelId)}`;
-    const request = (url.startsWith("https:") ? https : http).request(url, {
-      agent: false,
-      headers: { authorization: `Bearer ${this.o.token}`, connection: "Upgrade", upgrade: AGENT_TUNNEL_UPGRADE },
-    });
-    return new Promise<net.Socket>((resolve, reject) => {
-      request.setTimeout(this.o.connectTimeoutMs ?? 5_000, () => request.destroy(new Error("the control plane did not answer")));
-      request.once("upgrade", (_res, socket: net.Socket, head: Buffer) => {
-        socket.setTimeout(0);
-        socket.setNoDelay(true);
-        if (head.length) socket.unshift(head);
-        resolve(socket);
-      });
-      request.once("response", (res) => {
-        res.resume();
-        reject(new Error(`the control plane refused the tunnel (${res.statusCode})`));
-      });
-      request.once("error", reject);
-      request.end();
-    });
+    return dialTunnel(this.o.tunnelUrl, this.o.token, tunnelId, this.o.connectTimeoutMs);
   }
 
   /** Which of the deployment's exposed ports accept a connection now (for the endpoint's `ready`); undefined while it has no running container. */

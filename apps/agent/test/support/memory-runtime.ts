@@ -11,11 +11,12 @@
 // (test/runtime/docker-*.test.ts). The network sandbox pool is DockerRuntime's
 // business below this port; here a container simply gets an address.
 
+import type { Readable } from "node:stream";
 import { localImageCandidates } from "@cm/protocol";
 import type { Clock, TimerHandle } from "../../src/clock";
 import type { ContainerRuntime, EnsuredImage, EnsureImageOptions, ExecOptions, ExecProcess } from "../../src/runtime/container-runtime";
 import type { EngineRestarts } from "../../src/runtime/docker-engine-events";
-import { ContainerNotFoundError, ImageUnavailableError } from "../../src/runtime/errors";
+import { ContainerNotFoundError, ImageUnavailableError, PathNotFoundError } from "../../src/runtime/errors";
 import { LABEL_MANAGED, LABEL_PORTS, managedLabels } from "../../src/runtime/labels";
 import type { SandboxOwner } from "../../src/runtime/sandboxes";
 import type { ContainerExit, ContainerSpec, ContainerState, EngineInfo, LogLine, LogOptions, LogStreamHandle } from "../../src/runtime/types";
@@ -405,6 +406,15 @@ export class MemoryRuntime implements ContainerRuntime, EngineRestarts {
   }
 
   /** Throws ContainerNotFoundError as the runtime does (`port`), else a test's mistake. */
+  /**
+   * docker cp's archive: the memory engine keeps no files, so every path of a
+   * container it has is missing (the Docker adapter is tested against Docker).
+   */
+  async archive(containerId: string, path: string): Promise<Readable> {
+    this.find(containerId, true);
+    throw new PathNotFoundError(path);
+  }
+
   private find(idOrName: string, port = false): Container {
     const container = this.containers.get(idOrName) ?? [...this.containers.values()].find((c) => c.name === idOrName);
     if (container) return container;

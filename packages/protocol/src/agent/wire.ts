@@ -3,6 +3,7 @@ import { text } from "../api/common";
 import { CPU_LIMITS, RESTART_BACKOFF_MAX_MS } from "../api/deployments";
 import { EgressPolicy, Gpu, MAX_GPUS_PER_NODE, NodeSpecs } from "../api/nodes";
 import { ExecCommand } from "../exec";
+import { ArchiveErrorCode, FilesPath } from "../files";
 
 /**
  * The agent <-> control plane wire, spoken as JSON text frames over one
@@ -226,8 +227,11 @@ export const AckFrame = z.object({
   error: Reason.optional(),
 });
 
-/** The agent could not open a tunnel it was asked for: nothing listens on the port, or the container is gone. */
-export const TunnelErrorFrame = z.object({ type: z.literal("tunnel_error"), tunnelId: Id, reason: Reason });
+/**
+ * The agent could not open a tunnel it was asked for: nothing listens on the port, or the container is gone.
+ * For an `open_archive`, `code` says which refusal it is (absent from agents before it: a failure).
+ */
+export const TunnelErrorFrame = z.object({ type: z.literal("tunnel_error"), tunnelId: Id, reason: Reason, code: ArchiveErrorCode.optional() });
 /** Which of a running deployment's exposed ports accept connections, as the agent last probed them. */
 export const EndpointsFrame = z.object({
   type: z.literal("endpoints"),
@@ -325,6 +329,18 @@ export const OpenExecFrame = z.object({
   cols: z.number().int().min(1).max(1000).optional(),
   rows: z.number().int().min(1).max(1000).optional(),
 });
+/**
+ * Asks the agent to read `path` of the deployment's container, running or not,
+ * as a tar archive (files.ts): it opens a tunnel connection of its own (as for
+ * `open_tunnel`), writes the archive on it and ends it; closing it from here
+ * ends the read. On failure it answers `tunnel_error` with a `code`.
+ */
+export const OpenArchiveFrame = z.object({
+  type: z.literal("open_archive"),
+  tunnelId: z.string(),
+  deploymentId: z.string(),
+  path: FilesPath,
+});
 export const AGENT_TUNNEL_PATH = "/agent/tunnel";
 /** Where the agent opens its one control connection (a WebSocket). */
 export const AGENT_WS_PATH = "/agent/ws";
@@ -356,6 +372,7 @@ export const ServerFrame = z.discriminatedUnion("type", [
   ServerErrorFrame,
   OpenTunnelFrame,
   OpenExecFrame,
+  OpenArchiveFrame,
   RetiredFrame,
 ]);
 export type ServerFrame = z.infer<typeof ServerFrame>;
