@@ -76,8 +76,12 @@ if [ ! -x node_modules/.bin/tsx ]; then
   npm ci --no-audit --no-fund || fail "npm ci failed; see above"
 fi
 
-# Re-running without options checks the settings an earlier install wrote.
-if [ ${#doctor_args[@]} -eq 0 ] && [ -r /etc/cm-agent/agent.env ]; then doctor_args=(--config /etc/cm-agent/agent.env); fi
+# doctor checks what `install` will write: the settings an earlier install wrote (a private CA
+# among them), with the options and the environment given now over them.
+case " ${doctor_args[*]-} " in
+  *" --config "* | *" --config="*) ;;
+  *) if [ -r /etc/cm-agent/agent.env ]; then doctor_args+=(--config /etc/cm-agent/agent.env); fi ;;
+esac
 
 # The service runs the built agent (one file, node alone), not the sources through tsx:
 # half the memory at rest, and no TypeScript compiled at every start (bench/README.md, P6).
