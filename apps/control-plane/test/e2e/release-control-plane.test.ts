@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { databaseInUse } from "@cm/db";
 import { createPgDatabase } from "@cm/db/testing";
 import { needs } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { appVersion } from "../../../../scripts/build";
@@ -74,7 +75,7 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     } finally {
       process.umask(umask);
     }
-    if (made.length > 0) execFileSync("tar", ["-xzf", made[0]!, "-C", work], { env: { PATH: bin } });
+    if (made.length > 0) await runProgram("tar", ["-xzf", made[0]!, "-C", work], { env: { PATH: bin } });
     dir = join(work, `cm-control-plane-${version}-linux-${ARCH}`);
   }, 360_000);
 
@@ -118,9 +119,9 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     return { url, output: () => output };
   }
 
-  it("holds this machine's build, and SHA256SUMS covers it", () => {
+  it("holds this machine's build, and SHA256SUMS covers it", async () => {
     expect(made.map((f) => f.split("/").pop())).toContain(`cm-control-plane-${version}-linux-${ARCH}.tar.gz`);
-    const sums = execFileSync("sha256sum", ["-c", "SHA256SUMS"], { cwd: join(work, "release"), encoding: "utf8" });
+    const sums = await runProgram("sha256sum", ["-c", "SHA256SUMS"], { cwd: join(work, "release") });
     expect(sums).toContain(`cm-control-plane-${version}-linux-${ARCH}.tar.gz: OK`);
     for (const file of [
       "bin/cm-control-plane",
@@ -148,16 +149,14 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     // No native-addon fallback warnings: what ships is what runs.
     expect(cp.output()).not.toMatch(/Failed to load bindings/);
     // cm as a tenant gets it, run by the tarball's Node (any Node 20.19+ would do).
-    const nodes = execFileSync(join(dir, "node/bin/node"), [cm, "nodes", "--json"], {
-      encoding: "utf8",
+    const nodes = await runProgram(join(dir, "node/bin/node"), [cm, "nodes", "--json"], {
       env: { PATH: bin, HOME: work, CM_API_URL: cp.url },
     });
     expect(JSON.parse(nodes)).toMatchObject({ nodes: [] });
     // The administrator's tools read the same database, from the env file the unit reads.
     const envFile = join(work, "control-plane.env");
     execFileSync("sh", ["-c", `printf 'CM_HOME=%s\\n' '${home}' > '${envFile}'`], { env: { PATH: bin } });
-    const admin = execFileSync(join(dir, "bin/cm-admin"), ["payouts", "list"], {
-      encoding: "utf8",
+    const admin = await runProgram(join(dir, "bin/cm-admin"), ["payouts", "list"], {
       env: { PATH: bin, CM_CONTROL_PLANE_ENV: envFile },
     });
     expect(admin).toContain(join(home, "data/marketplace.db"));
@@ -197,12 +196,12 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     async () => {
       const armTarball = made.find((f) => f.endsWith(`-linux-arm64.tar.gz`));
       expect(armTarball, skipped.join("\n")).toBeDefined();
-      expect(execFileSync("sha256sum", ["-c", "SHA256SUMS"], { cwd: join(work, "release"), encoding: "utf8" })).toContain(
+      expect(await runProgram("sha256sum", ["-c", "SHA256SUMS"], { cwd: join(work, "release") })).toContain(
         `cm-control-plane-${version}-linux-arm64.tar.gz: OK`,
       );
       const arm = join(work, "arm64");
       mkdirSync(arm);
-      execFileSync("tar", ["-xzf", armTarball!, "-C", arm], { env: { PATH: bin } });
+      await runProgram("tar", ["-xzf", armTarball!, "-C", arm], { env: { PATH: bin } });
       const armDir = join(arm, `cm-control-plane-${version}-linux-arm64`);
       expect(readFileSync(join(armDir, "ARCH"), "utf8").trim()).toBe("arm64");
       expect(elfArch(join(armDir, "node/bin/node"))).toBe("arm64");
@@ -220,7 +219,7 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     120_000,
   );
 
-  needs("systemd-analyze").it("systemd accepts the unit, run from the unpacked release", () => {
+  needs("systemd-analyze").it("systemd accepts the unit, run from the unpacked release", async () => {
     // ExecStart pointed at this unpacking (systemd checks that it is executable); the
     // trailing ":" keeps systemd's own directories (network-online.target and the rest).
     const units = join(work, "units");
@@ -228,10 +227,7 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     const unit = readFileSync(join(dir, "cm-control-plane.service"), "utf8");
     expect(unit).toContain("ExecStart=/opt/cm-control-plane/current/bin/cm-control-plane");
     writeFileSync(join(units, "cm-control-plane.service"), unit.replace("ExecStart=/opt/cm-control-plane/current/", `ExecStart=${dir}/`));
-    execFileSync("systemd-analyze", ["verify", join(units, "cm-control-plane.service")], {
-      stdio: "pipe",
-      env: { ...process.env, SYSTEMD_UNIT_PATH: `${units}:` },
-    });
+    await runProgram("systemd-analyze", ["verify", join(units, "cm-control-plane.service")], { env: { ...process.env, SYSTEMD_UNIT_PATH: `${units}:` } });
   });
 
   it("installs with install-cm-control-plane.sh into a clean root, runs from there, keeps its settings, and uninstalls", async () => {
@@ -310,11 +306,11 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     const unpacked = join(work, "loose-unpacked");
     const root = join(work, "loose-root");
     for (const d of [loose, unpacked, root]) mkdirSync(d);
-    execFileSync("tar", ["-xzf", join(work, "release", `${name}.tar.gz`), "-C", unpacked]);
-    execFileSync("tar", ["-czf", join(loose, `${name}.tar.gz`), "--mode=a=rwx", "-C", unpacked, name]);
+    await runProgram("tar", ["-xzf", join(work, "release", `${name}.tar.gz`), "-C", unpacked]);
+    await runProgram("tar", ["-czf", join(loose, `${name}.tar.gz`), "--mode=a=rwx", "-C", unpacked, name]);
     expect(tarEntries(join(loose, `${name}.tar.gz`)).filter((e) => e.mode !== 0o777)).toEqual([]);
     copyFileSync(join(work, "release", "install-cm-control-plane.sh"), join(loose, "install-cm-control-plane.sh"));
-    writeFileSync(join(loose, "SHA256SUMS"), execFileSync("sha256sum", [`${name}.tar.gz`], { cwd: loose }));
+    writeFileSync(join(loose, "SHA256SUMS"), await runProgram("sha256sum", [`${name}.tar.gz`], { cwd: loose }));
 
     const r = await installInto(root, [], loose, "000");
     expect(r.code, r.out).toBe(0);
@@ -349,12 +345,12 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
    * newer release that migrates the database is: the tarball repacked, its installer
    * and SHA256SUMS beside it. Answers that directory.
    */
-  function newerRelease(next: string): string {
+  async function newerRelease(next: string): Promise<string> {
     const out = join(work, `release-${next}`);
     const unpacked = join(work, `unpacked-${next}`);
     mkdirSync(out);
     mkdirSync(unpacked);
-    execFileSync("tar", ["-xzf", join(work, "release", `cm-control-plane-${version}-linux-${ARCH}.tar.gz`), "-C", unpacked]);
+    await runProgram("tar", ["-xzf", join(work, "release", `cm-control-plane-${version}-linux-${ARCH}.tar.gz`), "-C", unpacked]);
     const name = `cm-control-plane-${next}-linux-${ARCH}`;
     renameSync(join(unpacked, `cm-control-plane-${version}-linux-${ARCH}`), join(unpacked, name));
     writeFileSync(join(unpacked, name, "VERSION"), `${next}\n`);
@@ -366,9 +362,9 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     journal.entries.push({ ...last, idx: last.idx + 1, when: last.when + 60_000, tag: "9999_upgrade_probe" });
     writeFileSync(journalFile, JSON.stringify(journal, null, 2));
     writeFileSync(join(migrations, "9999_upgrade_probe.sql"), "CREATE TABLE `upgrade_probe` (`id` integer PRIMARY KEY NOT NULL);\n");
-    execFileSync("tar", ["-czf", join(out, `${name}.tar.gz`), "--owner=root:0", "--group=root:0", "-C", unpacked, name]);
+    await runProgram("tar", ["-czf", join(out, `${name}.tar.gz`), "--owner=root:0", "--group=root:0", "-C", unpacked, name]);
     writeFileSync(join(out, "install-cm-control-plane.sh"), installScript("control-plane", next), { mode: 0o755 });
-    writeFileSync(join(out, "SHA256SUMS"), execFileSync("sha256sum", [`${name}.tar.gz`], { cwd: out }));
+    writeFileSync(join(out, "SHA256SUMS"), await runProgram("sha256sum", [`${name}.tar.gz`], { cwd: out }));
     return out;
   }
 
@@ -379,10 +375,10 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     const db = join(stateDir, "data/marketplace.db");
     const opt = join(root, "opt/cm-control-plane");
     const next = `${appVersion("control-plane")}+test.2`;
-    const newer = newerRelease(next);
+    const newer = await newerRelease(next);
     // The installed cm-admin on this root's database (the env file's CM_HOME is the real machine's).
     const admin = (args: string[]) =>
-      execFileSync(join(opt, "current/bin/cm-admin"), args, { encoding: "utf8", env: { PATH: bin, CM_CONTROL_PLANE_ENV: "/dev/null", CM_HOME: stateDir } });
+      runProgram(join(opt, "current/bin/cm-admin"), args, { env: { PATH: bin, CM_CONTROL_PLANE_ENV: "/dev/null", CM_HOME: stateDir } });
     const runInstalled = async () => {
       await start({ CM_HOME: stateDir }, [join(opt, "current/bin/cm-control-plane"), []]);
     };
@@ -403,7 +399,7 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     expect(first.code, first.out).toBe(0);
     await runInstalled();
     const before = newWallet().address;
-    expect(admin(["credit", before, "500"])).toContain("credited 500 credits");
+    expect(await admin(["credit", before, "500"])).toContain("credited 500 credits");
     await stopInstalled();
 
     const upgrade = await installInto(root, [], newer);
@@ -413,7 +409,7 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     expect(readFileSync(join(opt, next, "upgrade-backup"), "utf8").trim()).toBe(backup!.slice(root.length));
     await runInstalled();
     const after = newWallet().address;
-    admin(["credit", after, "700"]);
+    await admin(["credit", after, "700"]);
     await stopInstalled();
     const migrated = new Database(db, { readonly: true });
     expect(migrated.prepare("select name from sqlite_master where name = 'upgrade_probe'").get()).toBeDefined();

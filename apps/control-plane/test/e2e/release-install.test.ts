@@ -15,6 +15,7 @@ import {
 import { arch as hostArch, tmpdir } from "node:os";
 import { basename, join, relative } from "node:path";
 import { needs, sqliteDatabase } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { appVersion } from "../../../../scripts/build";
 import { type Arch, nodeRuntimePackage, releaseAgent, releaseCli } from "../../../../scripts/release/release";
@@ -105,7 +106,7 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
       return e.isDirectory() ? [`${name}/`, ...tree(p)] : [name];
     });
   const installed = (...parts: string[]) => join(root, "opt/cm-agent", ...parts);
-  const agentVersion = () => execFileSync(installed("current/bin/cm-agent"), ["version"], { encoding: "utf8", cwd: work, env: { PATH: bin } }).trim();
+  const agentVersion = async () => (await runProgram(installed("current/bin/cm-agent"), ["version"], { cwd: work, env: { PATH: bin } })).trim();
 
   it("the clean machine has no node or npm on its PATH", () => {
     expect(existsSync(join(bin, "node"))).toBe(false);
@@ -147,7 +148,7 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
     // The right sum for the wrong machine: refused by its name before it is opened.
     const foreign = join(bad, `cm-agent-${v1}-linux-${OTHER}.tar.gz`);
     copyFileSync(join(rel1(), `cm-agent-${v1}-linux-${ARCH}.tar.gz`), foreign);
-    const sum = execFileSync("sha256sum", [foreign], { encoding: "utf8" }).split(" ")[0];
+    const sum = (await runProgram("sha256sum", [foreign])).split(" ")[0];
     writeFileSync(join(bad, "SHA256SUMS"), `${sum}  cm-agent-${v1}-linux-${OTHER}.tar.gz\n`);
     const wrong = await run(installer(bad), ["--tarball", foreign, "--control-plane", h.url], { AGENT_TOKEN: token });
     expect(wrong.status).toBe(1);
@@ -190,11 +191,10 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
     expect(statSync(env).mode & 0o777).toBe(0o600);
     expect(readFileSync(env, "utf8")).toContain(`AGENT_TOKEN=${token}\n`);
     expect(readFileSync(join(root, "etc/systemd/system/cm-agent.service"), "utf8")).toContain("ExecStart=/opt/cm-agent/current/bin/cm-agent run");
-    expect(agentVersion()).toBe(v1);
+    expect(await agentVersion()).toBe(v1);
     expect(execFileSync(installed("current/node/bin/node"), ["--version"], { encoding: "utf8" }).trim()).toBe("v20.20.2");
     // The agent's own `install` (the checkout's way) writes a unit for the built file, node alone, no tsx.
-    const own = execFileSync(installed("current/bin/cm-agent"), ["install", "--dry-run", "--control-plane", h.url], {
-      encoding: "utf8",
+    const own = await runProgram(installed("current/bin/cm-agent"), ["install", "--dry-run", "--control-plane", h.url], {
       cwd: work,
       env: { PATH: bin, AGENT_TOKEN: token },
     });
@@ -236,10 +236,8 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
       60_000,
       explain,
     );
-  const containersOf = (deploymentId: string) =>
-    execFileSync("docker", ["ps", "-q", "--filter", `label=cm.deployment-id=${deploymentId}`], { encoding: "utf8" })
-      .split("\n")
-      .filter(Boolean);
+  const containersOf = async (deploymentId: string) =>
+    (await runProgram("docker", ["ps", "-q", "--filter", `label=cm.deployment-id=${deploymentId}`])).split("\n").filter(Boolean);
   /** A deployment the installed agent runs, kept through the upgrade. */
   let live: { agent: ChildProcess; id: string; tenantToken: string; containers: string[] } | undefined;
 
@@ -263,7 +261,7 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
     expect(JSON.stringify(listed)).toContain(nodeId);
   });
 
-  needs("systemd-analyze").it("systemd accepts the installed unit", () => {
+  needs("systemd-analyze").it("systemd accepts the installed unit", async () => {
     // Its ExecStart pointed at the install under the root (systemd checks that it is executable), and a
     // stand-in for Docker's unit, which it Requires=; the trailing ":" keeps systemd's own directories.
     const units = join(work, "units");
@@ -271,7 +269,7 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
     const unit = readFileSync(join(root, "etc/systemd/system/cm-agent.service"), "utf8");
     writeFileSync(join(units, "cm-agent.service"), unit.replace("ExecStart=/opt/cm-agent/current/", `ExecStart=${installed("current")}/`));
     writeFileSync(join(units, "docker.service"), "[Unit]\nDescription=stand-in for Docker's unit\n[Service]\nExecStart=/bin/true\n");
-    execFileSync("systemd-analyze", ["verify", join(units, "cm-agent.service")], { stdio: "pipe", env: { ...process.env, SYSTEMD_UNIT_PATH: `${units}:` } });
+    await runProgram("systemd-analyze", ["verify", join(units, "cm-agent.service")], { env: { ...process.env, SYSTEMD_UNIT_PATH: `${units}:` } });
   });
 
   needs("busybox").it(
@@ -296,7 +294,7 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
         60_000,
         explain,
       );
-      live = { agent, id, tenantToken: tenant.token, containers: containersOf(id) };
+      live = { agent, id, tenantToken: tenant.token, containers: await containersOf(id) };
       expect(live.containers).toHaveLength(1);
     },
     150_000,
@@ -309,7 +307,7 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
     expect(up.stdout).toContain(`installed in ${installed(v2)} (was ${v1}; --rollback goes back)`);
     expect(readlinkSync(installed("current"))).toBe(v2);
     expect(readlinkSync(installed("previous"))).toBe(v1);
-    expect(agentVersion()).toBe(v2);
+    expect(await agentVersion()).toBe(v2);
     expect(readFileSync(join(root, "etc/cm-agent/agent.env"), "utf8")).toBe(env);
     if (live) {
       // What systemctl restart does after an upgrade: the old agent stops, the new one starts and adopts.
@@ -324,19 +322,19 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
       await nodeOnline();
       const d = (await h.call("GET", `/deployments/${live.id}`, { token: live.tenantToken })).json.deployment;
       expect(d.status).toBe("running");
-      expect(containersOf(live.id)).toEqual(live.containers);
+      expect(await containersOf(live.id)).toEqual(live.containers);
     }
 
     const back = await run(installed("current/install.sh"), ["--rollback"]);
     expect(back.status, `${back.stdout}\n${back.stderr}`).toBe(0);
     expect(readlinkSync(installed("current"))).toBe(v1);
     expect(readlinkSync(installed("previous"))).toBe(v2);
-    expect(agentVersion()).toBe(v1);
+    expect(await agentVersion()).toBe(v1);
 
     if (live) {
       const stopped = await h.call("POST", `/deployments/${live.id}/stop`, { token: live.tenantToken });
       expect(stopped.status, stopped.text).toBeLessThan(300);
-      await until("deployment stopped", async () => containersOf(live!.id).length === 0, 60_000, explain);
+      await until("deployment stopped", async () => (await containersOf(live!.id)).length === 0, 60_000, explain);
       await stopAgent(live.agent);
     }
   }, 150_000);
