@@ -18,6 +18,7 @@ import { creditRoutes } from "./routes/credits";
 import { deploymentRoutes } from "./routes/deployments";
 import { docsRoutes } from "./routes/docs";
 import { execRoutes } from "./routes/exec";
+import { filesRoutes } from "./routes/files";
 import { nodeRoutes } from "./routes/nodes";
 import { operationsRoutes } from "./routes/operations";
 import { operatorRoutes } from "./routes/operator";
@@ -74,6 +75,7 @@ export function createApp(deps: Deps) {
     .route("/deployments", deploymentRoutes(deps, route))
     .route("/deployments", execRoutes(deps, route))
     .route("/deployments", tcpRoutes(deps, route))
+    .route("/deployments", filesRoutes(deps, route))
     .route("/credits", creditRoutes(deps, route))
     .route("/registry-credentials", registryCredentialRoutes(deps, route));
 

@@ -1,5 +1,4 @@
 import { z } from "zod";
-import { text } from "./api/common";
 
 /**
  * A path of a deployment's container read out as a tar archive (`cm cp ID:PATH
@@ -18,11 +17,15 @@ export const FILES_MEDIA_TYPE = "application/x-tar";
 /** Linux's PATH_MAX: a longer path names nothing in the container. */
 export const FILES_PATH_MAX = 4096;
 
-/** An absolute path in the container; "." and ".." are the engine's to resolve, inside the container's root only. */
-export const FilesPath = text()
-  .min(1)
+/**
+ * An absolute path in the container, storable text (no NUL, no unpaired
+ * surrogate); "." and ".." are the engine's to resolve, inside the container's
+ * root only.
+ */
+export const FilesPath = z
+  .string()
   .max(FILES_PATH_MAX)
-  .refine((p) => p.startsWith("/"), "must be an absolute path in the container, starting with /");
+  .regex(/^\/(?:[^\0\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])*$/, "must be an absolute path in the container (starting with /), with no NUL");
 
 /**
  * Reads one deployment may have open at once: one. The engine (Docker 20.10

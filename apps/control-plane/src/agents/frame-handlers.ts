@@ -25,7 +25,7 @@ const handlers: Handlers = {
   },
 
   tunnel_error(s, f) {
-    s.ctx.events.emit("tunnel-error", f.tunnelId, s.nodeId, f.reason);
+    s.ctx.events.emit("tunnel-error", f.tunnelId, s.nodeId, f.reason, f.code);
   },
 
   async endpoints(s, f) {

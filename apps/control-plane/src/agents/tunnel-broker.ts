@@ -3,14 +3,34 @@ import type { IncomingMessage } from "node:http";
 import type net from "node:net";
 import type { Duplex } from "node:stream";
 import type { Repos } from "@cm/db";
-import { AGENT_TUNNEL_UPGRADE, type ServerFrame, TUNNEL_SWITCHING_PROTOCOLS } from "@cm/protocol";
+import { AGENT_TUNNEL_UPGRADE, type ArchiveErrorCode, type ServerFrame, TUNNEL_SWITCHING_PROTOCOLS } from "@cm/protocol";
 import { createWebSocketStream, type WebSocket, WebSocketServer } from "ws";
 import { DialError, type EndpointTarget, type TunnelDialer } from "../gateway/ports";
 import { asSocketLike } from "../gateway/socket-like";
 import type { EventBus } from "../services/events";
 import { hashSecret } from "../services/ids";
 
-type Pending = { nodeId: string; deploymentId: string; resolve(s: Duplex): void; reject(e: Error): void; timer: NodeJS.Timeout };
+/**
+ * What a tunnel carries: a connection to a container's port, which ends when the
+ * deployment stops running, or a container's archive (the files route), which
+ * is read from a stopped container too and ends only when the deployment is deleted.
+ */
+type Carries = "port" | "archive";
+type Pending = { nodeId: string; deploymentId: string; carries: Carries; resolve(s: Duplex): void; reject(e: Error): void; timer: NodeJS.Timeout };
+type Open = { deploymentId: string; carries: Carries };
+
+/** The agent could not read a container's path (its tunnel_error's code), in the agent's words. */
+export class ArchiveError extends Error {
+  constructor(
+    readonly code: ArchiveErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A container's path to read as a tar archive, through its node's agent. */
+export type ArchiveTarget = { nodeId: string; deploymentId: string; path: string };
 
 export type TunnelBrokerOptions = {
   repos: Repos;
@@ -35,31 +55,46 @@ export class TunnelBroker implements TunnelDialer {
   // a larger frame is no agent's, and would only hold memory.
   private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false, maxPayload: 1024 * 1024 });
   /** Open tunnels, with the deployment each reaches. */
-  private readonly open = new Map<{ destroy(): void } | WebSocket, string>();
+  private readonly open = new Map<{ destroy(): void } | WebSocket, Open>();
 
   constructor(private readonly o: TunnelBrokerOptions) {
-    o.events.on("tunnel-error", (tunnelId, nodeId, reason) => {
+    o.events.on("tunnel-error", (tunnelId, nodeId, reason, code) => {
       const p = this.pending.get(tunnelId);
       if (!p || p.nodeId !== nodeId) return;
       this.settle(tunnelId);
-      p.reject(new DialError("port_not_ready", reason));
+      p.reject(p.carries === "archive" ? new ArchiveError(code ?? "ARCHIVE_FAILED", reason) : new DialError("port_not_ready", reason));
     });
     // Billing ends at the stop, so does the way in: a kept-alive connection (or a
     // WebSocket) must not reach the container until its agent has stopped it.
+    // A read of its files goes on until the deployment is deleted: its container is removed then.
     o.events.on("deployment-changed", (d) => {
-      if (d.status !== "running") this.closeDeployment(d.id, d.status);
+      if (d.status !== "running" || d.deletedAt !== null) this.closeDeployment(d.id, d.deletedAt !== null ? "deleted" : d.status);
     });
   }
 
   dial(target: EndpointTarget): Promise<Duplex> {
+    return this.ask(target, "port", (tunnelId) => ({ type: "open_tunnel", tunnelId, deploymentId: target.deploymentId, port: target.port }));
+  }
+
+  /**
+   * A container's path as a tar archive, running or not: the agent reads it with
+   * the engine's archive API and writes it on a tunnel of its own, then ends it.
+   * Rejects with ArchiveError when the agent says it cannot, DialError
+   * node_unreachable when it does not answer. Destroying the stream ends the read.
+   */
+  readArchive(target: ArchiveTarget): Promise<Duplex> {
+    return this.ask(target, "archive", (tunnelId) => ({ type: "open_archive", tunnelId, deploymentId: target.deploymentId, path: target.path }));
+  }
+
+  private ask(target: { nodeId: string; deploymentId: string }, carries: Carries, frame: (tunnelId: string) => ServerFrame): Promise<Duplex> {
     const tunnelId = randomBytes(16).toString("hex");
     return new Promise<Duplex>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.settle(tunnelId);
         reject(new DialError("node_unreachable", `the node did not open a tunnel within ${this.o.openTimeoutMs / 1000} s`));
       }, this.o.openTimeoutMs);
-      this.pending.set(tunnelId, { nodeId: target.nodeId, deploymentId: target.deploymentId, resolve, reject, timer });
-      if (!this.o.sendTo(target.nodeId, { type: "open_tunnel", tunnelId, deploymentId: target.deploymentId, port: target.port })) {
+      this.pending.set(tunnelId, { nodeId: target.nodeId, deploymentId: target.deploymentId, carries, resolve, reject, timer });
+      if (!this.o.sendTo(target.nodeId, frame(tunnelId))) {
         this.settle(tunnelId);
         reject(new DialError("node_unreachable", "the node's agent is not connected"));
       }
@@ -83,25 +118,26 @@ export class TunnelBroker implements TunnelDialer {
       return;
     }
     this.settle(id);
-    if (String(req.headers.upgrade ?? "").toLowerCase() === AGENT_TUNNEL_UPGRADE) return p.resolve(this.rawTunnel(socket as net.Socket, head, p.deploymentId));
+    const open: Open = { deploymentId: p.deploymentId, carries: p.carries };
+    if (String(req.headers.upgrade ?? "").toLowerCase() === AGENT_TUNNEL_UPGRADE) return p.resolve(this.rawTunnel(socket as net.Socket, head, open));
     // Agents before 0.2 carry the bytes in WebSocket messages.
-    this.wss.handleUpgrade(req, socket, head, (ws) => p.resolve(this.webSocketTunnel(ws, p.deploymentId)));
+    this.wss.handleUpgrade(req, socket, head, (ws) => p.resolve(this.webSocketTunnel(ws, open)));
   }
 
-  private rawTunnel(socket: net.Socket, head: Buffer, deploymentId: string): Duplex {
+  private rawTunnel(socket: net.Socket, head: Buffer, open: Open): Duplex {
     socket.write(TUNNEL_SWITCHING_PROTOCOLS);
     socket.setNoDelay(true);
     if (head.length) socket.unshift(head);
     // Whoever uses the tunnel may set its own timeout on it; any that fires ends it.
     socket.setTimeout(this.o.idleMs);
     socket.on("timeout", () => socket.destroy());
-    this.open.set(socket, deploymentId);
+    this.open.set(socket, open);
     socket.on("close", () => this.open.delete(socket));
     return asSocketLike(socket);
   }
 
-  private webSocketTunnel(ws: WebSocket, deploymentId: string): Duplex {
-    this.open.set(ws, deploymentId);
+  private webSocketTunnel(ws: WebSocket, open: Open): Duplex {
+    this.open.set(ws, open);
     ws.on("close", () => this.open.delete(ws));
     let idle = setTimeout(() => ws.terminate(), this.o.idleMs);
     const touch = () => {
@@ -122,14 +158,17 @@ export class TunnelBroker implements TunnelDialer {
     this.pending.delete(tunnelId);
   }
 
-  /** Ends a deployment's tunnels, open and opening: whoever uses one sees it close. */
+  /** Ends a deployment's tunnels, open and opening, to its ports (or, once deleted, all): whoever uses one sees it close. */
   private closeDeployment(deploymentId: string, status: string) {
+    const ends = (o: Open) => o.deploymentId === deploymentId && (o.carries === "port" || status === "deleted");
     for (const [id, p] of this.pending) {
-      if (p.deploymentId !== deploymentId) continue;
+      if (!ends(p)) continue;
       this.settle(id);
-      p.reject(new DialError("not_running", `the deployment is ${status}`));
+      p.reject(
+        p.carries === "archive" ? new ArchiveError("NO_CONTAINER", "the deployment was deleted") : new DialError("not_running", `the deployment is ${status}`),
+      );
     }
-    for (const [t, id] of this.open) if (id === deploymentId) end(t);
+    for (const [t, o] of this.open) if (ends(o)) end(t);
   }
 
   close() {

@@ -1,5 +1,6 @@
 import { EventEmitter } from "node:events";
 import type { DeploymentRow } from "@cm/db";
+import type { ArchiveErrorCode } from "@cm/protocol";
 
 /** In-process notices between the API and the agent sessions. */
 type Events = {
@@ -13,8 +14,8 @@ type Events = {
   "node-changed": [string];
   /** Every token of a sign-in (a token family) was revoked here: sign-out, or a refresh token used twice. */
   "family-revoked": [string];
-  /** An agent could not open a tunnel: (tunnelId, nodeId, reason). */
-  "tunnel-error": [string, string, string];
+  /** An agent could not open a tunnel: (tunnelId, nodeId, reason, and for an archive why: ArchiveErrorCode). */
+  "tunnel-error": [string, string, string, ArchiveErrorCode | undefined];
 };
 
 export class EventBus extends EventEmitter<Events> {}

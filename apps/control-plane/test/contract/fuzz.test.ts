@@ -144,6 +144,8 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
     "POST /deployments/{id}/start",
     "POST /deployments/{id}/stop",
     "GET /deployments/{id}/logs",
+    // Refusals only (no deployment the fuzzer reaches has a node connected): e2e/files.test.ts reads archives.
+    "GET /deployments/{id}/files",
     // Plain GETs only: the fuzzer never upgrades, so nothing is dialled (e2e/tcp-ports.test.ts does).
     "GET /deployments/{id}/tcp/{port}",
     "GET /credits/balance",
