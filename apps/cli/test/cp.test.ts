@@ -225,7 +225,7 @@ needs("docker", "busybox").describe("cm cp with a real agent and Docker", () => 
       await until("stopped", async () => (await s.h.deps.repos.deployments.get(bare))?.status === "stopped");
       expect(await t.cm(["cp", path.join(src, "nested/run.sh"), `${bare}:/tmp`])).toMatchObject({
         code: 1,
-        stderr: `error DEPLOYMENT_NOT_RUNNING: deployment ${bare} is stopped: cm cp copies only to and from a running deployment (cm start ${bare})\n`,
+        stderr: `error DEPLOYMENT_NOT_RUNNING: deployment ${bare} is stopped: cm cp copies into a running deployment only; start it first (cm start ${bare}). Copying out works in any state while its container is kept\n`,
       });
     }, 180_000);
 

@@ -3,6 +3,7 @@ export { type Client, createClient } from "./client";
 export type { DepositWaitOptions } from "./deposits";
 export { ApiError, ChainError, CmError, DepositWaitError, NetworkError, PayoutWaitError, SessionError, WaitError } from "./errors";
 export { ExecError, type ExecOptions, type ExecSession, type WebSocketConstructor, type WebSocketLike } from "./exec";
+export type { FilesOptions } from "./files";
 export { ENDED_STATUSES, type FollowOptions, hasEnded, type PollOptions, type WaitOptions } from "./follow";
 export type { PayoutWaitOptions } from "./payouts";
 export { MemorySessionStore, type Session, type SessionStore } from "./session";

@@ -701,6 +701,34 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/deployments/{id}/files": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * Read a path out of a deployment's container, running or not, as a tar archive
+     * @description The path as a tar archive, read out of the deployment's container whether it runs or not: a stopped, exited or failed deployment keeps its container, and its files, until it is deleted (a deployment whose node was lost, until LOST_RETENTION_S after the loss). What `cm cp ID:PATH LOCAL` reads; as Docker's `GET /containers/{id}/archive?path=` (what `docker cp` reads) answers it: the archive's top entry is the path's last name, or `.` for a path ending in `/.`.
+     *
+     *     The node's agent reads it with its container engine's archive API (no tar, shell or running process is needed in the container) and sends it through its own connection to the control plane, so the node needs no inbound port. The body streams as the node sends it, at the pace the client reads; closing the connection ends the read on the node.
+     *
+     *     Refusals come before the first byte, in the one error shape: another account's deployment, or a deleted one, is DEPLOYMENT_NOT_FOUND; nothing at the path PATH_NOT_FOUND; no container kept for the deployment (not made yet, its image could not be pulled, or removed) CONTAINER_GONE with details.currentStatus; a node that is not connected, or that does not answer within 10 s (TUNNEL_OPEN_TIMEOUT_MS), NODE_OFFLINE; the engine's own failure FILES_READ_FAILED; a deployment with 1 read open already RATE_LIMITED with Retry-After.
+     *
+     *     The engine holds the container for as long as a read is open: one read of a deployment at a time, and an exec into a running container (`cm exec`, and `cm cp` into or out of a running container, which goes through exec) waits until the read ends. Read a running container's large files with `cm cp`, or stop it first.
+     *
+     *     A read stops when its client reads nothing and the node sends nothing for 300 s (GATEWAY_IDLE_TIMEOUT_MS), when the deployment is deleted, and when the sign-in that opened it is revoked (signed out, a refresh token used twice), not when its access token expires; a read that stops early ends the body without its last chunk, which an HTTP client reports as an error.
+     */
+    get: operations["getDeploymentFiles"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/credits/balance": {
     parameters: {
       query?: never;
@@ -901,9 +929,12 @@ export interface components {
           | "TCP_PORT_NOT_DECLARED"
           | "PACKAGE_NOT_FOUND"
           | "DEPOSIT_NOT_FOUND"
+          | "PATH_NOT_FOUND"
           | "TCP_PORT_NOT_LISTENING"
           | "INVALID_STATE_TRANSITION"
           | "NODE_OFFLINE"
+          | "CONTAINER_GONE"
+          | "FILES_READ_FAILED"
           | "NODE_AT_CAPACITY"
           | "NODE_IN_MAINTENANCE"
           | "NODE_NO_GPU"
@@ -5766,6 +5797,153 @@ export interface operations {
         };
       };
       /** @description `TCP_PORT_NOT_LISTENING`: Nothing in the container accepts connections on this TCP port (yet): start the server, or retry once it listens. */
+      502: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `SERVICE_UNAVAILABLE`: The database does not answer (GET /ready says so too); nothing changed. Retry after Retry-After seconds. */
+      503: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          /** @description seconds to wait before trying again (with SERVICE_UNAVAILABLE) */
+          "Retry-After"?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  getDeploymentFiles: {
+    parameters: {
+      query: {
+        /** @description An absolute path in the container: a file, a directory (its tree), or a directory ending in `/.` (its contents, under `.`). A link at the end is archived as the link; with a trailing `/` it is followed inside the container. */
+        path: string;
+      };
+      header?: never;
+      path: {
+        /** @description the resource's id */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description The tar archive of the path, streamed */
+      200: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          /** @description attachment, named after the path's last name: `<name>.tar` */
+          "Content-Disposition"?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          "application/x-tar": string;
+        };
+      };
+      /** @description `VALIDATION_ERROR`: The request does not match its schema; details lists each field. */
+      400: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /**
+       * @description `UNAUTHORIZED`: The Authorization header is missing, malformed, or names an unknown token.
+       *
+       *     `TOKEN_EXPIRED`: The access token is past its expiry; refresh it.
+       *
+       *     `API_KEY_EXPIRED`: The API key is past its expiresAt; create a new one.
+       */
+      401: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `INSUFFICIENT_SCOPE`: The API key lacks the scope this route needs (details.requiredScope names it; details.keyScopes lists the key's); API keys themselves are managed only by a signed-in wallet session. */
+      403: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /**
+       * @description `DEPLOYMENT_NOT_FOUND`: No deployment of yours has this id.
+       *
+       *     `PATH_NOT_FOUND`: Nothing exists at this path in the deployment's container (or a part of the path before its end is not a directory).
+       */
+      404: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /**
+       * @description `CONTAINER_GONE`: The deployment's node keeps no container for it: none was made yet (pending, pulling) or could be (its image could not be pulled), or it was removed (LOST_RETENTION_S after its node was lost, or on the node out of band). Its files are gone; details.currentStatus says the deployment's status.
+       *
+       *     `NODE_OFFLINE`: The node is not online.
+       */
+      409: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `URI_TOO_LONG`: The URL is longer than the limit (16 KiB). */
+      414: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `RATE_LIMITED`: Too many requests; wait Retry-After seconds. */
+      429: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          /** @description seconds to wait before trying again (with RATE_LIMITED) */
+          "Retry-After"?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `HEADERS_TOO_LARGE`: The URL and headers together are larger than the limit (16 KiB). */
+      431: {
+        headers: {
+          "X-Request-Id": components["headers"]["RequestId"];
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description `FILES_READ_FAILED`: The node's container engine could not read the path out of the container; the message says why. */
       502: {
         headers: {
           "X-Request-Id": components["headers"]["RequestId"];

@@ -8,10 +8,14 @@ import { Extractor } from "./tar-extract";
 
 /**
  * `cm cp LOCAL ID:PATH` and `cm cp ID:PATH LOCAL`, as `docker cp` behaves:
- * files and directories travel as a tar stream over the exec session, through
- * the container's own tar (busybox has one), so nothing is installed on the
- * node. Container paths are taken from the container's / when relative, as
- * docker cp takes them. "-" as LOCAL is a tar stream on stdin or stdout.
+ * files and directories travel as a tar stream. Into a running container over
+ * the exec session, through the container's own tar (busybox has one), so
+ * nothing is installed on the node. Out of a container, running or not, through
+ * the files route, which the node's engine answers with the container's archive
+ * as docker cp's own: a stopped, exited or failed deployment's results come out
+ * too, and no tar or shell is needed in the image. Container paths are taken
+ * from the container's / when relative, as docker cp takes them. "-" as LOCAL
+ * is a tar stream on stdin or stdout.
  */
 export const cp: Run = async (ctx, { args }) => {
   const [from, to] = args as [string, string];
@@ -84,11 +88,14 @@ async function run(
   }
 }
 
-/** The exec route's refusal of a deployment that is not running, in cm cp's words. */
+/** The exec route's refusal of a deployment that is not running, in cm cp's words: only a copy in needs it. */
 function notRunning(err: unknown, id: string): unknown {
   if (!(err instanceof ApiError) || err.code !== "INVALID_STATE_TRANSITION") return err;
   const status = (err.details as { currentStatus?: string } | undefined)?.currentStatus ?? "not running";
-  return new CmError("DEPLOYMENT_NOT_RUNNING", `deployment ${id} is ${status}: cm cp copies only to and from a running deployment (cm start ${id})`);
+  return new CmError(
+    "DEPLOYMENT_NOT_RUNNING",
+    `deployment ${id} is ${status}: cm cp copies into a running deployment only; start it first (cm start ${id}). Copying out works in any state while its container is kept`,
+  );
 }
 
 // What is at the container's path: dir, file, none (its directory exists) or noparent. $1 the path, $2 its directory.
@@ -150,14 +157,8 @@ const amount = ({ files, symlinks, bytes }: { files: number; symlinks: number; b
     `${bytes} byte${bytes === 1 ? "" : "s"}`,
   ].join(", ");
 
-// Archives $2 from within directory $1 on stdout.
-const FETCH = `command -v tar >/dev/null 2>&1 || exit ${NO_TAR}
-cd "$1" 2>/dev/null && { [ -e "$2" ] || [ -L "$2" ]; } || exit ${NO_SUCH_PATH}
-exec tar -c -f - "$2"`;
-
 async function download(ctx: Context, id: string, remote: string, local: string) {
   const contents = remote.endsWith("/.") || remote === "/";
-  const dir = contents ? remote.replace(/\/\.$/, "") || "/" : path.posix.dirname(remote);
   const name = contents ? "." : path.posix.basename(remote);
   const toStdout = local === "-";
   let extractor: Extractor | undefined;
@@ -185,15 +186,61 @@ async function download(ctx: Context, id: string, remote: string, local: string)
       if (type === "dir" && onFile) throw new CmError("NOT_A_DIRECTORY", `cannot copy directory ${remote} onto ${local}, a file here`);
     });
   }
+  const shown = remote === "/" ? "/" : remote.replace(/\/\.$/, "");
+  const sink = (chunk: Buffer) => (extractor ? extractor.push(chunk) : writeOut(chunk));
+  // A running container through its own tar over exec: the engine's archive API holds the container while it reads
+  // (an exec into it, and a second copy, wait until the read ends). Any other through the files route.
+  const { deployment } = await ctx.client.deployments.get(id);
+  const throughExec = deployment.status === "running" && (await viaExec(ctx, id, remote, name, shown, sink));
+  if (!throughExec) await viaFiles(ctx, id, remote, shown, sink);
+  if (!extractor) {
+    ctx.out.note(`copied ${id}:${remote} to stdout, as a tar stream`);
+    return;
+  }
+  extractor.end();
+  for (const skipped of extractor.skipped) process.stderr.write(`cm cp: left out ${skipped}\n`);
+  if (ctx.json) ctx.out.json({ copied: { files: extractor.files, bytes: extractor.bytes } });
+  else ctx.out.note(`copied ${amount(extractor)} from ${id}:${remote} to ${landed}`);
+}
+
+/** Copies out through the files route, running or not; the engine's archive names its top entry as tar -C DIR NAME would. */
+async function viaFiles(ctx: Context, id: string, remote: string, shown: string, sink: (chunk: Buffer) => unknown) {
+  const archive = await ctx.client.deployments.files(id, remote === "/" ? "/." : remote, { signal: ctx.signal }).catch((err: unknown) => {
+    if (ctx.signal.aborted) throw ctx.signal.reason;
+    if (err instanceof ApiError && err.code === "PATH_NOT_FOUND") throw new CmError("NO_SUCH_PATH", `no such file or directory in the container: ${shown}`);
+    throw err;
+  });
+  let writing = false;
+  try {
+    for await (const data of archive as unknown as AsyncIterable<Uint8Array>) {
+      writing = true;
+      await sink(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+      writing = false;
+    }
+  } catch (err) {
+    if (ctx.signal.aborted) throw ctx.signal.reason;
+    if (err instanceof CmError) throw err;
+    if (writing) throw new CmError("COPY_FAILED", `could not write the copy here: ${(err as Error).message}`);
+    throw new CmError("COPY_FAILED", `the copy of ${id}:${shown} was cut off before its end (${(err as Error).message}): copy it again`);
+  }
+}
+
+// Archives $2 from within directory $1 on stdout.
+const FETCH = `command -v tar >/dev/null 2>&1 || exit ${NO_TAR}
+cd "$1" 2>/dev/null && { [ -e "$2" ] || [ -L "$2" ]; } || exit ${NO_SUCH_PATH}
+exec tar -c -f - "$2"`;
+
+/** Copies out of a running container through its tar; false when it stopped meanwhile (the files route then reads it). */
+async function viaExec(ctx: Context, id: string, remote: string, name: string, shown: string, sink: (chunk: Buffer) => unknown): Promise<boolean> {
+  const contents = remote.endsWith("/.") || remote === "/";
+  const dir = contents ? remote.replace(/\/\.$/, "") || "/" : path.posix.dirname(remote);
   let failure: unknown;
   let session: ExecSession | undefined;
   const r = await run(ctx, id, ["sh", "-c", FETCH, "cm-cp", dir, name], {
     onStdout: (data) => {
       if (failure) return;
-      const chunk = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-      if (!extractor) return writeOut(chunk);
       try {
-        extractor.push(chunk);
+        return sink(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
       } catch (err) {
         failure = err;
         session?.close();
@@ -205,21 +252,15 @@ async function download(ctx: Context, id: string, remote: string, local: string)
     },
   }).catch((err: unknown) => {
     if (failure) return { code: -1, stderr: "" };
+    if (err instanceof CmError && err.code === "DEPLOYMENT_NOT_RUNNING") return undefined;
     throw err;
   });
   if (failure) throw failure instanceof CmError ? failure : new CmError("COPY_FAILED", `could not write the copy here: ${(failure as Error).message}`);
+  if (!r) return false;
   if (r.code === NO_TAR) throw noTar();
-  if (r.code === NO_SUCH_PATH)
-    throw new CmError("NO_SUCH_PATH", `no such file or directory in the container: ${remote === "/" ? "/" : remote.replace(/\/\.$/, "")}`);
+  if (r.code === NO_SUCH_PATH) throw new CmError("NO_SUCH_PATH", `no such file or directory in the container: ${shown}`);
   if (r.code !== 0) throw missingProgram(r.code, r.stderr, "") ?? failed(r.code, r.stderr);
-  if (!extractor) {
-    ctx.out.note(`copied ${id}:${remote} to stdout, as a tar stream`);
-    return;
-  }
-  extractor.end();
-  for (const skipped of extractor.skipped) process.stderr.write(`cm cp: left out ${skipped}\n`);
-  if (ctx.json) ctx.out.json({ copied: { files: extractor.files, bytes: extractor.bytes } });
-  else ctx.out.note(`copied ${amount(extractor)} from ${id}:${remote} to ${landed}`);
+  return true;
 }
 
 /** Stdout as a pipe: a full one holds the container's tar back rather than this process's memory. */
