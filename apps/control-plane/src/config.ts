@@ -114,6 +114,10 @@ export const ConfigSchema = z
     STREAM_FALLBACK_MS: z.coerce.number().int().min(10).default(1_000),
     /** With PostgreSQL (several replicas): how often a replica reads recent moves for a command whose wake-up it missed. */
     COMMAND_SWEEP_MS: z.coerce.number().int().min(100).default(5_000),
+    /** With several replicas: where the others reach this one (http://10.0.0.5:8080), to carry to it what needs an agent session it holds. */
+    REPLICA_ADDRESS: z.url({ protocol: /^http$/ }).optional(),
+    /** With several replicas: the same secret on each (32 characters or more), proving a carried request is a replica's. */
+    REPLICA_SECRET: z.string().min(32).optional(),
     /** Server-Sent Events streams (logs/stream, events) one account may hold open at once, on each replica; past it RATE_LIMITED. */
     MAX_STREAMS_PER_ACCOUNT: z.coerce.number().int().min(1).default(100),
     /** The same for the streams of one deployment. */

@@ -1,6 +1,8 @@
 import { createNotifier, creditsToMicro, openRepos, type Repos } from "@cm/db";
 import { AgentHub } from "./agents/agent-hub";
+import { ArchiveReads } from "./agents/archive-reads";
 import { ExecBroker } from "./agents/exec-broker";
+import { fleetTunnels, ReplicaHop, reachable } from "./agents/replica-hop";
 import { TcpForwarder } from "./agents/tcp-forwarder";
 import { TunnelBroker } from "./agents/tunnel-broker";
 import { CREDIT_PACKAGE_SEED } from "./catalog/credit-packages";
@@ -45,6 +47,10 @@ export type Deps = {
   events: EventBus;
   /** The notices' crossing to other replicas; undefined on the embedded database (one process). */
   replicas: ReplicaBus | undefined;
+  /** Requests carried to the replica holding a node's agent session; undefined on the embedded database. */
+  hop: ReplicaHop | undefined;
+  /** Whether the node's agent is connected here or to a replica requests are carried to. */
+  reachable(nodeId: string): Promise<boolean>;
   /** What the streams follow: a deployment's changes and its stored log lines. */
   watch: DeploymentWatch;
   auth: AuthService;
@@ -74,6 +80,8 @@ export type Deps = {
   execs: ExecBroker;
   /** Tenants' raw TCP connections to their containers (cm port-forward), over the tunnels. */
   tcp: TcpForwarder;
+  /** Tenants' reads of their containers' files (cm cp out), running or not, over the tunnels. */
+  archives: ArchiveReads;
   /** The public-endpoint proxy: requests whose Host is `<label>.<GATEWAY_DOMAIN>`. */
   endpoints: Gateway;
   metering: Metering;
@@ -120,6 +128,20 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   const notifier = createNotifier(config.DATABASE_URL);
   const replicas = notifier && new ReplicaBus({ notifier, events, repos, log, replicaId: ids("replica") });
   await replicas?.start();
+  // What needs an agent session another replica holds is carried there (replica-hop.ts).
+  const hop =
+    replicas &&
+    new ReplicaHop({
+      repos,
+      clock,
+      log,
+      replicaId: replicas.replicaId,
+      address: config.REPLICA_ADDRESS,
+      secret: config.REPLICA_SECRET,
+      openTimeoutMs: config.TUNNEL_OPEN_TIMEOUT_MS,
+    });
+  if (replicas && Boolean(config.REPLICA_ADDRESS) !== Boolean(config.REPLICA_SECRET))
+    log.warn("REPLICA_ADDRESS and REPLICA_SECRET go together: without both, requests that need an agent session another replica holds are not carried to it");
   // The meter and the moves ask the link only once running, by which time the hub below exists.
   const liveness: Liveness = {
     isConnected: (id) => link.isConnected(id),
@@ -149,6 +171,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     logIngestBytesPerS: config.LOG_INGEST_BYTES_PER_S,
     registryAuth: (id) => registryCredentials.authFor(id),
     ...(replicas ? { commandSweepMs: config.COMMAND_SWEEP_MS } : {}),
+    ...(hop ? { sessionDirectory: hop } : {}),
   });
   const link: NodeLink = o.link ?? agents;
   const tunnels = new TunnelBroker({
@@ -158,6 +181,9 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     openTimeoutMs: config.TUNNEL_OPEN_TIMEOUT_MS,
     idleMs: config.GATEWAY_IDLE_TIMEOUT_MS,
   });
+  const holdsHere = (nodeId: string) => agents.isConnected(nodeId);
+  const fleet = fleetTunnels(tunnels, hop, holdsHere);
+  hop?.setLocal(tunnels);
   const auth = createAuthService(repos, clock, ids, events, {
     domain: config.PUBLIC_DOMAIN ?? `${config.HOST}:${config.PORT}`,
     nonceTtlS: config.NONCE_TTL_S,
@@ -178,8 +204,8 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   const tcp = new TcpForwarder({ events, grants, authenticate: (token) => auth.authenticateToken(token) });
   const endpoints = createGateway({
     domain: config.GATEWAY_DOMAIN,
-    resolver: createEndpointResolver(repos, (id) => agents.isConnected(id), { events, ttlMs: 1000, now: () => clock.now() }),
-    dialer: tunnels,
+    resolver: createEndpointResolver(repos, (id) => reachable(id, holdsHere, hop), { events, ttlMs: 1000, now: () => clock.now() }),
+    dialer: fleet,
     timeouts: { responseMs: config.GATEWAY_RESPONSE_TIMEOUT_MS, idleMs: config.GATEWAY_IDLE_TIMEOUT_MS },
     log,
     secure: Boolean(config.TLS_CERT && config.TLS_KEY),
@@ -254,6 +280,9 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     tunnels,
     execs,
     tcp,
+    archives: new ArchiveReads({ tunnels: fleet, grants }),
+    hop,
+    reachable: (nodeId) => reachable(nodeId, holdsHere, hop),
     endpoints,
     metering,
     nodeCatalogCache,
@@ -290,6 +319,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
       await metering.stop();
       await depositWatcher.stop();
       await payoutSender?.stop();
+      await hop?.releaseAll().catch(() => undefined);
       await replicas?.close();
       await repos.handle.close();
     },

@@ -19,6 +19,8 @@ export type AgentHubOptions = Omit<AgentContext, "hub"> & {
   nodeLostAfterMs: number;
   /** How often recent moves are read for a wake-up another replica sent and this one missed (command-sweep.ts); 0: never (one process). */
   commandSweepMs?: number;
+  /** Where the replicas record which one holds each node's session (replica-hop.ts); absent: one process. */
+  sessionDirectory?: { claim(nodeId: string): Promise<void>; release(nodeId: string): Promise<void> };
 };
 
 /**
@@ -172,6 +174,18 @@ export class AgentHub implements NodeLink, SessionHost {
     const old = this.sessions.get(session.nodeId);
     this.sessions.set(session.nodeId, session);
     if (old && old !== session) old.refuse(CLOSE_CODES.REPLACED, "REPLACED", "a newer connection with this node's token took over");
+    this.directory(session.nodeId, "claim");
+  }
+
+  /** Records, in the node's turn, that this replica holds its session or no longer does. */
+  private directory(nodeId: string, what: "claim" | "release") {
+    const d = this.o.sessionDirectory;
+    if (!d) return;
+    void this.serialize(nodeId, async () => {
+      // Released only if no newer session of the node's took over meanwhile.
+      if (what === "release" && this.sessions.has(nodeId)) return;
+      await d[what](nodeId);
+    }).catch((err) => this.o.log.warn(`agent: could not ${what} the node's session for the other replicas`, { err, nodeId }));
   }
 
   onClosed(session: AgentSession) {
@@ -183,6 +197,7 @@ export class AgentHub implements NodeLink, SessionHost {
     // blip, reconnects within seconds and its containers never stopped (see
     // node-contact.ts). Nothing is charged past what the connection proved.
     this.connectionEnded(session);
+    this.directory(session.nodeId, "release");
   }
 
   /** A connection of the node's begins: see NodeContact.connectionBegins. Called in the node's turn (serialize). */

@@ -11,12 +11,12 @@ type Seen = Pick<DeploymentRow, "id" | "nodeId" | "status" | "ports"> | undefine
  *
  * Lookups are remembered for up to `ttlMs` (every request would otherwise
  * queue a database read behind log ingestion) and forgotten at once when this
- * replica changes any deployment; whether the node's agent is connected is
- * checked on every request.
+ * replica changes any deployment; whether the node's agent is connected (here,
+ * or to the replica a request is carried to) is checked on every request.
  */
 export function createEndpointResolver(
   repos: Repos,
-  isConnected: (nodeId: string) => boolean,
+  isConnected: (nodeId: string) => boolean | Promise<boolean>,
   o: { events: EventBus; ttlMs: number; now: () => number },
 ): EndpointResolver {
   const cache = new Map<string, { dep: Seen; at: number }>();
@@ -42,7 +42,7 @@ export function createEndpointResolver(
       const dep = await lookup(m[1]!);
       if (!dep || !dep.ports.includes(port)) return { kind: "unknown_host" };
       if (dep.status !== "running") return { kind: "not_running" };
-      if (!isConnected(dep.nodeId)) return { kind: "node_unreachable" };
+      if (!(await isConnected(dep.nodeId))) return { kind: "node_unreachable" };
       return { kind: "ok", target: { deploymentId: dep.id, nodeId: dep.nodeId, port } };
     },
   };

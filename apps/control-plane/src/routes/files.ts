@@ -55,7 +55,8 @@ export function filesRoutes(deps: Deps, route: RouteFactory) {
     async (c) => {
       const { path } = c.req.valid("query");
       const dep = await deps.deployments.mine(c.req.valid("param").id, c.get("user").id);
-      if (!deps.agents.isConnected(dep.nodeId))
+      // Connected here, or to the replica the read is carried to.
+      if (!(await deps.reachable(dep.nodeId)))
         throw new ApiError("NODE_OFFLINE", `node ${dep.nodeId}, which keeps the deployment's container, is not connected; try again once it is back`);
       const archive = await deps.archives
         .read({ nodeId: dep.nodeId, deploymentId: dep.id, path }, c.get("grant"))

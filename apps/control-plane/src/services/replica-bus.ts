@@ -84,6 +84,10 @@ export class ReplicaBus {
   /** Notices sent and received, and the wake-ups' delay from raise to send: for /metrics and tests. */
   readonly counts = { sent: 0, received: 0, failed: 0 };
 
+  get replicaId(): string {
+    return this.o.replicaId;
+  }
+
   constructor(private readonly o: ReplicaBusOptions) {
     for (const topic of Object.keys(TOPICS) as Topic[]) {
       o.events.on(topic, (arg: { id: string } | string) => {

@@ -30,13 +30,13 @@ export function newWallet(): Wallet {
 export type Harness = Awaited<ReturnType<typeof startHarness>>;
 
 /** The real server on a real socket (port 0) over the given database. */
-export async function startHarness(db: TestDatabase, opts: { config?: Partial<Config>; overrides?: DepsOverrides } = {}) {
+export async function startHarness(db: TestDatabase, opts: { config?: Partial<Config>; overrides?: DepsOverrides; port?: number } = {}) {
   const created = await db.create();
   const clock = new TestClock();
   // The deposit watcher runs when a test calls deps.depositWatcher.tick(): on a timer it would take the RPC faults a test injects.
   const config = testConfig({ DATABASE_URL: created.url, LOG_LEVEL: "silent", AUTH_RATE_LIMIT_PER_MIN: 10_000, DEPOSIT_WATCH_INTERVAL_MS: 0, ...opts.config });
   const deps: Deps = await createDeps(config, { clock, log: createLogger("silent"), ...opts.overrides });
-  const server = await startServer(deps, { port: 0, host: "127.0.0.1" });
+  const server = await startServer(deps, { port: opts.port ?? 0, host: "127.0.0.1" });
 
   async function call(method: string, path: string, init: { body?: unknown; token?: string; headers?: Record<string, string>; raw?: string } = {}) {
     const headers: Record<string, string> = { ...init.headers };

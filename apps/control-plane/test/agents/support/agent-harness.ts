@@ -10,10 +10,11 @@ export type AgentHarness = Awaited<ReturnType<typeof startAgentHarness>>;
 export type NodeOptions = { hourlyRateCents?: number; maxDeployments?: number; gpus?: number };
 
 /** The API harness with timers off (tests tick the monitor and the meter), tokens that outlive the hours a test moves the clock, and helpers for nodes with agents. */
-export async function startAgentHarness(db: TestDatabase, config: Partial<Config> = {}, overrides: DepsOverrides = {}) {
+export async function startAgentHarness(db: TestDatabase, config: Partial<Config> = {}, overrides: DepsOverrides = {}, port?: number) {
   const h = await startHarness(db, {
     config: { HEARTBEAT_INTERVAL_MS: 10_000, ACCESS_TOKEN_TTL_S: 365 * 24 * 3600, ...config },
     overrides: { manualTicks: true, ...overrides },
+    ...(port !== undefined ? { port } : {}),
   });
 
   async function registerNode(operatorToken: string, o: NodeOptions = {}) {
