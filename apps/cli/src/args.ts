@@ -57,10 +57,12 @@ export function findCommand(argv: string[], names: Set<string>): { words: string
     if (GLOBAL_WITH_VALUE.has(token) && i + 1 < argv.length) rest.push(argv[++i]!);
   }
   if (i >= argv.length || argv[i] === "--") return { words: [], rest: [...rest, ...argv.slice(i)] };
-  const first = argv[i]!;
-  const second = argv[i + 1];
-  if (second !== undefined && names.has(`${first} ${second}`)) return { words: [first, second], rest: [...rest, ...argv.slice(i + 2)] };
-  return { words: [first], rest: [...rest, ...argv.slice(i + 1)] };
+  // The longest name that matches: `auth keys create` before `auth keys`, `nodes show` before `nodes`.
+  for (let n = 3; n > 1; n--) {
+    const words = argv.slice(i, i + n);
+    if (words.length === n && names.has(words.join(" "))) return { words, rest: [...rest, ...argv.slice(i + n)] };
+  }
+  return { words: [argv[i]!], rest: [...rest, ...argv.slice(i + 1)] };
 }
 
 /** Parses the command's options and positionals strictly: anything unknown is a UsageError. */

@@ -1,4 +1,4 @@
-import { DEPLOYMENT_STATUSES, NODE_STATUSES, REGIONS, TEMPLATE_CATEGORIES } from "@cm/protocol/lists";
+import { API_KEY_SCOPES, DEFAULT_API_KEY_SCOPES, DEPLOYMENT_STATUSES, NODE_STATUSES, REGIONS, TEMPLATE_CATEGORIES } from "@cm/protocol/lists";
 import type { CommandSpec } from "./args";
 
 const REGION = REGIONS.join("|");
@@ -38,6 +38,38 @@ export const COMMANDS: CommandSpec[] = [
     usage: "",
     examples: ['curl -H "Authorization: Bearer $(cm token)" http://127.0.0.1:8080/auth/me', "cm token --json"],
     load: async () => (await import("./commands/auth")).token,
+  },
+  {
+    name: "auth keys create",
+    summary:
+      "Create an API key for a script or CI (needs a `cm login` session): prints the key once, on stdout alone. Set it as CM_API_KEY and cm (or the SDK's apiKey) uses it instead of a session.",
+    usage: "--name N [--scope SCOPE[,SCOPE...]] [--expires DURATION]",
+    options: {
+      name: { type: "string", value: "N", description: "what uses the key, to know it by in cm auth keys ls" },
+      scope: {
+        type: "string",
+        value: "LIST",
+        description: `what it may do, comma-separated: ${oneOf(API_KEY_SCOPES)} (default ${DEFAULT_API_KEY_SCOPES.join(",")}; payouts only when named)`,
+      },
+      expires: { type: "string", value: "DURATION", description: "stop working after this long: 90m, 12h, 30d (at most 366d; default: until deleted)" },
+    },
+    examples: ["cm auth keys create --name ci --scope read,deploy --expires 30d", "CM_API_KEY=$(cm auth keys create --name nightly --scope read) cm ls"],
+    load: async () => (await import("./commands/api-keys")).create,
+  },
+  {
+    name: "auth keys ls",
+    summary: "Your API keys: name, first characters, scopes, created, last used, expiry (never the key).",
+    usage: "",
+    examples: ["cm auth keys ls", "cm auth keys ls --json"],
+    load: async () => (await import("./commands/api-keys")).ls,
+  },
+  {
+    name: "auth keys rm",
+    summary: "Delete an API key: it is refused from the next request on, and what it opened (logs -f, exec) ends.",
+    usage: "ID",
+    args: ["ID"],
+    examples: ["cm auth keys rm key_3kq0x9"],
+    load: async () => (await import("./commands/api-keys")).rm,
   },
   {
     name: "version",

@@ -29,7 +29,8 @@ export function createContext(flags: Parsed["flags"], env: NodeJS.ProcessEnv, ou
     keypairPath,
     out,
     store,
-    client: createClient({ baseUrl: api, store }),
+    // An API key in the environment stands in for the stored session (a script's, CI's): cm login's session is not read.
+    client: createClient({ baseUrl: api, store, ...(env.CM_API_KEY ? { apiKey: env.CM_API_KEY } : {}) }),
     signer: () => readKeypair(keypairPath),
     signal,
   };

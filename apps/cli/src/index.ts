@@ -67,7 +67,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     const code = await run(createContext(parsed.flags, env, out, abort.signal), parsed);
     return typeof code === "number" ? code : EXIT.ok;
   } catch (err) {
-    return report(err instanceof UsageError && !err.command ? new UsageError(err.message, spec) : err);
+    return report(err instanceof UsageError && !err.command ? new UsageError(err.message, spec) : err, env.CM_API_KEY);
   } finally {
     process.off("SIGINT", onInterrupt);
   }
@@ -84,7 +84,22 @@ const HINTS: Record<string, string> = {
   UNAUTHORIZED: " (sign in again with `cm login`)",
 };
 
-function report(err: unknown): number {
+/** What to do when the API refused the key in CM_API_KEY (the session's hints above are for `cm login`'s session). */
+const KEY_HINTS: Record<string, string> = {
+  UNAUTHORIZED: ": the key was deleted or never issued; create another with `cm auth keys create`, or unset CM_API_KEY to use your `cm login` session",
+  API_KEY_EXPIRED: ": create another with `cm auth keys create`",
+  INSUFFICIENT_SCOPE:
+    ": give a key the scope it names (`cm auth keys create --scope ...`), or unset CM_API_KEY to use your `cm login` session (API keys are managed only from one)",
+};
+
+/** On a 401 or 403, which credential cm sent: the key in CM_API_KEY (by its shown prefix) or the session `cm login` saved. */
+function credentialNote(code: string, apiKey: string | undefined): string {
+  if (apiKey) return ` (cm sent the API key in CM_API_KEY, ${apiKey.slice(0, 12)}…${KEY_HINTS[code] ?? ""})`;
+  const hint = (HINTS[code] ?? "").replace(/^ \((.*)\)$/, "$1");
+  return ` (cm sent the session \`cm login\` saved${hint ? `: ${hint}` : ""})`;
+}
+
+function report(err: unknown, apiKey?: string): number {
   if (err instanceof UsageError) {
     process.stderr.write(`error: ${err.message}\n\n${err.command ? commandHelp(err.command) : usage()}`);
     return EXIT.usage;
@@ -94,7 +109,8 @@ function report(err: unknown): number {
   // Our errors (the SDK's and the keypair's) carry a code and a message meant for people: no stack.
   if (err instanceof Error && typeof code === "string" && /^[A-Z][A-Z0-9_]*$/.test(code)) {
     const requestId = (err as { requestId?: string }).requestId;
-    const hint = HINTS[code] ?? "";
+    const status = (err as { status?: unknown }).status;
+    const hint = status === 401 || status === 403 ? credentialNote(code, apiKey) : (HINTS[code] ?? "");
     // The message may carry a deployment's reason, which a node's agent wrote: escaped like all output.
     process.stderr.write(`error ${code}: ${printable(err.message)}${hint}${requestId && process.env.CM_DEBUG ? ` (request ${requestId})` : ""}\n`);
     return EXIT.failed;

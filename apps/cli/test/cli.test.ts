@@ -484,7 +484,10 @@ describe("logout", () => {
     // A session ended elsewhere (its file left here): the refusal names the command that helps.
     writeFileSync(join(dir, `${h.url.replace("http://", "").replace(/[^A-Za-z0-9.-]+/g, "_")}.json`), JSON.stringify(session));
     const stale = await t.cm(["whoami"], api);
-    expect(stale).toMatchObject({ code: 1, stderr: expect.stringMatching(/^error UNAUTHORIZED: .* \(sign in again with `cm login`\)\n$/) });
+    expect(stale).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/^error UNAUTHORIZED: .* \(cm sent the session `cm login` saved: sign in again with `cm login`\)\n$/),
+    });
     expect((await h.call("POST", "/auth/refresh", { body: { refreshToken: session.refreshToken } })).json.error.code).toBe("INVALID_REFRESH_TOKEN");
   });
 });

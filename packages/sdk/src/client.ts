@@ -2,6 +2,7 @@ import { type BuyOptions, buyCredits, type Payer } from "./chain";
 import { type DepositWaitOptions, waitForDeposit } from "./deposits";
 import { ApiError } from "./errors";
 import { type ExecOptions, exec } from "./exec";
+import { type FilesOptions, files } from "./files";
 import { type FollowOptions, follow, type PollOptions, type WaitOptions, waitFor, watch } from "./follow";
 import { type PayoutWaitOptions, waitForPayout } from "./payouts";
 import { call } from "./routes";
@@ -13,7 +14,8 @@ import type * as T from "./types";
 /**
  * One client for every route of the API. Protected calls use the session in
  * `store` (sign in first), refreshing it before it expires and once more when
- * the API says TOKEN_EXPIRED.
+ * the API says TOKEN_EXPIRED; or, given `apiKey`, that key on the routes its
+ * scopes allow, with no session at all.
  */
 export function createClient(options: ClientOptions) {
   const t = new Transport(options);
@@ -57,6 +59,17 @@ export function createClient(options: ClientOptions) {
       await t.store.clear();
     },
     session: () => t.store.load(),
+    /** Whether protected calls send the API key given as `apiKey` rather than the stored session. */
+    usesApiKey: () => t.usesApiKey,
+    /**
+     * API keys for scripts; only a signed-in wallet session may manage them (with a key, these throw
+     * ApiError INSUFFICIENT_SCOPE). create answers the key this once: it is stored hashed.
+     */
+    apiKeys: {
+      create: (body: T.CreateApiKeyRequest): Promise<T.CreateApiKeyResponse> => call(t, "post", "/auth/api-keys", { ...auth_, body }),
+      list: (): Promise<T.ApiKeyListResponse> => call(t, "get", "/auth/api-keys", auth_),
+      remove: (id: string): Promise<T.SuccessResponse> => call(t, "delete", "/auth/api-keys/{id}", { ...auth_, params: { id } }),
+    },
   };
 
   const nodes = {
@@ -91,6 +104,8 @@ export function createClient(options: ClientOptions) {
     tcp: (id: string, port: number, options?: TcpOptions) => tcp(t, id, port, options),
     /** Whether tcp() would be let through now, checked as it would be, connecting to nothing: throws the API's refusal. */
     checkTcp: (id: string, port: number) => checkTcp(t, id, port),
+    /** A path of the container, running or not (a stopped, exited or failed deployment keeps its files), as a tar archive: what cm cp reads out. */
+    files: (id: string, path: string, options?: FilesOptions) => files(t, id, path, options),
   };
 
   /** Your logins to private registries: a deployment names one (registryCredentialId) to pull its image with. The password is never answered back. */

@@ -11,6 +11,12 @@ export interface ClientOptions {
   store?: SessionStore;
   /** Refresh the access token when it has less than this left (default 60 s). */
   refreshBeforeMs?: number;
+  /**
+   * An API key (cmk_..., from POST /auth/api-keys or `cm auth keys create`) to send instead of a
+   * session: no sign-in, no refresh, and only the routes its scopes allow (others throw ApiError
+   * INSUFFICIENT_SCOPE). In Node, `apiKey: process.env.CM_API_KEY` is what cm does.
+   */
+  apiKey?: string;
   fetch?: typeof fetch;
   now?: () => number;
 }
@@ -32,6 +38,7 @@ export class Transport {
   readonly #fetch: typeof fetch;
   readonly #now: () => number;
   readonly #refreshBeforeMs: number;
+  readonly #apiKey: string | undefined;
   #refreshing: Promise<Session> | undefined;
 
   constructor(options: ClientOptions) {
@@ -40,6 +47,12 @@ export class Transport {
     this.#fetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.#now = options.now ?? Date.now;
     this.#refreshBeforeMs = options.refreshBeforeMs ?? 60_000;
+    this.#apiKey = options.apiKey || undefined;
+  }
+
+  /** Whether protected calls send an API key rather than the stored session. */
+  get usesApiKey(): boolean {
+    return this.#apiKey !== undefined;
   }
 
   /** A JSON call; resolves the parsed body of a 2xx, throws ApiError, NetworkError or SessionError. */
@@ -51,6 +64,8 @@ export class Transport {
   /** The response of a 2xx as it is (a stream's body to read); errors as json() throws them. */
   async send(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
     if (!options.auth) return this.#checked(await this.#once(method, path, options, undefined));
+    // A key is not refreshed: its 401 (deleted, expired) or 403 (scope) is the answer.
+    if (this.#apiKey) return this.#checked(await this.#once(method, path, options, this.#apiKey));
     let token = (await this.#session()).accessToken;
     const first = await this.#once(method, path, options, token);
     if (first.status !== 401) return this.#checked(first);
@@ -86,7 +101,7 @@ export class Transport {
 
   /** The session's access token, refreshed first when it is about to expire (for a WebSocket, which fetch does not open). */
   async accessToken(): Promise<string> {
-    return (await this.#session()).accessToken;
+    return this.#apiKey ?? (await this.#session()).accessToken;
   }
 
   /**
@@ -94,9 +109,11 @@ export class Transport {
    * wait before it sends the control plane a fresh one: until the token is
    * within refreshBeforeMs of its expiry, or half its remaining life if that is
    * later (a token shorter-lived than refreshBeforeMs is not renewed in a loop).
-   * Undefined when signed out.
+   * Undefined when signed out, and with an API key.
    */
   async renewInMs(): Promise<number | undefined> {
+    // A connection opened with a key lasts as the key does: there is nothing fresher to send.
+    if (this.#apiKey) return undefined;
     const session = await this.store.load();
     if (!session) return undefined;
     const leftMs = session.expiresAt - this.#now();

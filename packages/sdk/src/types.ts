@@ -15,6 +15,11 @@ export type VerifyResponse = Out<typeof P.VerifyResponse>;
 export type TokenPair = Out<typeof P.TokenPair>;
 export type MeResponse = Out<typeof P.MeResponse>;
 export type LogoutResponse = Out<typeof P.LogoutResponse>;
+export type ApiKeyScope = P.ApiKeyScope;
+export type ApiKey = Out<typeof P.ApiKey>;
+export type CreateApiKeyRequest = In<typeof P.CreateApiKeyRequest>;
+export type CreateApiKeyResponse = Out<typeof P.CreateApiKeyResponse>;
+export type ApiKeyListResponse = Out<typeof P.ApiKeyListResponse>;
 
 export type NodeListQuery = Partial<Out<typeof P.NodeListQuery>>;
 export type NodeListResponse = Out<typeof P.NodeListResponse>;

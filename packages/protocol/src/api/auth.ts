@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { API_KEY_SCOPES, type ApiKeyScope, DEFAULT_API_KEY_SCOPES } from "../lists";
 import { nameText, SuccessResponse, Timestamp, text } from "./common";
 
 export const User = z.object({ id: z.string(), walletAddress: z.string(), isOperator: z.boolean(), createdAt: Timestamp }).meta({ id: "User" });
@@ -30,19 +31,11 @@ export const MeResponse = z.object({ user: User });
 export const LogoutRequest = z.strictObject({ refreshToken: text().max(200) });
 export const LogoutResponse = SuccessResponse;
 
-/**
- * What an API key may do. A route names the one scope it needs (apps/control-plane's
- * route factory); a signed-in wallet session may do everything, keys included.
- * `payouts` moves money out, so it is only ever granted when asked for by name.
- */
-export const API_KEY_SCOPES = ["read", "deploy", "operator", "payouts"] as const;
-export type ApiKeyScope = (typeof API_KEY_SCOPES)[number];
+export { API_KEY_SCOPES, type ApiKeyScope, DEFAULT_API_KEY_SCOPES };
 export const ApiKeyScopeSchema = z.enum(API_KEY_SCOPES).meta({
   description:
     "read: the catalogue, your deployments, their logs and events, your balance and ledger. deploy: create, start, stop and delete deployments, exec, TCP, registry logins, deposits. operator: your nodes and earnings. payouts: requesting a payout",
 });
-/** What `cm auth keys create` grants when no --scope is given: never `payouts`. */
-export const DEFAULT_API_KEY_SCOPES: readonly ApiKeyScope[] = ["read"];
 /** The start of every API key, so that it is told from a session token at a glance and secret scanners can find one. */
 export const API_KEY_PREFIX = "cmk_";
 /** Keys one account may hold: far more than scripts need, few enough that a listing stays one page. */
