@@ -9,11 +9,11 @@
  * a build machine here cannot reach. Compiled once per better-sqlite3 and Node version and
  * kept in dist/.cache, as the runtimes are.
  */
-import { execFileSync } from "node:child_process";
 import { accessSync, constants, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, renameSync, rmSync, statSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import path from "node:path";
 import type { Arch } from "./release";
+import { run } from "./run";
 
 /** GNU's name for each architecture: its cross compilers are `<triplet>-gcc` and `<triplet>-g++`. */
 export const TRIPLETS: Record<Arch, string> = { x64: "x86_64-linux-gnu", arm64: "aarch64-linux-gnu" };
@@ -25,7 +25,7 @@ export interface AddonSource {
   /** where compiled addons are kept between releases */
   cacheDir: string;
   /** the pinned Node runtime's package for the architecture (its include/node is compiled against) */
-  nodePackage: () => string;
+  nodePackage: () => Promise<string>;
   nodeVersion: string;
   /** the architecture of an ELF file */
   elfArch: (file: string) => Arch | "other";
@@ -34,7 +34,7 @@ export interface AddonSource {
 }
 
 /** The addon's path for `arch`, or why there is none (the release then skips that tarball). */
-export function betterSqliteAddon(arch: Arch, source: AddonSource): { file: string } | { skipped: string } {
+export async function betterSqliteAddon(arch: Arch, source: AddonSource): Promise<{ file: string } | { skipped: string }> {
   const module = path.join(source.root, "node_modules/better-sqlite3");
   const own = path.join(module, "build/Release/better_sqlite3.node");
   const ownArch = existsSync(own) ? source.elfArch(own) : "other";
@@ -56,23 +56,19 @@ export function betterSqliteAddon(arch: Arch, source: AddonSource): { file: stri
   try {
     const addon = path.join(work, "better-sqlite3");
     for (const part of ["package.json", "binding.gyp", "deps", "src"]) cpSync(path.join(module, part), path.join(addon, part), { recursive: true });
-    execFileSync("tar", ["-xzf", source.nodePackage(), "-C", work, "package/include"]);
+    await run("tar", ["-xzf", await source.nodePackage(), "-C", work, "package/include"]);
     // CC and CXX are the target's compilers in node-gyp's Makefiles; nothing here is built for the host.
     const env = { ...process.env, CC: `${triplet}-gcc`, CXX: `${triplet}-g++`, LINK: `${triplet}-g++`, AR: `${triplet}-ar` };
     try {
-      execFileSync(process.execPath, [nodeGyp(), "rebuild", `--arch=${arch}`, `--nodedir=${path.join(work, "package")}`, `--jobs=${cpus().length}`], {
+      await run(process.execPath, [nodeGyp(), "rebuild", `--arch=${arch}`, `--nodedir=${path.join(work, "package")}`, `--jobs=${cpus().length}`], {
         cwd: addon,
         env,
-        stdio: ["ignore", "ignore", "pipe"],
-        maxBuffer: 64 * 1024 * 1024,
+        stdout: "ignore",
+        stderr: "keep",
       });
     } catch (error) {
       // node-gyp also needs python3 and make: say what it said, and let the release make the other tarballs.
-      const said = String((error as { stderr?: Buffer }).stderr ?? (error as Error).message)
-        .trim()
-        .split("\n")
-        .slice(-5)
-        .join("\n");
+      const said = ((error as { stderr?: string }).stderr || (error as Error).message).trim().split("\n").slice(-5).join("\n");
       return { skipped: `cm-control-plane for linux-${arch}: compiling better-sqlite3 with ${triplet}-g++ failed:\n${said}` };
     }
     const built = path.join(addon, "build/Release/better_sqlite3.node");

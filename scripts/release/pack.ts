@@ -13,7 +13,6 @@
  * scripts/build.ts bundles the apps with) inlines it in the JavaScript, and
  * dts-bundle-generator does the same for the types, where tsc cannot.
  */
-import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -21,6 +20,7 @@ import { fileURLToPath } from "node:url";
 import { generateDtsBundle } from "dts-bundle-generator";
 import { build } from "esbuild";
 import { buildApp } from "../build";
+import { run } from "./run";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const SDK = path.join(ROOT, "packages/sdk");
@@ -100,9 +100,9 @@ export async function buildSdk(dir: string): Promise<void> {
 }
 
 /** Packs the package laid out in `stage` into `outDir` as `file`; the tarball's path. */
-function npmPack(stage: string, outDir: string, file: string): string {
+async function npmPack(stage: string, outDir: string, file: string): Promise<string> {
   mkdirSync(outDir, { recursive: true });
-  const json = execFileSync("npm", ["pack", "--json", "--pack-destination", outDir], { cwd: stage, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] });
+  const json = await run("npm", ["pack", "--json", "--pack-destination", outDir], { cwd: stage, stderr: "inherit" });
   const [{ filename }] = JSON.parse(json) as [{ filename: string }];
   const out = path.join(outDir, file);
   if (filename !== file) renameSync(path.join(outDir, filename), out);
@@ -126,7 +126,7 @@ export async function packSdk(outDir: string): Promise<string> {
     };
     writeFileSync(path.join(stage, "package.json"), `${JSON.stringify(published, null, 2)}\n`);
     copyFileSync(path.join(SDK, "README.md"), path.join(stage, "README.md"));
-    return npmPack(stage, outDir, `cm-sdk-${manifest.version}.tgz`);
+    return await npmPack(stage, outDir, `cm-sdk-${manifest.version}.tgz`);
   } finally {
     rmSync(stage, { recursive: true, force: true });
   }
@@ -146,7 +146,7 @@ export async function packCli(outDir: string): Promise<string> {
     };
     writeFileSync(path.join(stage, "package.json"), `${JSON.stringify(published, null, 2)}\n`);
     copyFileSync(path.join(cli, "README.md"), path.join(stage, "README.md"));
-    return npmPack(stage, outDir, `cm-${manifest.version}.tgz`);
+    return await npmPack(stage, outDir, `cm-${manifest.version}.tgz`);
   } finally {
     rmSync(stage, { recursive: true, force: true });
   }

@@ -16,7 +16,6 @@
  * build machine here reaches, and a tarball built twice carries the same runtime.
  * --version builds the bundle as that version (tests use it for an upgrade).
  */
-import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   chmodSync,
@@ -38,6 +37,7 @@ import { fileURLToPath } from "node:url";
 import { appVersion, buildApp } from "../build";
 import { betterSqliteAddon } from "./native-addon";
 import { packCli, packSdk } from "./pack";
+import { run } from "./run";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -63,7 +63,7 @@ export interface ReleaseOptions {
 }
 
 /** The registry's Node binary package for `arch`, checked against the pinned integrity. */
-export function nodeRuntimePackage(arch: Arch): string {
+export async function nodeRuntimePackage(arch: Arch): Promise<string> {
   const name = `node-linux-${arch}`;
   const file = path.join(CACHE_DIR, `${name}-${NODE_VERSION}.tgz`);
   const integrity = () => `sha512-${createHash("sha512").update(readFileSync(file)).digest("base64")}`;
@@ -73,7 +73,7 @@ export function nodeRuntimePackage(arch: Arch): string {
     // two releases at once (the tests run several) must never read the other's half-written file.
     const aside = mkdtempSync(path.join(CACHE_DIR, ".pack-"));
     try {
-      execFileSync("npm", ["pack", `${name}@${NODE_VERSION}`, "--pack-destination", aside, "--silent"], { stdio: ["ignore", "ignore", "inherit"] });
+      await run("npm", ["pack", `${name}@${NODE_VERSION}`, "--pack-destination", aside, "--silent"], { stdout: "ignore", stderr: "inherit" });
       renameSync(path.join(aside, path.basename(file)), file);
     } finally {
       rmSync(aside, { recursive: true, force: true });
@@ -114,7 +114,7 @@ export async function releaseAgent(options: ReleaseOptions): Promise<string[]> {
   const bundleDir = mkdtempSync(path.join(tmpdir(), "cm-release-bundle-"));
   try {
     const { file: bundle } = await buildApp("agent", { version, outDir: bundleDir });
-    for (const arch of options.arches) made.push(packArch(arch, version, bundle, installer, options));
+    for (const arch of options.arches) made.push(await packArch(arch, version, bundle, installer, options));
   } finally {
     rmSync(bundleDir, { recursive: true, force: true });
   }
@@ -204,7 +204,7 @@ export async function releaseControlPlane(options: ReleaseOptions): Promise<{ ma
   try {
     await buildApp("control-plane", { outDir: bundleDir });
     for (const arch of options.arches) {
-      const addon = betterSqliteAddon(arch, {
+      const addon = await betterSqliteAddon(arch, {
         root: ROOT,
         cacheDir: CACHE_DIR,
         nodePackage: () => nodeRuntimePackage(arch),
@@ -212,7 +212,7 @@ export async function releaseControlPlane(options: ReleaseOptions): Promise<{ ma
         elfArch,
       });
       if ("skipped" in addon) skipped.push(addon.skipped);
-      else made.push(packControlPlane(arch, version, bundleDir, addon.file, options));
+      else made.push(await packControlPlane(arch, version, bundleDir, addon.file, options));
     }
   } finally {
     rmSync(bundleDir, { recursive: true, force: true });
@@ -226,7 +226,7 @@ export async function releaseControlPlane(options: ReleaseOptions): Promise<{ ma
   return { made, skipped };
 }
 
-function packControlPlane(arch: Arch, version: string, bundleDir: string, addon: string, options: ReleaseOptions): string {
+async function packControlPlane(arch: Arch, version: string, bundleDir: string, addon: string, options: ReleaseOptions): Promise<string> {
   const name = `cm-control-plane-${version}-linux-${arch}`;
   const work = mkdtempSync(path.join(tmpdir(), "cm-release-"));
   try {
@@ -244,40 +244,40 @@ function packControlPlane(arch: Arch, version: string, bundleDir: string, addon:
       }
     }
     cpSync(addon, path.join(dir, "node_modules", ADDON));
-    unpackNode(arch, work, dir);
+    await unpackNode(arch, work, dir);
     copyFileSync(path.join(ROOT, "deploy/control-plane/cm-control-plane.service"), path.join(dir, "cm-control-plane.service"));
     copyFileSync(path.join(ROOT, "deploy/control-plane/control-plane.env"), path.join(dir, "control-plane.env"));
     writeFileSync(path.join(dir, "install.sh"), installScript("control-plane", version), { mode: 0o755 });
     copyFileSync(path.join(ROOT, "README.md"), path.join(dir, "README.md"));
     writeFileSync(path.join(dir, "VERSION"), `${version}\n`);
     writeFileSync(path.join(dir, "ARCH"), `${arch}\n`);
-    return tar(work, name, options);
+    return await tar(work, name, options);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
 }
 
 /** The pinned Node runtime's binary and licence, into dir/node. */
-function unpackNode(arch: Arch, work: string, dir: string): void {
-  execFileSync("tar", ["-xzf", nodeRuntimePackage(arch), "-C", work, "package/bin/node", "package/LICENSE"]);
+async function unpackNode(arch: Arch, work: string, dir: string): Promise<void> {
+  await run("tar", ["-xzf", await nodeRuntimePackage(arch), "-C", work, "package/bin/node", "package/LICENSE"]);
   copyFileSync(path.join(work, "package/bin/node"), path.join(dir, "node/bin/node"));
   chmodSync(path.join(dir, "node/bin/node"), 0o755);
   copyFileSync(path.join(work, "package/LICENSE"), path.join(dir, "node/LICENSE"));
 }
 
-function tar(work: string, name: string, options: ReleaseOptions): string {
+async function tar(work: string, name: string, options: ReleaseOptions): Promise<string> {
   const tarball = path.join(options.outDir, `${name}.tar.gz`);
   // Owned by root and writable by root alone, whatever user and umask built it (under umask 000
   // every directory was 0777): an install moves the tree into /opt, where root runs it.
   // Directories 0755, files 0644, or 0755 where any x bit was set; no setuid, setgid or sticky bit.
   const gzip = `gzip -${options.gzipLevel ?? 6} -n`;
   const owner = ["--owner=root:0", "--group=root:0", "--mode=u=rwX,go=rX,a-st"];
-  execFileSync("tar", ["-c", "-I", gzip, "-f", tarball, ...owner, "-C", work, name]);
+  await run("tar", ["-c", "-I", gzip, "-f", tarball, ...owner, "-C", work, name]);
   return tarball;
 }
 
 /** One architecture's tarball; returns its path. */
-function packArch(arch: Arch, version: string, bundle: string, installer: string, options: ReleaseOptions): string {
+async function packArch(arch: Arch, version: string, bundle: string, installer: string, options: ReleaseOptions): Promise<string> {
   const name = `cm-agent-${version}-linux-${arch}`;
   const work = mkdtempSync(path.join(tmpdir(), "cm-release-"));
   try {
@@ -286,13 +286,13 @@ function packArch(arch: Arch, version: string, bundle: string, installer: string
     copyFileSync(bundle, path.join(dir, "lib/cm-agent.mjs"));
     copyFileSync(`${bundle}.LEGAL.txt`, path.join(dir, "lib/cm-agent.mjs.LEGAL.txt"));
     writeFileSync(path.join(dir, "bin/cm-agent"), wrapper("cm-agent", "cm-agent.mjs"), { mode: 0o755 });
-    unpackNode(arch, work, dir);
+    await unpackNode(arch, work, dir);
     copyFileSync(path.join(ROOT, "deploy/agent/cm-agent.service"), path.join(dir, "cm-agent.service"));
     writeFileSync(path.join(dir, "install.sh"), installer, { mode: 0o755 });
     copyFileSync(path.join(ROOT, "apps/agent/README.md"), path.join(dir, "README.md"));
     writeFileSync(path.join(dir, "VERSION"), `${version}\n`);
     writeFileSync(path.join(dir, "ARCH"), `${arch}\n`);
-    return tar(work, name, options);
+    return await tar(work, name, options);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

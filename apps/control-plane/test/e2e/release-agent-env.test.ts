@@ -40,7 +40,7 @@ needs("docker", "openssl").describe("the agent's env file: a private CA, Node's 
     mkdirSync(root);
     mkdirSync(bin);
     linkTools(bin, ["iptables", "iptables-restore", "ip6tables", "ip6tables-restore", "nvidia-smi"]);
-    nodeRuntimePackage(ARCH);
+    await nodeRuntimePackage(ARCH);
     await releaseAgent({ arches: [ARCH], outDir: release, version, gzipLevel: 1 });
 
     // A private CA, and the control plane's certificate signed by it (for both names the test uses).

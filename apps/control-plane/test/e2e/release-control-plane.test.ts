@@ -65,8 +65,8 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     // packs must not depend on it. The caches in dist/ are filled first, under the usual umask, so
     // that no later release takes a runtime or an addon this one left world-writable.
     for (const arch of [ARCH, OTHER]) {
-      nodeRuntimePackage(arch);
-      betterSqliteAddon(arch, addonSource(arch));
+      await nodeRuntimePackage(arch);
+      await betterSqliteAddon(arch, addonSource(arch));
     }
     const umask = process.umask(0);
     try {
@@ -175,10 +175,10 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     }
   });
 
-  it("names what the other architecture's build needs where this machine cannot cross-compile it", () => {
+  it("names what the other architecture's build needs where this machine cannot cross-compile it", async () => {
     const noCompiler = mkdtempSync(join(tmpdir(), "cm-no-cache-"));
     try {
-      const addon = betterSqliteAddon(OTHER, { ...addonSource(OTHER), cacheDir: noCompiler, searchPath: bin });
+      const addon = await betterSqliteAddon(OTHER, { ...addonSource(OTHER), cacheDir: noCompiler, searchPath: bin });
       expect(addon).toEqual({
         skipped: expect.stringMatching(
           new RegExp(`^cm-control-plane for linux-${OTHER}: better-sqlite3 here is built for ${ARCH} and no ${TRIPLETS[OTHER]}-g\\+\\+ is installed`),

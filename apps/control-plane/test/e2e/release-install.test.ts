@@ -60,7 +60,7 @@ needs("docker").describe("the agent's release tarball, installed on a clean mach
     mkdirSync(bin);
     linkTools(bin, AGENT_TOOLS);
     // Built under umask 000 (issue 36), the Node runtime's cache filled first under the usual one.
-    nodeRuntimePackage(ARCH);
+    await nodeRuntimePackage(ARCH);
     const umask = process.umask(0);
     try {
       await releaseAgent({ arches: [ARCH], outDir: rel1(), version: v1, gzipLevel: 1 });
