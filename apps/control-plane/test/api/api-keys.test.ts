@@ -29,7 +29,10 @@ describeEachDatabase("API keys on $name", (db) => {
         done();
       },
     });
-    h = await startHarness(db, { overrides: { clock, log: createLogger("debug", "control-plane", sink) }, config: { REVOCATION_CHECK_MS: 50 } });
+    h = await startHarness(db, {
+      overrides: { clock, log: createLogger("debug", "control-plane", sink) },
+      config: { REVOCATION_CHECK_MS: 50, MAX_STREAMS_PER_ACCOUNT: 3 },
+    });
     tenant = await h.signIn();
     await h.grantCredits(tenant.user.id, 1_000);
     nodeId = (await h.onlineNode((await h.signIn()).token, { maxDeployments: 50 })).id;
@@ -195,6 +198,24 @@ describeEachDatabase("API keys on $name", (db) => {
     // Still listed, with its expiry, until deleted.
     const list = await h.call("GET", "/auth/api-keys", { token: (await h.signIn(tenant.wallet)).token });
     expect(list.json.apiKeys.map((k: { prefix: string }) => k.prefix)).toContain(key.slice(0, 12));
+  });
+
+  it("counts a key's use against its account's limits, as the wallet's own", async () => {
+    const owner = await h.signIn();
+    await h.grantCredits(owner.user.id, 1_000);
+    const { key } = await createKey(["read", "deploy"], { owner });
+    const id = (await h.call("POST", "/deployments", { token: owner.token, body: { nodeId, customImage: "busybox:1.36" } })).json.deployment.id;
+    // The account may hold 3 streams (MAX_STREAMS_PER_ACCOUNT): two with the session, one with the key, and the key's next is refused.
+    const open = [
+      await openSse(`${h.url}/deployments/${id}/events`, owner.token),
+      await openSse(`${h.url}/deployments/${id}/events`, owner.token),
+      await openSse(`${h.url}/deployments/${id}/events`, key),
+    ];
+    for (const s of open) expect(s.res.status).toBe(200);
+    const past = await h.call("GET", `/deployments/${id}/events`, { token: key });
+    expect([past.status, past.json.error.code]).toEqual([429, "RATE_LIMITED"]);
+    expect(past.json.error.message).toContain("this account has 3 streams open");
+    for (const s of open) s.close();
   });
 
   it("refuses bad requests in the one error shape: no scopes, an unknown scope, a repeated one, an expiry under a minute, a blank name", async () => {
