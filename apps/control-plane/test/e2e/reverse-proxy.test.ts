@@ -57,7 +57,7 @@ needs("docker", "busybox", "nginx", "openssl").describe("the example nginx confi
     const site = readFileSync(path.join(root, "deploy/nginx/marketplace.conf"), "utf8")
       .replaceAll("cloud.example.com", API_DOMAIN)
       .replaceAll("example-gpu.net", DOMAIN)
-      .replace("server 127.0.0.1:8080;", `server 127.0.0.1:${cpPort};`)
+      .replace("server 127.0.0.1:8080 ", `server 127.0.0.1:${cpPort} `)
       .replace("listen 443 ssl;", `listen 127.0.0.1:${nginxPort} ssl;`)
       .replace("/etc/ssl/marketplace/fullchain.pem", `${dir}/cert.pem`)
       .replace("/etc/ssl/marketplace/privkey.pem", `${dir}/key.pem`);
