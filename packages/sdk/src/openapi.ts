@@ -2327,7 +2327,7 @@ export interface operations {
         "application/json": {
           /** @description a label for you: what uses the key (at most 100 characters) */
           name: string;
-          /** @description what the key may do; payouts only when named */
+          /** @description what the key may do, each named once; payouts only when named */
           scopes: ("read" | "deploy" | "operator" | "payouts")[];
           /** @description seconds from now until the key stops working (60 to 31622400); left out: it works until deleted */
           expiresInS?: number;

@@ -80,6 +80,7 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
       deployments.push((await h.call("POST", "/deployments", { token, body: { nodeId: online.id, customImage: image } })).json.deployment.id);
     // For Docker Hub, the registry of the fixtures' images: a create naming it is judged on the rest.
     const credential = await h.call("POST", "/registry-credentials", { token, body: { registry: "docker.io", username: "fuzz", password: "fuzz-secret" } });
+    const apiKey = await h.call("POST", "/auth/api-keys", { token, body: { name: "fuzz", scopes: ["read"] } });
     const packages = (await h.call("GET", "/credits/packages", { token })).json.packages as Array<{ id: string }>;
     const deposit = await h.call("POST", "/credits/deposit/initiate", { token, body: { packageId: packages[0]!.id, walletAddress: me.wallet.address } });
 
@@ -101,6 +102,7 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
       "/deployments/{id}": deployments,
       "/credits/deposits/{id}": deposit.status === 200 ? [deposit.json.deposit.depositId] : [],
       "/registry-credentials/{id}": [credential.json.credential.id],
+      "/auth/api-keys/{id}": [apiKey.json.apiKey.id],
     });
   });
   afterAll(async () => {
@@ -120,6 +122,9 @@ describeEachDatabase("the server agrees with its OpenAPI document under fuzzing 
     "POST /auth/verify",
     "POST /auth/refresh",
     "GET /auth/me",
+    "POST /auth/api-keys",
+    "GET /auth/api-keys",
+    "DELETE /auth/api-keys/{id}",
     "GET /nodes",
     "GET /nodes/{id}",
     "POST /operator/nodes",

@@ -50,7 +50,7 @@ export const CreateApiKeyRequest = z.strictObject({
     .min(1)
     .max(API_KEY_SCOPES.length)
     .refine((s) => new Set(s).size === s.length, "scopes must not repeat")
-    .meta({ description: "what the key may do; payouts only when named" }),
+    .meta({ description: "what the key may do, each named once; payouts only when named", uniqueItems: true }),
   expiresInS: z
     .number()
     .int()
