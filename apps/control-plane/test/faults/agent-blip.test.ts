@@ -62,9 +62,15 @@ needs("docker", "busybox", "postgres-server").describe("a node that loses contac
       sys.agent!.signal("SIGCONT");
     }
     await until("the returning agent stops it", async () => !sys.runs.isRunning(id), 40_000);
-    // Stopped, not removed: its files are there for the tenant.
+    // Stopped, not removed: its files are there for the tenant, who reads them out (what cm cp does for a deployment that is not running).
     expect(await containerOf(id)).toEqual([cid]);
     expect((await inspect(cid!)).State.Running).toBe(false);
+    const read = await fetch(`${sys.url}/deployments/${id}/files?path=/tmp/marker`, { headers: { authorization: `Bearer ${sys.token}` } });
+    expect(read.status).toBe(200);
+    expect(read.headers.get("content-type")).toBe("application/x-tar");
+    const tar = Buffer.from(await read.arrayBuffer());
+    expect(tar.subarray(0, 100).toString("utf8").replace(/\0.*$/s, "")).toBe("marker");
+    expect(tar.subarray(512, 520).toString("utf8")).toBe("results\n");
     await sys.checkBooks();
     await sys.checkNothingUnwanted();
 
