@@ -157,6 +157,7 @@ export class ReplicaHop {
       if (err instanceof DialError) return void refuse(socket, 502, { kind: "dial", code: err.kind, message: err.message });
       throw err;
     }
+    (socket as net.Socket).setNoDelay?.(true);
     socket.write(`HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: ${HOP_UPGRADE}\r\n\r\n`);
     if (head.length) tunnel.write(head);
     splice(socket, tunnel);
