@@ -1,9 +1,10 @@
 import { performance } from "node:perf_hooks";
-import { createPgDatabase, type TestDatabase } from "@cm/db/testing";
 import { needs } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { decodeNotice, encodeNotices } from "../../src/services/replica-bus";
-import { type AgentHarness, eventually, startAgentHarness } from "../agents/support/agent-harness";
+import type { AgentHarness } from "../agents/support/agent-harness";
+import { eventually } from "../agents/support/agent-harness";
+import { type ReplicaPair, startReplicaPair } from "./support/pair";
 
 // Issue 41: two control planes on one PostgreSQL database. The agent's session
 // is on replica A; the tenant talks to replica B. What B decides must reach the
@@ -11,20 +12,13 @@ import { type AgentHarness, eventually, startAgentHarness } from "../agents/supp
 needs("postgres").describe("two replicas on one PostgreSQL database", () => {
   let a: AgentHarness;
   let b: AgentHarness;
-  let drop: () => Promise<void>;
+  let pair: ReplicaPair;
 
   beforeAll(async () => {
-    const made = await createPgDatabase();
-    drop = made.drop;
-    const shared: TestDatabase = { name: "postgres", create: async () => ({ url: made.url, drop: async () => undefined }) };
-    a = await startAgentHarness(shared);
-    b = await startAgentHarness(shared);
+    pair = await startReplicaPair();
+    ({ a, b } = pair);
   });
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await drop?.();
-  });
+  afterAll(() => pair?.close());
 
   it("carries a create, a stop, a start and a delete made on B to the agent connected to A", async () => {
     const op = await a.signIn();

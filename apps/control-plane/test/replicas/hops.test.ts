@@ -1,12 +1,12 @@
 import http from "node:http";
 import type net from "node:net";
-import { createPgDatabase, type TestDatabase } from "@cm/db/testing";
 import { AGENT_EXEC_PATH, AGENT_TUNNEL_PATH, AGENT_TUNNEL_UPGRADE, EXEC_CHANNEL, EXEC_SUBPROTOCOL } from "@cm/protocol";
 import { needs } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { WebSocket } from "ws";
-import { type AgentHarness, eventually, startAgentHarness } from "../agents/support/agent-harness";
-import { freePort } from "../faults/support/pg-cluster";
+import type { AgentHarness } from "../agents/support/agent-harness";
+import { eventually } from "../agents/support/agent-harness";
+import { type ReplicaPair, startReplicaPair } from "./support/pair";
 
 /** What an agent does once asked for a tunnel: upgrade a connection of its own to `base`. */
 function answerTunnel(base: string, tunnelId: string, token: string) {
@@ -56,23 +56,13 @@ function visit(base: string, host: string, path: string) {
 needs("postgres").describe("requests carried to the replica that holds the agent's session", () => {
   let a: AgentHarness;
   let b: AgentHarness;
-  let drop: () => Promise<void>;
-  const secret = "a-replica-secret-that-is-long-enough-1234";
+  let pair: ReplicaPair;
 
   beforeAll(async () => {
-    const made = await createPgDatabase();
-    drop = made.drop;
-    const shared: TestDatabase = { name: "postgres", create: async () => ({ url: made.url, drop: async () => undefined }) };
-    const [pa, pb] = [await freePort(), await freePort()];
-    const replica = (port: number) => ({ REPLICA_ADDRESS: `http://127.0.0.1:${port}`, REPLICA_SECRET: secret, TUNNEL_OPEN_TIMEOUT_MS: 3_000 });
-    a = await startAgentHarness(shared, replica(pa), {}, pa);
-    b = await startAgentHarness(shared, replica(pb), {}, pb);
+    pair = await startReplicaPair({ hops: true, a: { TUNNEL_OPEN_TIMEOUT_MS: 3_000 }, b: { TUNNEL_OPEN_TIMEOUT_MS: 3_000 } });
+    ({ a, b } = pair);
   });
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await drop?.();
-  });
+  afterAll(() => pair?.close());
 
   it("answers a public endpoint on B from the container whose agent is on A", async () => {
     const op = await a.signIn();

@@ -1,8 +1,8 @@
-import { createPgDatabase, type TestDatabase } from "@cm/db/testing";
 import { needs } from "@cm/testkit";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { metricsAllowed } from "../../src/http/metrics";
-import { type AgentHarness, startAgentHarness } from "../agents/support/agent-harness";
+import type { AgentHarness } from "../agents/support/agent-harness";
+import { type ReplicaPair, startReplicaPair } from "./support/pair";
 
 /** A metric's value in Prometheus' text format, or undefined. */
 const valueOf = (text: string, name: string) => {
@@ -13,19 +13,12 @@ const valueOf = (text: string, name: string) => {
 needs("postgres").describe("each replica's /metrics", () => {
   let a: AgentHarness;
   let b: AgentHarness;
-  let drop: () => Promise<void>;
+  let pair: ReplicaPair;
   beforeAll(async () => {
-    const made = await createPgDatabase();
-    drop = made.drop;
-    const shared: TestDatabase = { name: "postgres", create: async () => ({ url: made.url, drop: async () => undefined }) };
-    a = await startAgentHarness(shared);
-    b = await startAgentHarness(shared, { METRICS_TOKEN: "a-scraper-token-of-some-length" });
+    pair = await startReplicaPair({ b: { METRICS_TOKEN: "a-scraper-token-of-some-length" } });
+    ({ a, b } = pair);
   });
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await drop?.();
-  });
+  afterAll(() => pair?.close());
 
   it("says which replica holds the agents and that wake-ups flow between them; only to this machine or the token", async () => {
     const op = await a.signIn();
