@@ -5,7 +5,7 @@ import type { AgentHarness } from "../agents/support/agent-harness";
 import { type ReplicaPair, startReplicaPair } from "./support/pair";
 
 /** A metric's value in Prometheus' text format, or undefined. */
-const valueOf = (text: string, name: string) => {
+const metricValue = (text: string, name: string) => {
   const line = text.split("\n").find((l) => l.startsWith(`${name} `));
   return line === undefined ? undefined : Number(line.split(" ")[1]);
 };
@@ -35,17 +35,17 @@ needs("postgres").describe("each replica's /metrics", () => {
     const ta = await ra.text();
     // What a reverse proxy on this machine forwards is not this machine's scraper.
     expect((await fetch(`${a.url}/metrics`, { headers: { "x-forwarded-for": "203.0.113.9" } })).status).toBe(404);
-    expect(valueOf(ta, "cm_agent_sessions")).toBe(1);
-    expect(valueOf(ta, "cm_replica_notices_received_total")).toBeGreaterThan(0);
-    expect(valueOf(ta, "cm_process_resident_memory_bytes")).toBeGreaterThan(0);
+    expect(metricValue(ta, "cm_agent_sessions")).toBe(1);
+    expect(metricValue(ta, "cm_replica_notices_received_total")).toBeGreaterThan(0);
+    expect(metricValue(ta, "cm_process_resident_memory_bytes")).toBeGreaterThan(0);
 
     // B has a token: without it, even from the loopback, there is no such route.
     const refused = await fetch(`${b.url}/metrics`);
     expect(refused.status).toBe(404);
     expect((await refused.json()).error.code).toBe("NOT_FOUND");
     const tb = await (await fetch(`${b.url}/metrics`, { headers: { authorization: "Bearer a-scraper-token-of-some-length" } })).text();
-    expect(valueOf(tb, "cm_agent_sessions")).toBe(0);
-    expect(valueOf(tb, "cm_replica_notices_sent_total")).toBeGreaterThan(0);
+    expect(metricValue(tb, "cm_agent_sessions")).toBe(0);
+    expect(metricValue(tb, "cm_replica_notices_sent_total")).toBeGreaterThan(0);
     await node.agent.close();
   });
 });
