@@ -1,8 +1,9 @@
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { needs } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { describe, expect, it } from "vitest";
 import { UsageError as AgentUsageError, parseArgs as parseAgentArgs } from "../../agent/src/cli/args";
 import { CONFIG_KEYS as AGENT_CONFIG_KEYS, NODE_KEYS as AGENT_NODE_KEYS, configFromRaw, mergeConfigSources } from "../../agent/src/config";
@@ -321,7 +322,7 @@ describe("the docs' commands", () => {
 });
 
 needs("docker", "busybox").describe("the README's cleanup after npm start", () => {
-  it("removes the local node's containers and networks, and nothing else", () => {
+  it("removes the local node's containers and networks, and nothing else", async () => {
     const readme = text("README.md");
     const start = readme.indexOf("    node=$(node -p 'require(\"./data/local-node.json\").nodeId')");
     expect(start).toBeGreaterThan(0);
@@ -337,18 +338,18 @@ needs("docker", "busybox").describe("the README's cleanup after npm start", () =
     mkdirSync(join(dir, "data"));
     writeFileSync(join(dir, "data/local-node.json"), JSON.stringify({ nodeId, token: "cmn_x" }));
     const image = ensureScriptImage();
-    const docker = (...args: string[]) => execFileSync("docker", args, { encoding: "utf8" }).trim();
-    const network = docker("network", "create", "--label", `cm.node-id=${nodeId}`, `cm-docs-${process.pid}`);
-    const mine = docker("run", "-d", "--label", `cm.node-id=${nodeId}`, "--network", network, "--env", "SCRIPT=sleep 600", image);
-    const other = docker("run", "-d", "--label", "cm.node-id=node_someone_else", "--env", "SCRIPT=sleep 600", image);
+    const docker = async (...args: string[]) => (await runProgram("docker", args)).trim();
+    const network = await docker("network", "create", "--label", `cm.node-id=${nodeId}`, `cm-docs-${process.pid}`);
+    const mine = await docker("run", "-d", "--label", `cm.node-id=${nodeId}`, "--network", network, "--env", "SCRIPT=sleep 600", image);
+    const other = await docker("run", "-d", "--label", "cm.node-id=node_someone_else", "--env", "SCRIPT=sleep 600", image);
     try {
-      execFileSync("sh", ["-c", script], { cwd: dir, stdio: "pipe" });
-      expect(docker("ps", "-aq", "--no-trunc", "--filter", `label=cm.node-id=${nodeId}`)).toBe("");
-      expect(docker("network", "ls", "-q", "--filter", `label=cm.node-id=${nodeId}`)).toBe("");
-      expect(docker("ps", "-q", "--no-trunc", "--filter", `id=${other}`)).toBe(other);
+      await runProgram("sh", ["-c", script], { cwd: dir });
+      expect(await docker("ps", "-aq", "--no-trunc", "--filter", `label=cm.node-id=${nodeId}`)).toBe("");
+      expect(await docker("network", "ls", "-q", "--filter", `label=cm.node-id=${nodeId}`)).toBe("");
+      expect(await docker("ps", "-q", "--no-trunc", "--filter", `id=${other}`)).toBe(other);
     } finally {
-      spawnSync("docker", ["rm", "-f", mine, other]);
-      spawnSync("docker", ["network", "rm", network]);
+      await runProgram("docker", ["rm", "-f", mine, other]).catch(() => undefined);
+      await runProgram("docker", ["network", "rm", network]).catch(() => undefined);
       rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);

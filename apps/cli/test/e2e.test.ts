@@ -126,7 +126,7 @@ needs("docker", "busybox").describe("cm with a real agent and Docker", () => {
     } finally {
       if (agent.pid) process.kill(-agent.pid, "SIGTERM");
       await new Promise((done) => (agent.exitCode === null ? agent.once("exit", done) : done(undefined)));
-      removeLabelled(`cm.node-id=${nodeId}`);
+      await removeLabelled(`cm.node-id=${nodeId}`);
       rmSync(state, { recursive: true, force: true });
       op.close();
     }
