@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import type { ServerFrame } from "@cm/protocol";
-import { AGENT_RECONNECT_MAX_MS, CLOSE_CODES, KeyedQueue, localImageCandidates, RETIRE_DRAIN_MS } from "@cm/protocol";
+import { CLOSE_CODES, KeyedQueue, localImageCandidates, RETIRE_DRAIN_MS } from "@cm/protocol";
 import { WebSocketServer } from "ws";
 import type { NodeLink } from "../services/deployment-service";
 import type { AgentContext, SessionHost } from "./agent-context";
@@ -11,7 +11,7 @@ import type { TemplateNeeds } from "./desired-state";
 import { HeartbeatBatch } from "./heartbeat-batch";
 import { TokenBucket } from "./log-limits";
 import { NodeContact } from "./node-contact";
-import { StallWatch } from "./stall-watch";
+import { SILENT_INTERVALS, SilenceWatch } from "./silence-watch";
 
 export type AgentHubOptions = Omit<AgentContext, "hub"> & {
   heartbeatFlushMs: number;
@@ -32,8 +32,6 @@ export type AgentHubOptions = Omit<AgentContext, "hub"> & {
 export const BYTES_BEFORE_READY = 16 * 1024;
 /** Seconds of a node's log rate it may send at once. */
 const LOG_BURST_S = 4;
-/** Heartbeat intervals a node may stay silent before it is offline; also the most of one gap that counts as its uptime. */
-const SILENT_INTERVALS = 3;
 
 /** Destroys the socket of a session that sends more than BYTES_BEFORE_READY before it is ready. */
 function boundUntilReady(socket: Duplex, alreadyRead: number, session: AgentSession) {
@@ -67,30 +65,32 @@ export class AgentHub implements NodeLink, SessionHost {
   private timers: NodeJS.Timeout[] = [];
   /** Each node's last proof of life from a session that has closed: where a stop while it is away bills to. */
   private readonly lastSeenAway = new Map<string, number>();
-  /**
-   * Liveness is judged only on what this process could have read: a node not
-   * heard from since its start, or since it resumed after a stall of its own,
-   * gets three whole intervals, plus the longest an agent waits between
-   * reconnection attempts, before it can be found silent (its agent may have
-   * been backing off while this process was away). A node heard from since
-   * (here, or by another replica: its stored heartbeat) gets no such grace:
-   * an agent that connected after a restart and then died is found silent
-   * after the usual window, not offered to tenants for half a minute more.
-   */
-  private watchingSinceMs: number;
-  private stall: StallWatch | undefined;
   private readonly logBudgets = new Map<string, TokenBucket>();
   private readonly checks = new KeyedQueue();
   private closing: Promise<void> | undefined;
   private readonly contact: NodeContact;
+  private readonly silence: SilenceWatch;
   readonly sweep: CommandSweep;
 
   constructor(private readonly o: AgentHubOptions) {
     this.ctx = { ...o, hub: this };
     this.contact = new NodeContact({ ...o, lostAfterMs: o.nodeLostAfterMs });
-    this.watchingSinceMs = o.clock.now();
     this.sweep = new CommandSweep({ ...o, session: (id) => this.sessions.get(id), holdsAny: () => this.sessions.size > 0 });
     this.heartbeats = new HeartbeatBatch(o.repos, o.log, SILENT_INTERVALS * o.heartbeatIntervalMs);
+    this.silence = new SilenceWatch({
+      ...o,
+      heartbeats: this.heartbeats,
+      contact: this.contact,
+      host: {
+        session: (id) => this.sessions.get(id),
+        dropSession: (id, s) => {
+          this.sessions.delete(id);
+          s.terminate();
+        },
+        serialize: (id, fn) => this.serialize(id, fn),
+        lastAliveMs: (id, s, hb) => this.lastAliveMs(id, s, hb),
+      },
+    });
     this.wss = new WebSocketServer({ noServer: true, maxPayload: o.maxFrameBytes, clientTracking: false, perMessageDeflate: false });
     o.events.on("deployment-changed", (dep) => this.sessions.get(dep.nodeId)?.onDeploymentChanged(dep));
     o.events.on("node-retired", (nodeId) => void this.retired(nodeId));
@@ -239,21 +239,13 @@ export class AgentHub implements NodeLink, SessionHost {
 
   /** Marks silent nodes offline: no heartbeat for more than three intervals. Ticks run one at a time. */
   tick(): Promise<void> {
-    return this.checks.run("heartbeats", () => this.checkHeartbeats()).catch((err) => this.o.log.error("agent: heartbeat check failed", { err }));
+    return this.checks.run("heartbeats", () => this.silence.check()).catch((err) => this.o.log.error("agent: heartbeat check failed", { err }));
   }
 
   start() {
     if (this.timers.length > 0) return;
     const interval = this.o.heartbeatIntervalMs;
-    this.stall = new StallWatch({
-      beatMs: Math.min(250, interval / 4),
-      thresholdMs: interval,
-      onStall: (stalledMs) => {
-        this.watchingSinceMs = this.o.clock.now();
-        this.o.log.warn("agent: this control plane did not run for a while; every node's liveness window starts again", { stalledMs: Math.round(stalledMs) });
-      },
-    });
-    this.stall.start();
+    this.silence.start();
     this.timers = [setInterval(() => void this.tick(), interval), setInterval(() => void this.heartbeats.flush(), this.o.heartbeatFlushMs)];
     if (this.o.commandSweepMs)
       this.timers.push(
@@ -269,7 +261,7 @@ export class AgentHub implements NodeLink, SessionHost {
   close(): Promise<void> {
     this.closing ??= (async () => {
       for (const t of this.timers) clearInterval(t);
-      this.stall?.stop();
+      this.silence.stop();
       await Promise.all([...this.all].map((s) => s.shutdown(CLOSE_CODES.GOING_AWAY, "the control plane is restarting", 1000)));
       await this.checks.idle();
       await this.heartbeats.flush();
@@ -277,46 +269,6 @@ export class AgentHub implements NodeLink, SessionHost {
       this.wss.close();
     })();
     return this.closing;
-  }
-
-  private async checkHeartbeats() {
-    // A stall of this process first: the heartbeats it did not read were not missed by the agents.
-    this.stall?.check();
-    await this.heartbeats.flush();
-    const cutoffMs = this.o.clock.now() - SILENT_INTERVALS * this.o.heartbeatIntervalMs - 1;
-    for (const node of await this.o.repos.nodes.staleOnline(cutoffMs)) {
-      await this.serialize(node.id, async () => {
-        this.stall?.check();
-        const s = this.sessions.get(node.id);
-        if (s && s.livenessMs(this.o.clock.now()) > cutoffMs) return; // a frame arrived since the flush, or the socket is not being read
-        if (this.inGrace(this.lastAliveMs(node.id, s, node.lastHeartbeat), cutoffMs)) return;
-        if (s) {
-          // A socket that stays open without heartbeats is half-dead: drop it, the agent reconnects.
-          this.sessions.delete(node.id);
-          s.terminate();
-          await this.contact.connectionEnded(node.id, s.billableUntilMs);
-        }
-        await this.contact.unreachable(node.id, this.lastAliveMs(node.id, s, node.lastHeartbeat), "it missed three heartbeats");
-      });
-    }
-    await this.loseOverdue();
-  }
-
-  /** Nodes silent past NODE_LOST_AFTER_S, counted from when this process could first hear them. */
-  private async loseOverdue() {
-    for (const { nodeId, lastHeartbeat } of await this.contact.overdue()) {
-      await this.serialize(nodeId, async () => {
-        if (this.sessions.has(nodeId)) return; // back meanwhile
-        const lastSeenMs = this.lastAliveMs(nodeId, undefined, lastHeartbeat);
-        if (this.o.clock.now() - Math.max(lastSeenMs, this.watchingSinceMs) <= this.o.nodeLostAfterMs) return;
-        await this.contact.lost(nodeId, lastSeenMs);
-      });
-    }
-  }
-
-  /** Whether a node last alive at `lastAliveMs` is still owed the grace of this process's start (see watchingSinceMs). */
-  private inGrace(lastAliveMs: number, cutoffMs: number): boolean {
-    return lastAliveMs < this.watchingSinceMs && this.watchingSinceMs + AGENT_RECONNECT_MAX_MS > cutoffMs;
   }
 
   /**
