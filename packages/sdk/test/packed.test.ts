@@ -51,6 +51,12 @@ export const refused = () => [
 ];
 const missing = await cm.deployments.get("dep_nothing_here").catch((err: unknown) => err);
 if (!(missing instanceof ApiError)) throw new Error("expected an ApiError");
+// A script's API key, read-only: it lists, and what it may not do is refused naming the scope.
+const created = typed(await cm.auth.apiKeys.create({ name: "a script", scopes: ["read"] }));
+const script = typed(createClient({ baseUrl: process.env.CM_API ?? "", apiKey: created.key }));
+const listedByKey = typed(await script.deployments.list());
+const refusedByKey = await script.deployments.create({ nodeId: "node_x", customImage: "busybox" }).catch((err: unknown) => err);
+if (!(refusedByKey instanceof ApiError)) throw new Error("expected an ApiError");
 console.log(JSON.stringify({
   signedIn: signedIn.user.walletAddress === walletAddress,
   nodes: nodes.length,
@@ -59,6 +65,7 @@ console.log(JSON.stringify({
   status: status ?? null,
   balance: typeof balance.balance,
   missing: [missing.status, missing.code],
+  apiKey: [created.key.slice(0, 4), listedByKey.deployments.length, refusedByKey.status, refusedByKey.code],
 }));
 `;
 
@@ -134,6 +141,7 @@ describe("the packed SDK, installed outside the repository", () => {
         status: null,
         balance: "object",
         missing: [404, "DEPLOYMENT_NOT_FOUND"],
+        apiKey: ["cmk_", 0, 403, "INSUFFICIENT_SCOPE"],
       });
     }, 120_000);
   }
