@@ -186,6 +186,7 @@ export const CreateDeploymentRequest = z.strictObject({
     .refine((ports) => new Set(ports).size === ports.length, "each port at most once")
     .optional()
     .meta({
+      uniqueItems: true,
       description: `container ports (at most ${TCP_MAX_PORTS}, each once) reached as raw TCP through the control plane, never from the internet: GET /deployments/{id}/tcp/{port} (a WebSocket), which cm port-forward and cm ssh open. A port is either an HTTP endpoint (ports, or the template's) or a TCP port: one in both is refused (VALIDATION_ERROR)`,
     }),
   gpuCount: z.number().int().min(0).max(MAX_GPUS_PER_NODE).optional().meta({
