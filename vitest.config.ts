@@ -1,8 +1,19 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * Tests that put rules on this machine's real firewall, run after every other
+ * file and alone: an agent another test runs as root installs its own egress
+ * policy meanwhile, and a run where the two overlapped saw traffic the test's
+ * policy refuses pass (reproduced: firewall.test.ts beside e2e/system.test.ts).
+ */
+const ALONE = ["apps/agent/test/egress/firewall.test.ts"];
+
 export default defineConfig({
   test: {
-    include: ["apps/*/test/**/*.test.ts", "packages/*/test/**/*.test.ts"],
+    projects: [
+      { extends: true, test: { name: "tests", include: ["apps/*/test/**/*.test.ts", "packages/*/test/**/*.test.ts"], exclude: ALONE } },
+      { extends: true, test: { name: "the real firewall, alone", include: ALONE, sequence: { groupOrder: 1 } } },
+    ],
     // Probes Docker, PostgreSQL and the tools some tests need, once per run;
     // tests that lack one skip with its reason (fail under CI=true), and the
     // skip summary closes the run with what was skipped and why.
