@@ -218,13 +218,13 @@ needs("docker", "busybox", "postgres", "nginx").describe("two replicas behind ng
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
     })();
-    // As the README says to: one at a time, each ready (and past nginx's fail_timeout, 2 s) before the next goes.
+    // As the README says to: one at a time, each ready before the next goes.
     for (const [name, r] of [...replicas]) {
       await r.program.stop();
       await startReplica(name, r.port);
       await until("ready", async () => (await fetch(`http://127.0.0.1:${r.port}/ready`)).status === 200, 20_000);
       await until("the agent held again", async () => (await repos.agentSessions.holder(nodeId)) !== undefined, 20_000);
-      await new Promise((resolve) => setTimeout(resolve, 2500));
+      await new Promise((resolve) => setTimeout(resolve, 1000));
     }
     await new Promise((resolve) => setTimeout(resolve, 2000));
     stop = true;
