@@ -172,7 +172,12 @@ export function buildSandboxCreateOptions(name: string, image: string, labels: R
       CapDrop: ["ALL"],
       SecurityOpt: ["no-new-privileges"],
       ReadonlyRootfs: true,
-      PidsLimit: 4,
+      // The program needs one task and a page or two, but runc's init (Go) runs in the
+      // container's cgroups before it becomes the program, and its threads count as
+      // tasks: at 4 tasks and 8 MB a start on a loaded machine sometimes died there, and
+      // Docker answered "cannot start a stopped process" (twice in three CI runs here).
+      // Caps, not reservations: a sandbox never uses them.
+      PidsLimit: SANDBOX_PIDS_LIMIT,
       Memory: SANDBOX_MEMORY_MB * BYTES_PER_MB,
       MemorySwap: SANDBOX_MEMORY_MB * BYTES_PER_MB,
       LogConfig: { Type: "none", Config: {} },
@@ -183,5 +188,6 @@ export function buildSandboxCreateOptions(name: string, image: string, labels: R
 }
 
 export const SANDBOX_PROGRAM_PATH = "/pause";
-/** Docker's smallest allowed limit is 6 MB; the program itself needs a page or two. */
-const SANDBOX_MEMORY_MB = 8;
+/** What runc's init may need while it starts the program (see buildSandboxCreateOptions). */
+const SANDBOX_MEMORY_MB = 32;
+const SANDBOX_PIDS_LIMIT = 32;

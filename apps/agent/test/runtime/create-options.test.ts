@@ -177,7 +177,8 @@ describe("sandbox options", () => {
       CapDrop: ["ALL"],
       ReadonlyRootfs: true,
       SecurityOpt: ["no-new-privileges"],
-      PidsLimit: 4,
+      PidsLimit: 32,
+      Memory: 32 * 1024 * 1024,
     });
     expect(options.HostConfig).not.toHaveProperty("CapAdd");
     // Never counted as a tenant's container.
