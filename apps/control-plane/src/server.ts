@@ -91,33 +91,41 @@ function upgradeRoutes(deps: Deps, fetch: Parameters<typeof execUpgrade>[0]): Up
   return [
     { matches: (req) => deps.endpoints.owns(req.headers.host), handle: deps.endpoints.handleUpgrade },
     { matches: (req) => pathOf(req) === AGENT_WS_PATH, handle: deps.agents.handleUpgrade },
-    { matches: (req) => pathOf(req) === AGENT_TUNNEL_PATH, handle: agentCarriedToHolder(deps, deps.tunnels.handleUpgrade) },
-    { matches: (req) => pathOf(req) === AGENT_EXEC_PATH, handle: agentCarriedToHolder(deps, deps.execs.handleAgentUpgrade) },
+    { matches: (req) => pathOf(req) === AGENT_TUNNEL_PATH, handle: carriedToHolder(deps, agentNode(deps), deps.tunnels.handleUpgrade) },
+    { matches: (req) => pathOf(req) === AGENT_EXEC_PATH, handle: carriedToHolder(deps, agentNode(deps), deps.execs.handleAgentUpgrade) },
     // A tenant's shell: the app checks who asks before the connection is taken.
-    { matches: (req) => req.method === "GET" && EXEC_PATH.test(pathOf(req) ?? ""), handle: carriedToHolder(deps, execUpgrade(fetch, deps.execs)) },
+    {
+      matches: (req) => req.method === "GET" && EXEC_PATH.test(pathOf(req) ?? ""),
+      handle: carriedToHolder(deps, deploymentNode(deps), execUpgrade(fetch, deps.execs)),
+    },
     // A tenant's TCP connection (cm port-forward): the same, and the app dials the container before the upgrade.
-    { matches: (req) => req.method === "GET" && TCP_PATH.test(pathOf(req) ?? ""), handle: carriedToHolder(deps, execUpgrade(fetch, deps.tcp)) },
+    {
+      matches: (req) => req.method === "GET" && TCP_PATH.test(pathOf(req) ?? ""),
+      handle: carriedToHolder(deps, deploymentNode(deps), execUpgrade(fetch, deps.tcp)),
+    },
     // Another replica's tunnel to an agent whose session this one holds.
     ...(deps.hop?.enabled ? [{ matches: (req: IncomingMessage) => pathOf(req) === REPLICA_TUNNEL_PATH, handle: deps.hop.handleTunnel }] : []),
   ];
 }
 
 /**
- * An agent's connection back for a tunnel or a shell goes to its control
- * plane's address, which a load balancer in front of several replicas may send
- * to any of them; only the replica holding the node's session asked for it. One
- * that lands elsewhere is replayed to that replica (known from the agent's
- * token), which takes it as its own.
+ * An upgrade that needs the session of a node whose agent is held by another
+ * replica is replayed there (replica-hop.ts), which takes it as its own: a
+ * tenant's shell or TCP connection (that replica's API checks who asks, and
+ * counts the deployment's sessions for the whole fleet), or an agent's
+ * connection back for a tunnel or a shell that a load balancer sent here
+ * rather than to the replica that asked for it. `nodeOf` says which node the
+ * request needs, read only to route it. One hop at most: a replayed request is
+ * handled where it lands.
  */
-function agentCarriedToHolder(deps: Deps, handle: UpgradeRoute["handle"]): UpgradeRoute["handle"] {
+function carriedToHolder(deps: Deps, nodeOf: (req: IncomingMessage) => Promise<string | undefined>, handle: UpgradeRoute["handle"]): UpgradeRoute["handle"] {
   const hop = deps.hop;
   if (!hop?.enabled) return handle;
   return (req, socket, head) => {
     void (async () => {
-      const token = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? "")?.[1];
-      if (token && req.headers[HOP_HEADER] === undefined) {
-        const node = await deps.repos.nodes.byAgentTokenHash(hashSecret(token)).catch(() => undefined);
-        const address = node && !deps.agents.isConnected(node.id) ? await hop.holderOf(node.id) : undefined;
+      if (req.headers[HOP_HEADER] === undefined) {
+        const nodeId = await nodeOf(req).catch(() => undefined);
+        const address = nodeId && !deps.agents.isConnected(nodeId) ? await hop.holderOf(nodeId) : undefined;
         if (address) return hop.forwardUpgrade(address, req, socket, head);
       }
       handle(req, socket, head);
@@ -125,25 +133,14 @@ function agentCarriedToHolder(deps: Deps, handle: UpgradeRoute["handle"]): Upgra
   };
 }
 
-/**
- * A tenant's shell or TCP connection to a deployment whose node's agent holds
- * its session on another replica is replayed there (replica-hop.ts): that
- * replica's API checks who asks, and counts the deployment's sessions for the
- * whole fleet. One hop at most: a replayed request is handled where it lands.
- */
-function carriedToHolder(deps: Deps, handle: UpgradeRoute["handle"]): UpgradeRoute["handle"] {
-  const hop = deps.hop;
-  if (!hop?.enabled) return handle;
-  return (req, socket, head) => {
-    void (async () => {
-      const id = /^\/deployments\/([^/]+)\//.exec(req.url ?? "")?.[1];
-      if (id && req.headers[HOP_HEADER] === undefined) {
-        // Read to route the request only: the replica it lands on checks the account.
-        const dep = await deps.repos.deployments.get(decodeURIComponent(id)).catch(() => undefined);
-        const address = dep && !deps.agents.isConnected(dep.nodeId) ? await hop.holderOf(dep.nodeId) : undefined;
-        if (address) return hop.forwardUpgrade(address, req, socket, head);
-      }
-      handle(req, socket, head);
-    })().catch(() => socket.destroy());
-  };
-}
+/** The node of the deployment a tenant's upgrade names (`/deployments/{id}/...`); the account is checked where it lands. */
+const deploymentNode = (deps: Deps) => async (req: IncomingMessage) => {
+  const id = /^\/deployments\/([^/]+)\//.exec(req.url ?? "")?.[1];
+  return id ? (await deps.repos.deployments.get(decodeURIComponent(id)))?.nodeId : undefined;
+};
+
+/** The node whose agent token an agent's upgrade bears. */
+const agentNode = (deps: Deps) => async (req: IncomingMessage) => {
+  const token = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? "")?.[1];
+  return token ? (await deps.repos.nodes.byAgentTokenHash(hashSecret(token)))?.id : undefined;
+};
