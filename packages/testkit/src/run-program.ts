@@ -39,3 +39,28 @@ export function runProgram(file: string, args: readonly string[] = [], options: 
     child.stdin?.end(options.input);
   });
 }
+
+/**
+ * A self-signed certificate and its key (RSA 2048, one day), made by the real
+ * openssl, as a TLS test's server uses them: `subjectAltName` as openssl takes
+ * it (`DNS:a.test,DNS:*.b.test,IP:127.0.0.1`).
+ */
+export async function selfSignedCertificate(o: { cert: string; key: string; commonName: string; subjectAltName: string }): Promise<void> {
+  await runProgram("openssl", [
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-days",
+    "1",
+    "-subj",
+    `/CN=${o.commonName}`,
+    "-addext",
+    `subjectAltName=${o.subjectAltName}`,
+    "-keyout",
+    o.key,
+    "-out",
+    o.cert,
+  ]);
+}

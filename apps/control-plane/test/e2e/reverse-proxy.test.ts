@@ -5,7 +5,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
-import { runProgram } from "@cm/testkit/run-program";
+import { selfSignedCertificate } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { freePort } from "../faults/support/pg-cluster";
@@ -35,23 +35,12 @@ needs("docker", "busybox", "nginx", "openssl").describe("the example nginx confi
     image = ensureWebImage();
     s = await startSystem(sqlite, { GATEWAY_DOMAIN: DOMAIN, PUBLIC_DOMAIN: API_DOMAIN, TRUSTED_PROXIES: "127.0.0.1" });
     const cpPort = new URL(s.h.url).port;
-    await runProgram("openssl", [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-days",
-      "1",
-      "-subj",
-      `/CN=${API_DOMAIN}`,
-      "-addext",
-      `subjectAltName=DNS:${API_DOMAIN},DNS:*.${DOMAIN}`,
-      "-keyout",
-      `${dir}/key.pem`,
-      "-out",
-      `${dir}/cert.pem`,
-    ]);
+    await selfSignedCertificate({
+      cert: `${dir}/cert.pem`,
+      key: `${dir}/key.pem`,
+      commonName: API_DOMAIN,
+      subjectAltName: `DNS:${API_DOMAIN},DNS:*.${DOMAIN}`,
+    });
     ca = readFileSync(`${dir}/cert.pem`);
     nginxPort = await freePort();
     const site = readFileSync(path.join(root, "deploy/nginx/marketplace.conf"), "utf8")

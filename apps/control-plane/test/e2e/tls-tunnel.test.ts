@@ -5,7 +5,7 @@ import https from "node:https";
 import os from "node:os";
 import path from "node:path";
 import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
-import { runProgram } from "@cm/testkit/run-program";
+import { selfSignedCertificate } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { readSlowly } from "../../../agent/test/support/read-slowly";
 import { ensureScriptImage } from "../../../agent/test/support/script-image";
@@ -36,23 +36,12 @@ needs("docker", "busybox", "openssl").describe("endpoints through an agent conne
 
   beforeAll(async () => {
     image = ensureScriptImage();
-    await runProgram("openssl", [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-days",
-      "1",
-      "-subj",
-      `/CN=${DOMAIN}`,
-      "-addext",
-      `subjectAltName=DNS:${DOMAIN},DNS:*.${DOMAIN},IP:127.0.0.1`,
-      "-keyout",
-      `${dir}/key.pem`,
-      "-out",
-      `${dir}/cert.pem`,
-    ]);
+    await selfSignedCertificate({
+      cert: `${dir}/cert.pem`,
+      key: `${dir}/key.pem`,
+      commonName: DOMAIN,
+      subjectAltName: `DNS:${DOMAIN},DNS:*.${DOMAIN},IP:127.0.0.1`,
+    });
     ca = readFileSync(`${dir}/cert.pem`);
     h = await startHarness(sqlite, {
       config: { TLS_CERT: `${dir}/cert.pem`, TLS_KEY: `${dir}/key.pem`, GATEWAY_DOMAIN: DOMAIN, HEARTBEAT_INTERVAL_MS: 2_000 },

@@ -4,7 +4,7 @@ import https from "node:https";
 import os from "node:os";
 import path from "node:path";
 import { needs, sqliteDatabase as sqlite } from "@cm/testkit";
-import { runProgram } from "@cm/testkit/run-program";
+import { selfSignedCertificate } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type Harness, startHarness } from "../support/harness";
 
@@ -18,23 +18,7 @@ needs("openssl").describe("HTTPS with TLS_CERT and TLS_KEY", () => {
   const key = path.join(dir, "key.pem");
 
   beforeAll(async () => {
-    await runProgram("openssl", [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-days",
-      "1",
-      "-subj",
-      "/CN=gpu.test",
-      "-addext",
-      "subjectAltName=DNS:gpu.test,DNS:*.gpu.test",
-      "-keyout",
-      key,
-      "-out",
-      cert,
-    ]);
+    await selfSignedCertificate({ cert, key, commonName: "gpu.test", subjectAltName: "DNS:gpu.test,DNS:*.gpu.test" });
     h = await startHarness(sqlite, { config: { TLS_CERT: cert, TLS_KEY: key, GATEWAY_DOMAIN: "gpu.test" } });
   });
   afterAll(() => h.close());
