@@ -14,7 +14,7 @@ export interface FixedWindows {
 }
 
 /** A fixed window of `limit` requests per `windowMs` for each key, in memory, on this replica. */
-export function fixedWindows(opts: { limit: number; windowMs: number; clock: Clock; maxKeys?: number }): FixedWindows {
+export function fixedWindows(opts: { limit: number; windowMs: number; clock: Pick<Clock, "now">; maxKeys?: number }): FixedWindows {
   const maxKeys = opts.maxKeys ?? DEFAULT_MAX_KEYS;
   // Insertion order is window-start order: a key is re-inserted when its window restarts.
   const windows = new Map<string, { start: number; count: number }>();
@@ -50,7 +50,7 @@ export function fixedWindows(opts: { limit: number; windowMs: number; clock: Clo
 export function rateLimit(opts: {
   limit: number;
   windowMs: number;
-  clock: Clock;
+  clock: Pick<Clock, "now">;
   trustedProxies: TrustedProxies;
   maxClients?: number;
 }): MiddlewareHandler<AppEnv> {

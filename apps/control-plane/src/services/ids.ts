@@ -8,5 +8,22 @@ export const randomId: IdGenerator = (prefix) => `${prefix}_${randomBytes(12).to
 export const newSecret = (prefix: string) => `${prefix}_${randomBytes(32).toString("base64url")}`;
 export const hashSecret = (secret: string) => createHash("sha256").update(secret).digest("hex");
 
-export type Clock = { now(): number };
-export const systemClock: Clock = { now: () => Date.now() };
+/**
+ * Time as a dependency: what reads the time and what runs on a period (liveness,
+ * leases, metering, the streams' fallback read) take both from one clock, so a
+ * test can move them together without sleeping.
+ */
+export interface Clock {
+  now(): number;
+  /** Calls `fn` every `ms` until the returned function is called; never what keeps the process alive. */
+  every(ms: number, fn: () => void): () => void;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  every: (ms, fn) => {
+    const timer = setInterval(fn, ms);
+    timer.unref();
+    return () => clearInterval(timer);
+  },
+};

@@ -5,14 +5,40 @@ import nacl from "tweetnacl";
 import { type Config, testConfig } from "../../src/config";
 import { createDeps, type Deps, type DepsOverrides } from "../../src/deps";
 import { startServer } from "../../src/server";
+import { type Clock, systemClock } from "../../src/services/ids";
 import { createLogger } from "../../src/services/logger";
 
 /** A clock the test moves by hand: token expiry and metering without sleeping. */
-export class TestClock {
-  constructor(public ms = Date.UTC(2026, 10, 1, 12, 0, 0)) {}
+export class TestClock implements Clock {
+  private readonly timers = new Set<{ everyMs: number; dueMs: number; fn: () => void }>();
+  /**
+   * With `manual`, periodic work (liveness checks, the streams' fallback read,
+   * metering) runs only as advance() passes its time; without, on real timers,
+   * so a test that only moves the time for expiries still sees it run.
+   */
+  constructor(
+    public ms = Date.UTC(2026, 10, 1, 12, 0, 0),
+    private readonly o: { manual?: boolean } = {},
+  ) {}
   now = () => this.ms;
+  every = (everyMs: number, fn: () => void) => {
+    if (!this.o.manual) return systemClock.every(everyMs, fn);
+    const timer = { everyMs, dueMs: this.ms + everyMs, fn };
+    this.timers.add(timer);
+    return () => void this.timers.delete(timer);
+  };
+  /** Moves the time on by `ms`, running each periodic task as often, and when, its period falls due. */
   advance(ms: number) {
-    this.ms += ms;
+    const until = this.ms + ms;
+    for (;;) {
+      let next: { everyMs: number; dueMs: number; fn: () => void } | undefined;
+      for (const t of this.timers) if (t.dueMs <= until && (!next || t.dueMs < next.dueMs)) next = t;
+      if (!next) break;
+      this.ms = next.dueMs;
+      next.dueMs += next.everyMs;
+      next.fn();
+    }
+    this.ms = until;
   }
 }
 
