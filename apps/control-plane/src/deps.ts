@@ -273,7 +273,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     log,
     events,
     replicas,
-    watch: new DeploymentWatch({ repos, events, log, fallbackMs: config.STREAM_FALLBACK_MS }),
+    watch: new DeploymentWatch({ repos, events, log, clock, fallbackMs: config.STREAM_FALLBACK_MS }),
     link,
     agents,
     dbHealth,

@@ -69,7 +69,7 @@ export class OccupyRefused extends Error {
 }
 
 export function createDeploymentsRepo(h: DbHandle) {
-  const { deployments, nodes } = h.t;
+  const { deployments, nodes, deploymentLogs: logs } = h.t;
   const ledger = ledgerOps(h);
   const notDeleted = isNull(deployments.deletedAt);
   // The node's disk is in its specs only (the agent's figure, as it last said): read from the JSON in the UPDATE itself.
@@ -228,6 +228,50 @@ export function createDeploymentsRepo(h: DbHandle) {
           .from(deployments)
           .where(inArray(deployments.id, [...ids])),
       );
+    },
+
+    /**
+     * The streams' fallback read, one statement for every deployment a replica's
+     * streams watch: each row as it is now (deleted ones included), and how many
+     * of its log lines were stored after line id `afterLogId` and after
+     * `newerThanLogId` (ids are the store's insertion order, so a line stored late
+     * under a lower line number still counts), with the store's newest line id.
+     * The lines counted are the ones stored since those ids, found by the primary
+     * key: the read costs what was stored meanwhile, not what the logs hold.
+     */
+    async watched(
+      ids: readonly string[],
+      afterLogId: number,
+      newerThanLogId: number,
+    ): Promise<{ rows: Array<{ row: DeploymentRow; stored: number; storedNewer: number }>; newestLogId: number | undefined }> {
+      if (ids.length === 0) return { rows: [], newestLogId: undefined };
+      const rows = await h.run((db) => {
+        const stored = db
+          .select({
+            deploymentId: logs.deploymentId,
+            n: sql<number>`count(*)`.as("n"),
+            newer: sql<number>`sum(case when ${logs.id} > ${newerThanLogId} then 1 else 0 end)`.as("newer"),
+          })
+          .from(logs)
+          .where(and(gt(logs.id, afterLogId), inArray(logs.deploymentId, [...ids])))
+          .groupBy(logs.deploymentId)
+          .as("stored");
+        return db
+          .select({
+            row: deployments,
+            stored: sql<number>`coalesce(${stored.n}, 0)`.mapWith(Number),
+            storedNewer: sql<number>`coalesce(${stored.newer}, 0)`.mapWith(Number),
+            newestLogId: sql<number | null>`(select max(${sql.identifier("id")}) from ${sql.identifier("deployment_logs")})`.mapWith(Number),
+          })
+          .from(deployments)
+          .leftJoin(stored, eq(stored.deploymentId, deployments.id))
+          .where(inArray(deployments.id, [...ids]));
+      });
+      return {
+        rows: rows.map((r) => ({ row: r.row, stored: r.stored, storedNewer: r.storedNewer })),
+        // No row found: nothing to say of the store (the watched were purged); no line at all: 0.
+        newestLogId: rows.length === 0 ? undefined : (rows[0]!.newestLogId ?? 0),
+      };
     },
 
     /**
