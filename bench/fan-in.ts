@@ -10,11 +10,10 @@
  * VmRSS, and utime+stime over WINDOW_S seconds as a share of one core.
  * Goal: under 1 GiB resident and under 25% of one core with all connected.
  */
-import { type ChildProcess, execSync, spawn } from "node:child_process";
-import fs from "node:fs";
 import os from "node:os";
-import readline from "node:readline";
 import { fileURLToPath } from "node:url";
+import { cpuMicros, rssMb } from "./lib/cpu";
+import { jsonChild as child, stopChild as stop } from "./lib/json-child";
 
 const agents = Number(process.env.AGENTS ?? 10_000);
 const windowS = Number(process.env.WINDOW_S ?? 30);
@@ -22,46 +21,16 @@ const connectsPerS = Number(process.env.CONNECTS_PER_S ?? 500);
 const kinds = (process.env.KINDS ?? "sqlite,postgres").split(",");
 const intervalMs = 10_000;
 const agentProcs = 2;
-const clkTck = Number(execSync("getconf CLK_TCK").toString().trim()) || 100;
 const script = (p: string) => fileURLToPath(new URL(p, import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 type Stats = { connected: number; closed: number; beats: number; errors: number; closeCodes: Record<string, number> };
 
-/** A node child under the highest open-files limit allowed; every stdout line is JSON for onLine. */
-function child(file: string, args: Array<string | number>, onLine: (msg: any) => void): ChildProcess {
-  const cmd = `ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"; exec node --import tsx ${file} ${args.join(" ")}`;
-  const p = spawn("sh", ["-c", cmd], { stdio: ["ignore", "pipe", "inherit"] });
-  readline.createInterface({ input: p.stdout! }).on("line", (line) => {
-    try {
-      onLine(JSON.parse(line));
-    } catch {
-      process.stderr.write(line + "\n");
-    }
-  });
-  return p;
-}
-
-function stop(p: ChildProcess): Promise<void> {
-  if (p.exitCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    p.once("exit", () => resolve());
-    p.kill("SIGTERM");
-  });
-}
-
-function cpuTicks(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return Number(f[11]) + Number(f[12]); // utime, stime (fields 14 and 15)
-}
-const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
-
 async function measure(pid: number, seconds: number) {
-  const ticks0 = cpuTicks(pid);
+  const cpu0 = cpuMicros(pid);
   const t0 = performance.now();
   await sleep(seconds * 1000);
-  const cpuPct = ((cpuTicks(pid) - ticks0) / clkTck / ((performance.now() - t0) / 1000)) * 100;
+  const cpuPct = ((cpuMicros(pid) - cpu0) / 1e6 / ((performance.now() - t0) / 1000)) * 100;
   return { cpuPct, rssMb: rssMb(pid) };
 }
 

@@ -18,6 +18,7 @@ import { fileURLToPath } from "node:url";
 import { createPgDatabase } from "@cm/db/testing";
 import { SimAgent } from "../apps/control-plane/test/agents/support/sim-agent";
 import { freePort } from "../apps/control-plane/test/faults/support/pg-cluster";
+import { commandRounds, p95, summary } from "./lib/command-rounds";
 import { quick, reportFigures } from "./lib/figures";
 import { median } from "./lib/median";
 
@@ -50,44 +51,7 @@ const { agent } = await SimAgent.connect(a.url, a.agentToken!);
 // The harness's heartbeat interval is 10 s: the node stays online with a beat every 2 s.
 const beats = setInterval(() => agent.heartbeat(), 2000);
 
-const call = async (base: string, method: string, path: string, body?: unknown) => {
-  const r = await fetch(base + path, {
-    method,
-    headers: { authorization: `Bearer ${a.tenantToken}`, ...(body ? { "content-type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const json = (await r.json()) as { deployment: { status: string } };
-  if (!r.ok) throw new Error(`${method} ${path} on ${base}: ${r.status} ${JSON.stringify(json)}`);
-  return json;
-};
-const until = async (what: string, check: () => Promise<boolean>) => {
-  for (const deadline = Date.now() + 10_000; !(await check()); await new Promise((r) => setTimeout(r, 5)))
-    if (Date.now() > deadline) throw new Error(`${what}: not within 10 s`);
-};
-
-/** ms from the call leaving here to the agent holding the command frame. */
-async function timed(issue: () => Promise<unknown>, action: "create" | "stop" | "remove") {
-  const t0 = performance.now();
-  const got = agent.next("command", (c) => c.action === action, 10_000);
-  await issue();
-  const cmd = await got;
-  return { ms: performance.now() - t0, cmd };
-}
-
-/** One create and one stop issued on `base`, the deployment driven by the agent, then deleted. */
-async function round(base: string) {
-  const created = await timed(() => call(base, "POST", "/deployments", { nodeId: a.nodeId, customImage: "busybox:1.36" }), "create");
-  const spec = created.cmd.deployment;
-  for (const s of ["pulling", "starting", "running"]) agent.report(spec, s);
-  const status = async () => (await call(base, "GET", `/deployments/${spec.deploymentId}`)).deployment.status;
-  await until("running", async () => (await status()) === "running");
-  const stopped = await timed(() => call(base, "POST", `/deployments/${spec.deploymentId}/stop`), "stop");
-  agent.report(spec, "stopped");
-  await until("stopped", async () => (await status()) === "stopped");
-  await timed(() => call(base, "DELETE", `/deployments/${spec.deploymentId}`), "remove");
-  agent.report(spec, "removed");
-  return [created.ms, stopped.ms];
-}
+const round = commandRounds(agent, a.nodeId!, a.tenantToken!);
 
 const times = { holder: [] as number[], other: [] as number[] };
 try {
@@ -98,13 +62,10 @@ try {
     times.holder.push(...onA);
     times.other.push(...onB);
   }
-  const p95 = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.ceil(xs.length * 0.95) - 1]!;
-  const line = (k: "holder" | "other") =>
-    `median ${median(times[k]).toFixed(1)} ms, p95 ${p95(times[k]).toFixed(1)} ms, max ${Math.max(...times[k]).toFixed(1)} ms (${times[k].length} commands)`;
   const added = median(times.other) - median(times.holder);
   console.log(`replica-commands: ${rounds} rounds, a create and a stop on each replica per round`);
-  console.log(`  on the holder's replica (A):      ${line("holder")}`);
-  console.log(`  on another replica (B, NOTIFY):   ${line("other")}`);
+  console.log(`  on the holder's replica (A):      ${summary(times.holder)}`);
+  console.log(`  on another replica (B, NOTIFY):   ${summary(times.other)}`);
   console.log(
     `  ratio of medians ${(median(times.other) / median(times.holder)).toFixed(2)}, p95s ${(p95(times.other) / p95(times.holder)).toFixed(2)}; ` +
       `median added ${added.toFixed(1)} ms (${added < 100 ? "under" : "OVER"} the 100 ms goal)`,

@@ -35,3 +35,6 @@ export const fmtCpu = (usPer: Record<string, number>, unit = "request") =>
   Object.entries(usPer)
     .map(([k, v]) => `${k} ${v.toFixed(0)}`)
     .join(", ") + ` us CPU per ${unit}`;
+
+/** A process's resident memory now (VmRSS), in MB. */
+export const rssMb = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) / 1024;
