@@ -14,6 +14,7 @@ import { databaseGate, databaseUnavailable } from "./middleware/database-gate";
 import { rateLimit } from "./middleware/rate-limit";
 import { agentRoutes } from "./routes/agent";
 import { authRoutes } from "./routes/auth";
+import { consoleRoutes, defaultConsoleDir } from "./routes/console";
 import { creditRoutes } from "./routes/credits";
 import { deploymentRoutes } from "./routes/deployments";
 import { docsRoutes } from "./routes/docs";
@@ -80,6 +81,8 @@ export function createApp(deps: Deps) {
     .route("/registry-credentials", registryCredentialRoutes(deps, route));
 
   app.route("/", docsRoutes(app));
+  // The web console, on the API's host only (server.ts gives endpoint hosts to the gateway before this app).
+  app.route("/", consoleRoutes({ dir: deps.config.CONSOLE_DIR || defaultConsoleDir(), rpcUrl: deps.config.SOLANA_RPC_URL }));
 
   app.notFound((c) => errorResponse(c, new ApiError("NOT_FOUND", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
   app.onError((err, c) => onError(err, c, (e) => (deps.dbHealth.noteError(e) ? databaseUnavailable() : undefined)));

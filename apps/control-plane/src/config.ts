@@ -183,6 +183,8 @@ export const ConfigSchema = z
     PAYOUT_LEASE_S: z.coerce.number().int().min(1).default(30),
     /** A log stream whose client takes none of what was written for this long is closed (the client resumes with Last-Event-ID). */
     LOG_STREAM_STALL_MS: z.coerce.number().int().min(100).default(30_000),
+    /** The built web console (apps/console/dist) served under /app/; unset: the one beside the sources, or a release's console/. */
+    CONSOLE_DIR: z.string().default(""),
     LOG_LEVEL: z.enum(["debug", "info", "warn", "error", "silent"]).default("info"),
   })
   .superRefine((config, ctx) => {
