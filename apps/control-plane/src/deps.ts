@@ -1,6 +1,8 @@
 import { createNotifier, creditsToMicro, openRepos, type Repos } from "@cm/db";
+import { countPoolUse, type PoolUse } from "@cm/db/pool-use";
 import { AgentHub } from "./agents/agent-hub";
 import { ArchiveReads } from "./agents/archive-reads";
+import { CommandWakes } from "./agents/command-wakes";
 import { ExecBroker } from "./agents/exec-broker";
 import { fleetTunnels, ReplicaHop, reachable } from "./agents/replica-hop";
 import { TcpForwarder } from "./agents/tcp-forwarder";
@@ -32,6 +34,7 @@ import { createOperatorService, type OperatorService } from "./services/operator
 import { loadPayoutKeypair } from "./services/payout-keypair";
 import { createPayoutSender, type PayoutSender } from "./services/payout-sender";
 import { createPayoutService, type PayoutService } from "./services/payout-service";
+import { PeriodicWork } from "./services/periodic-work";
 import { createRegistryCredentials, type RegistryCredentials } from "./services/registry-credentials";
 import { createRegistrySecrets, resolveRegistryKey } from "./services/registry-secrets";
 import { ReplicaBus } from "./services/replica-bus";
@@ -45,6 +48,12 @@ export type Deps = {
   ids: IdGenerator;
   log: Logger;
   events: EventBus;
+  /** Which periodic work this process runs, and its turns (/metrics). */
+  periodic: PeriodicWork;
+  /** Commands' time from their move to the agent, on this replica (/metrics). */
+  commandWakes: CommandWakes;
+  /** The database pool's size and the calls under way (/metrics). */
+  poolUse: PoolUse;
   /** The notices' crossing to other replicas; undefined on the embedded database (one process). */
   replicas: ReplicaBus | undefined;
   /** Requests carried to the replica holding a node's agent session; undefined on the embedded database. */
@@ -110,9 +119,13 @@ const DATABASE_PROBE_MS = 500;
 /** The one place that builds everything. Tests pass their own clock or link. */
 export async function createDeps(config: Config, o: DepsOverrides = {}): Promise<Deps> {
   const clock = o.clock ?? systemClock;
+  // Every periodic job runs on the one clock, counted per job for /metrics.
+  const periodic = new PeriodicWork(clock);
+  const commandWakes = new CommandWakes();
   const ids = o.ids ?? randomId;
   const log = o.log ?? createLogger(config.LOG_LEVEL);
   const repos = await openRepos(config.DATABASE_URL);
+  const poolUse = countPoolUse(repos.handle);
   await repos.templates.seed(TEMPLATE_SEED);
   await repos.deposits.seedPackages(CREDIT_PACKAGE_SEED);
   // Read before anything listens: a key file others can read stops the start, as PAYOUT_KEYPAIR's does.
@@ -151,11 +164,22 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   };
   const charges = createCharges({ repos, ids, feePercent: config.PLATFORM_FEE_PERCENT });
   const moves = createDeploymentMoves({ repos, charges, link: liveness });
-  const metering = createMetering({ repos, clock, events, log, link: liveness, charges, moves, intervalMs: config.METER_INTERVAL_MS });
+  const metering = createMetering({
+    repos,
+    clock: periodic.clockFor("metering"),
+    events,
+    log,
+    link: liveness,
+    charges,
+    moves,
+    intervalMs: config.METER_INTERVAL_MS,
+  });
   const dbHealth = new DatabaseHealth({ ping: (timeoutMs) => repos.handle.ping(timeoutMs), log, probeMs: DATABASE_PROBE_MS });
   const agents = new AgentHub({
     repos,
     clock,
+    periodic,
+    commandWakes,
     ids,
     events,
     log,
@@ -213,7 +237,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
   const depositWatcher = createDepositWatcher({
     repos,
     chain,
-    clock,
+    clock: periodic.clockFor("deposit-watcher"),
     ids,
     log,
     treasuryWallet: config.TREASURY_WALLET,
@@ -229,7 +253,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     createPayoutSender({
       repos,
       chain: o.payoutChain ?? createWeb3PayoutChain({ rpcUrl: config.SOLANA_RPC_URL, commitment: config.SOLANA_COMMITMENT }),
-      clock,
+      clock: periodic.clockFor("payouts"),
       log,
       payer,
       owner: ids("proc"),
@@ -272,8 +296,11 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     ids,
     log,
     events,
+    periodic,
+    commandWakes,
+    poolUse,
     replicas,
-    watch: new DeploymentWatch({ repos, events, log, clock, fallbackMs: config.STREAM_FALLBACK_MS }),
+    watch: new DeploymentWatch({ repos, events, log, clock: periodic.clockFor("stream-fallback"), fallbackMs: config.STREAM_FALLBACK_MS }),
     link,
     agents,
     dbHealth,

@@ -7,6 +7,7 @@ import type { Clock, IdGenerator } from "../services/ids";
 import type { Logger } from "../services/logger";
 import type { Metering } from "../services/metering";
 import type { AgentSession } from "./agent-session";
+import type { CommandWakes } from "./command-wakes";
 import type { TemplateNeeds } from "./desired-state";
 import type { HeartbeatBatch } from "./heartbeat-batch";
 import type { TokenBucket } from "./log-limits";
@@ -41,6 +42,8 @@ export type AgentContext = {
   moves: DeploymentMoves;
   dbHealth: DatabaseHealth;
   hub: SessionHost;
+  /** Where each command's time from its move to the agent is recorded (/metrics). */
+  commandWakes: CommandWakes;
   heartbeatIntervalMs: number;
   /** LOST_RETENTION_S, in ms: how long a lost node's returning agent keeps an ended deployment's stopped container */
   lostRetentionMs: number;

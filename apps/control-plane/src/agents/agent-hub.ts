@@ -4,6 +4,7 @@ import type { ServerFrame } from "@cm/protocol";
 import { CLOSE_CODES, KeyedQueue, localImageCandidates, RETIRE_DRAIN_MS } from "@cm/protocol";
 import { WebSocketServer } from "ws";
 import type { NodeLink } from "../services/deployment-service";
+import type { PeriodicJob, PeriodicWork } from "../services/periodic-work";
 import type { AgentContext, SessionHost } from "./agent-context";
 import { AgentSession } from "./agent-session";
 import { CommandSweep } from "./command-sweep";
@@ -21,6 +22,8 @@ export type AgentHubOptions = Omit<AgentContext, "hub"> & {
   commandSweepMs?: number;
   /** Where the replicas record which one holds each node's session (replica-hop.ts); absent: one process. */
   sessionDirectory?: { claim(nodeId: string): Promise<void>; release(nodeId: string): Promise<void> };
+  /** Whose clock the hub's periods (offline monitor, heartbeat flush, command sweep) run on. */
+  periodic: PeriodicWork;
 };
 
 /**
@@ -62,7 +65,7 @@ export class AgentHub implements NodeLink, SessionHost {
   private readonly wss: WebSocketServer;
   private readonly ctx: AgentContext;
   private templates: Promise<ReadonlyMap<string, TemplateNeeds>> | undefined;
-  private timers: NodeJS.Timeout[] = [];
+  private timers: Array<() => void> = [];
   /** Each node's last proof of life from a session that has closed: where a stop while it is away bills to. */
   private readonly lastSeenAway = new Map<string, number>();
   private readonly logBudgets = new Map<string, TokenBucket>();
@@ -244,23 +247,18 @@ export class AgentHub implements NodeLink, SessionHost {
 
   start() {
     if (this.timers.length > 0) return;
-    const interval = this.o.heartbeatIntervalMs;
     this.silence.start();
-    this.timers = [setInterval(() => void this.tick(), interval), setInterval(() => void this.heartbeats.flush(), this.o.heartbeatFlushMs)];
-    if (this.o.commandSweepMs)
-      this.timers.push(
-        setInterval(
-          () => void this.checks.run("sweep", () => this.sweep.sweep()).catch((err) => this.o.log.error("agent: the command sweep failed", { err })),
-          this.o.commandSweepMs,
-        ),
-      );
-    for (const t of this.timers) t.unref();
+    const every = (job: PeriodicJob, ms: number, fn: () => unknown) => this.timers.push(this.o.periodic.clockFor(job).every(ms, () => void fn()));
+    every("offline-monitor", this.o.heartbeatIntervalMs, () => this.tick());
+    every("heartbeat-flush", this.o.heartbeatFlushMs, () => this.heartbeats.flush());
+    const sweep = () => this.checks.run("sweep", () => this.sweep.sweep()).catch((err) => this.o.log.error("agent: the command sweep failed", { err }));
+    if (this.o.commandSweepMs) every("command-sweep", this.o.commandSweepMs, sweep);
   }
 
   /** Closes every agent connection (going away) without marking any node offline. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      for (const t of this.timers) clearInterval(t);
+      for (const stop of this.timers) stop();
       this.silence.stop();
       await Promise.all([...this.all].map((s) => s.shutdown(CLOSE_CODES.GOING_AWAY, "the control plane is restarting", 1000)));
       await this.checks.idle();

@@ -46,6 +46,7 @@ export async function sendChange(s: AgentSession, dep: DeploymentRow): Promise<v
   const templates = await s.ctx.hub.templateNeeds();
   const spec = { ...toSpec(dep, cursor, diskGbFor(dep, templates), await registryAuthFor(s, dep)), ...lostRetention(dep, s.ctx.lostRetentionMs) };
   if (!s.send({ type: "command", commandId: s.ctx.ids("cmd"), action: commandAction(dep, prev !== undefined), deployment: spec })) await unsendable(s, spec);
+  else s.ctx.commandWakes.delivered(dep.updatedAt, s.ctx.clock.now());
 }
 
 /**

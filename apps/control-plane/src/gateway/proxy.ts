@@ -3,6 +3,7 @@ import type net from "node:net";
 import type { Duplex } from "node:stream";
 import { GATEWAY_ERROR_HEADER } from "@cm/protocol";
 import type { Logger } from "../services/logger";
+import { GatewayAnswers } from "./answers";
 import { createConnectionRouter, interceptConnections } from "./connections";
 import { endpointLabel, forwardRequestHeaders, forwardResponseHeaders } from "./headers";
 import { headEnd, parseRequestHead } from "./http1";
@@ -38,6 +39,7 @@ export function createGateway(o: {
   log: Logger;
   secure: boolean;
 }) {
+  const answers = new GatewayAnswers();
   const agents = new Map<string, TunnelAgent>();
   const agentFor = (t: EndpointTarget) => {
     const key = `${t.deploymentId}:${t.port}`;
@@ -54,6 +56,7 @@ export function createGateway(o: {
     const page = failurePage(kind, detail);
     const headers: http.OutgoingHttpHeaders = { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", [GATEWAY_ERROR_HEADER]: page.code };
     if (kind === "node_unreachable") headers["retry-after"] = "10";
+    answers.add("gateway", page.status);
     res.writeHead(page.status, headers).end(page.html);
   }
 
@@ -108,6 +111,7 @@ export function createGateway(o: {
         try {
           if (status < 200) throw new Error(`the container answered with status ${status}`);
           res.writeHead(status, reason, forwardResponseHeaders(up.headers));
+          answers.add("container", status);
         } catch (err) {
           upstream.destroy();
           return fail(res, "port_not_ready", `the container's response could not be sent on: ${(err as Error).message}`);
@@ -136,7 +140,7 @@ export function createGateway(o: {
     send(retriable);
   }
 
-  const router = createConnectionRouter({ ...o, timeouts: { keepAliveMs: 5_000, headersMs: 60_000, ...o.timeouts } });
+  const router = createConnectionRouter({ ...o, answers, timeouts: { keepAliveMs: 5_000, headersMs: 60_000, ...o.timeouts } });
 
   /**
    * An upgrade on a connection Node's HTTP server holds (one that began with
@@ -150,10 +154,12 @@ export function createGateway(o: {
     // reset while the endpoint is looked up must not crash the process.
     socket.on("error", () => socket.destroy());
     const label = endpointLabel(req.headers.host, o.domain)!;
-    const refuse = (status: number, code: string, retryAfter = false) =>
+    const refuse = (status: number, code: string, retryAfter = false) => {
+      answers.add("gateway", status);
       socket.end(
         `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain\r\n${GATEWAY_ERROR_HEADER}: ${code}\r\nconnection: close\r\n${retryAfter ? "retry-after: 10\r\n" : ""}\r\n${code}\r\n`,
       );
+    };
     let text = `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`;
     for (let i = 0; i < req.rawHeaders.length; i += 2) text += `${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}\r\n`;
     const bytes = Buffer.concat([Buffer.from(`${text}\r\n`, "latin1"), head]); // header strings hold one byte per character
@@ -169,6 +175,8 @@ export function createGateway(o: {
   }
 
   return {
+    /** Endpoint requests answered, by status class: for /metrics. */
+    answers,
     /**
      * Gives connections whose first request is for a running endpoint to the
      * byte relay, before the server's HTTP parser sees them; handleRequest and

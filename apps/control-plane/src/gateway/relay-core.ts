@@ -2,6 +2,7 @@ import type net from "node:net";
 import type { Duplex } from "node:stream";
 import { GATEWAY_ERROR_HEADER } from "@cm/protocol";
 import { lingeringClose } from "../http/lingering-close";
+import type { GatewayAnswers } from "./answers";
 import { endpointLabel } from "./headers";
 import { type BodyWalker, type Client, type Framing, headEnd, MAX_HEAD_BYTES, type RequestHead, requestFraming } from "./http1";
 import { failurePage, type GatewayFailure } from "./pages";
@@ -13,6 +14,8 @@ export type RelayOptions = {
   dialer: TunnelDialer;
   timeouts: Required<GatewayTimeouts>;
   secure: boolean;
+  /** Where each answer sent to a visitor is counted. */
+  answers: GatewayAnswers;
   /** Takes the connection back, its unread bytes put back first, to be routed afresh. */
   reroute(socket: net.Socket): void;
 };
@@ -204,6 +207,7 @@ export abstract class RelayCore {
       "connection: close",
     ];
     if (kind === "node_unreachable") head.push("retry-after: 10");
+    this.o.answers.add("gateway", page.status);
     this.socket.write(`${head.join("\r\n")}\r\n\r\n${page.html}`);
     this.queue.length = 0;
     this.finish();

@@ -227,6 +227,7 @@ export class Relay extends RelayCore {
         this.reply = rest.length ? rest : undefined;
         if (head.status === 101) {
           if (!req.upgrade) return this.badGateway("the container switched protocols unasked");
+          this.o.answers.add("container", 101);
           this.toClient(forwardResponseHead(head, { close: false, upgrade: true }));
           this.raw = true;
           this.waitingUpgrade = false;
@@ -244,6 +245,7 @@ export class Relay extends RelayCore {
         }
         const framing = responseFraming(head, req.method);
         if (!framing) return this.badGateway("the container's response has an unreadable length");
+        this.o.answers.add("container", head.status);
         if (framing.kind === "until-close") req.close = true;
         // The container closes this tunnel after this response (an HTTP/1.0 server
         // often does): the next request gets a new one. Requests already sent on

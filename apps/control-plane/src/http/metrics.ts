@@ -37,7 +37,9 @@ function countedFrom(registry: Registry, name: string, help: string, read: () =>
   });
 }
 
-export function createMetricsRegistry(deps: Pick<Deps, "agents" | "replicas" | "streams" | "config">): Registry {
+export function createMetricsRegistry(
+  deps: Pick<Deps, "agents" | "replicas" | "streams" | "config" | "endpoints" | "periodic" | "commandWakes" | "watch" | "poolUse">,
+): Registry {
   const registry = new Registry();
   // The process's CPU, memory, event-loop lag and handles, as cm_process_* and cm_nodejs_*.
   collectDefaultMetrics({ register: registry, prefix: "cm_" });
@@ -55,6 +57,59 @@ export function createMetricsRegistry(deps: Pick<Deps, "agents" | "replicas" | "
     registers: [registry],
     collect() {
       this.set(deps.streams.openCount());
+    },
+  });
+  countedFrom(
+    registry,
+    "cm_stream_fallback_reads_total",
+    "The streams' fallback reads of the store: one a period for all the deployments followed here",
+    () => deps.watch.fallbackReads,
+  );
+  new Counter({
+    name: "cm_gateway_requests_total",
+    help: "Endpoint requests the gateway answered, by status class and by who answered (the container, or the gateway's own page)",
+    labelNames: ["status", "source"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { source, status, count } of deps.endpoints.answers.entries()) this.inc({ source, status }, count);
+    },
+  });
+  registry.registerMetric(deps.commandWakes.histogram);
+  new Gauge({
+    name: "cm_periodic_work_running",
+    help: "Periodic work this replica runs (1) or not (0), by job",
+    labelNames: ["job"],
+    registers: [registry],
+    collect() {
+      for (const { job, running } of deps.periodic.entries()) this.set({ job }, running ? 1 : 0);
+    },
+  });
+  new Counter({
+    name: "cm_periodic_work_turns_total",
+    help: "Turns of each periodic job this replica took",
+    labelNames: ["job"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const { job, turns } of deps.periodic.entries()) this.inc({ job }, turns);
+    },
+  });
+  const pool = deps.poolUse;
+  new Gauge({
+    name: "cm_db_pool_max",
+    help: "Database connections this process may hold (1 on the embedded database)",
+    registers: [registry],
+    collect() {
+      this.set(pool.max);
+    },
+  });
+  new Gauge({
+    name: "cm_db_calls_in_flight",
+    help: "Database runs and transactions under way: above cm_db_pool_max, calls wait for a connection",
+    registers: [registry],
+    collect() {
+      this.set(pool.inFlight());
     },
   });
   countedFrom(

@@ -202,17 +202,16 @@ export function createDepositWatcher(o: DepositWatcherOptions) {
   // Ticks run one after another: one started while another runs waits for it.
   const ticks = new KeyedQueue();
   const tick = () => ticks.run("tick", runTick);
-  let timer: NodeJS.Timeout | undefined;
+  let stopTimer: (() => void) | undefined;
   return {
     tick,
     start() {
       if (o.intervalMs === 0) return;
-      timer ??= setInterval(() => void tick().catch((err) => log.error("deposit watcher: tick failed", { err })), o.intervalMs);
-      timer.unref();
+      stopTimer ??= clock.every(o.intervalMs, () => void tick().catch((err) => log.error("deposit watcher: tick failed", { err })));
     },
     async stop() {
-      if (timer) clearInterval(timer);
-      timer = undefined;
+      stopTimer?.();
+      stopTimer = undefined;
       await ticks.idle();
     },
   };

@@ -121,18 +121,17 @@ export function createMetering(o: MeteringOptions) {
     }
   }
 
-  let timer: NodeJS.Timeout | undefined;
+  let stopTimer: (() => void) | undefined;
   return {
     nodeLost,
     pauseNode,
     tick,
     start() {
-      timer ??= setInterval(() => void tick().catch((err) => log.error("metering: tick failed", { err })), o.intervalMs);
-      timer.unref();
+      stopTimer ??= clock.every(o.intervalMs, () => void tick().catch((err) => log.error("metering: tick failed", { err })));
     },
     async stop() {
-      if (timer) clearInterval(timer);
-      timer = undefined;
+      stopTimer?.();
+      stopTimer = undefined;
       await ticks.idle();
     },
   };

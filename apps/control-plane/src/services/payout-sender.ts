@@ -197,17 +197,16 @@ export function createPayoutSender(o: PayoutSenderOptions) {
   // Turns run one after another: one started while another runs waits for it.
   const turns = new KeyedQueue();
   const tick = () => turns.run("tick", runTick);
-  let timer: NodeJS.Timeout | undefined;
+  let stopTimer: (() => void) | undefined;
   return {
     tick,
     start() {
       if (o.intervalMs === 0) return;
-      timer ??= setInterval(() => void tick().catch((err) => log.error("payout sender: a turn failed", { err })), o.intervalMs);
-      timer.unref();
+      stopTimer ??= clock.every(o.intervalMs, () => void tick().catch((err) => log.error("payout sender: a turn failed", { err })));
     },
     async stop() {
-      if (timer) clearInterval(timer);
-      timer = undefined;
+      stopTimer?.();
+      stopTimer = undefined;
       await turns.idle();
       // Another replica may go on at once rather than wait the lease out.
       await repos.payouts.release(o.owner).catch(() => undefined);
