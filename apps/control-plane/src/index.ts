@@ -23,6 +23,8 @@ const deps = await createDeps(config).catch((error: unknown) => {
   process.stderr.write(`control plane: ${error.message}\n`);
   process.exit(78);
 });
+// A rolling upgrade under way: a newer release migrated the database, and this one (the release before) serves on it.
+if (deps.repos.handle.newerRelease) deps.log.warn(deps.repos.handle.newerRelease);
 const running = await startServer(deps, { port: config.PORT, host: config.HOST });
 deps.log.info(`control plane listening on ${running.url}`, { database: config.DATABASE_URL.startsWith("postgres") ? "postgres" : "sqlite" });
 

@@ -9,6 +9,7 @@ import { migrate as migrateSqlite } from "drizzle-orm/better-sqlite3/migrator";
 import { drizzle as drizzlePg, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
 import { migrate as migratePg } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
+import { DatabaseNewerError, judgeDatabase, RUNNABLE_FROM_KEY, thisBuild } from "./releases";
 import * as pgSchema from "./schema/pg";
 import * as sqliteSchema from "./schema/sqlite";
 
@@ -30,6 +31,11 @@ export interface DbHandle {
   run<T>(fn: (db: Db) => Promise<T>): Promise<T>;
   /** Runs fn in one database transaction: all or nothing. */
   transaction<T>(fn: (db: Db) => Promise<T>): Promise<T>;
+  /**
+   * Set where a newer release migrated the database, exactly one release ahead of this
+   * one (a rolling upgrade under way): why this build runs on it without migrating.
+   */
+  readonly newerRelease?: string;
   /** Resolves once the database answers a trivial query; rejects if it does not within timeoutMs. */
   ping(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
@@ -38,30 +44,16 @@ export interface DbHandle {
 /** Where this build's migrations are: packages/db/migrations in a checkout, migrations/ beside lib/ in a release. */
 export const migrationsDir = (dialect: Dialect) => path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "migrations", dialect);
 
-/**
- * The database was migrated by a newer release than this one (a rollback after an
- * upgrade): this build's statements may name columns that are gone, so it must not
- * start on it and fail at the first write.
- */
-export class DatabaseNewerError extends Error {}
+export { DatabaseNewerError };
 
-/**
- * Refuses a database whose last applied migration (drizzle keeps each one's journal
- * time as created_at) is newer than any this build ships.
- */
-function refuseNewerDatabase(dialect: Dialect, lastAppliedMs: number | null): void {
-  const journal = JSON.parse(fs.readFileSync(path.join(migrationsDir(dialect), "meta/_journal.json"), "utf8")) as { entries: { when: number }[] };
-  const newestKnownMs = Math.max(...journal.entries.map((e) => e.when));
-  if (lastAppliedMs === null || lastAppliedMs <= newestKnownMs) return;
-  throw new DatabaseNewerError(
-    `the database was migrated by a newer release (its last migration is of ${new Date(lastAppliedMs).toISOString()}, ` +
-      `this release knows them up to ${new Date(newestKnownMs).toISOString()}): run that release again, ` +
-      "or restore the database from the backup taken before the upgrade",
-  );
-}
+/** The word a migrating build leaves for older ones (releases.ts), as the settings row's SQL. */
+const runnableFromRow = (dialect: Dialect) => JSON.stringify(thisBuild(dialect).runnableFrom);
 
 /** `file:./data/x.db`, `file::memory:` or a bare path select SQLite; `postgres://` selects PostgreSQL. */
-/** Opens and migrates the database; DatabaseNewerError when a newer release migrated it. */
+/**
+ * Opens and migrates the database. One exactly a release ahead of this build is opened
+ * as it is (the handle's newerRelease says so); DatabaseNewerError when further ahead.
+ */
 export async function createDb(url: string): Promise<DbHandle> {
   if (/^postgres(ql)?:\/\//.test(url)) return openPg(url);
   return openSqlite(url);
@@ -76,15 +68,24 @@ function openSqlite(url: string): DbHandle {
   sqlite.pragma("synchronous = NORMAL");
   sqlite.pragma("busy_timeout = 5000");
   const db = drizzleSqlite(sqlite);
+  let newerRelease: string | null;
   try {
     const migrated = sqlite.prepare("select 1 from sqlite_master where type = 'table' and name = '__drizzle_migrations'").get();
     const last = migrated ? (sqlite.prepare("select max(created_at) as last from __drizzle_migrations").get() as { last: number | null }).last : null;
-    refuseNewerDatabase("sqlite", last === null ? null : Number(last));
+    const word = migrated
+      ? ((sqlite.prepare("select value from settings where key = ?").get(RUNNABLE_FROM_KEY) as { value: string } | undefined)?.value ?? null)
+      : null;
+    newerRelease = judgeDatabase("sqlite", last === null ? null : Number(last), word);
+    if (!newerRelease) {
+      migrateSqlite(db, { migrationsFolder: migrationsDir("sqlite") });
+      sqlite
+        .prepare("insert into settings (key, value) values (?, ?) on conflict (key) do update set value = excluded.value")
+        .run(RUNNABLE_FROM_KEY, runnableFromRow("sqlite"));
+    }
   } catch (error) {
     sqlite.close();
     throw error;
   }
-  migrateSqlite(db, { migrationsFolder: migrationsDir("sqlite") });
 
   // better-sqlite3 is synchronous and drizzle's SQLite transactions cannot await.
   // Our repository code awaits between statements, so another request's
@@ -96,6 +97,7 @@ function openSqlite(url: string): DbHandle {
   return {
     dialect: "sqlite",
     t: sqliteSchema as unknown as Tables,
+    ...(newerRelease ? { newerRelease } : {}),
     run: (fn) => serial(() => fn(asPg)),
     transaction: (fn) =>
       serial(async () => {
@@ -122,12 +124,17 @@ async function openPg(url: string): Promise<DbHandle> {
   // A one-connection client for migrating, so the advisory lock and the DDL share
   // a session: several replicas may start at once, and only one migrates.
   const migrator = postgres(url, { max: 1, onnotice: () => undefined });
+  let newerRelease: string | null;
   try {
     await migrator`select pg_advisory_lock(727274)`;
     const [applied] = await migrator`select to_regclass('drizzle.__drizzle_migrations') is not null as migrated`;
     const last = applied?.migrated ? (await migrator`select max(created_at)::text as last from drizzle.__drizzle_migrations`)[0]?.last : null;
-    refuseNewerDatabase("pg", last == null ? null : Number(last));
-    await migratePg(drizzlePg(migrator), { migrationsFolder: migrationsDir("pg") });
+    const word = applied?.migrated ? ((await migrator`select value from settings where key = ${RUNNABLE_FROM_KEY}`)[0]?.value ?? null) : null;
+    newerRelease = judgeDatabase("pg", last == null ? null : Number(last), word);
+    if (!newerRelease) {
+      await migratePg(drizzlePg(migrator), { migrationsFolder: migrationsDir("pg") });
+      await migrator`insert into settings (key, value) values (${RUNNABLE_FROM_KEY}, ${runnableFromRow("pg")}) on conflict (key) do update set value = excluded.value`;
+    }
     await migrator`select pg_advisory_unlock(727274)`;
   } finally {
     await migrator.end({ timeout: 5 });
@@ -140,6 +147,7 @@ async function openPg(url: string): Promise<DbHandle> {
   return {
     dialect: "pg",
     t: pgSchema,
+    ...(newerRelease ? { newerRelease } : {}),
     run: (fn) => fn(db),
     transaction: (fn) => db.transaction((tx) => fn(tx as unknown as Db)),
     ping: (timeoutMs) => {

@@ -9,6 +9,7 @@ import path from "node:path";
 import Database from "better-sqlite3";
 import { migrationsDir } from "./client";
 import { DatabaseInUseError, lockDatabase, lockFileFor } from "./process-lock";
+import { DatabaseNewerError, judgeDatabase, RUNNABLE_FROM_KEY } from "./releases";
 
 export { DatabaseInUseError };
 
@@ -19,7 +20,7 @@ export type DatabaseFileFacts = {
   migrations: number;
   /** When its last migration was written (drizzle's created_at), or null where none ran. */
   lastMigrationMs: number | null;
-  /** Migrated by a release newer than this one, which refuses to start on it. */
+  /** Migrated by a release more than one ahead of this one, which refuses to start on it (one release ahead it runs: releases.ts). */
   newerThanThisRelease: boolean;
 };
 
@@ -54,12 +55,20 @@ export function inspectDatabaseFile(file: string): DatabaseFileFacts {
     if (rows.length === 0 || rows[0]!.hash !== first)
       throw new NotOurDatabaseError(`${file} has a migrations table, but its first migration is not the control plane's: it is another program's database`);
     const lastMigrationMs = Math.max(...rows.map((r) => Number(r.createdAt)));
+    const word = (db.prepare("select value from settings where key = ?").get(RUNNABLE_FROM_KEY) as { value: string } | undefined)?.value ?? null;
+    let refused = false;
+    try {
+      judgeDatabase("sqlite", lastMigrationMs, word);
+    } catch (error) {
+      if (!(error instanceof DatabaseNewerError)) throw error;
+      refused = true;
+    }
     return {
       file,
       bytes: fs.statSync(file).size,
       migrations: rows.length,
       lastMigrationMs,
-      newerThanThisRelease: lastMigrationMs > Math.max(...entries.map((e) => e.when)),
+      newerThanThisRelease: refused,
     };
   } catch (error) {
     if (error instanceof NotOurDatabaseError) throw error;
