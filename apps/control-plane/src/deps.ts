@@ -214,7 +214,7 @@ export async function createDeps(config: Config, o: DepsOverrides = {}): Promise
     accessTtlS: config.ACCESS_TOKEN_TTL_S,
     refreshTtlS: config.REFRESH_TOKEN_TTL_S,
   });
-  const grants = new GrantWatch({ repos, events, clock, log, checkMs: config.REVOCATION_CHECK_MS });
+  const grants = new GrantWatch({ repos, events, clock: periodic.clockFor("revocation-check"), log, checkMs: config.REVOCATION_CHECK_MS });
   const execs = new ExecBroker({
     repos,
     events,

@@ -55,7 +55,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  */
 export class GrantWatch {
   private readonly held = new Set<Held>();
-  private ticker: NodeJS.Timeout | undefined;
+  private stopTicker: (() => void) | undefined;
   private checking = false;
 
   constructor(private readonly o: GrantWatchOptions) {
@@ -69,7 +69,7 @@ export class GrantWatch {
     const h: Held = { grant, end };
     this.held.add(h);
     this.arm(h);
-    this.ticker ??= setInterval(() => void this.check(), this.o.checkMs);
+    this.stopTicker ??= this.o.clock.every(this.o.checkMs, () => void this.check());
     return {
       renew: (fresh) => {
         if (!this.held.has(h)) return;
@@ -99,9 +99,9 @@ export class GrantWatch {
   private drop(h: Held) {
     clearTimeout(h.timer);
     this.held.delete(h);
-    if (this.held.size === 0 && this.ticker) {
-      clearInterval(this.ticker);
-      this.ticker = undefined;
+    if (this.held.size === 0 && this.stopTicker) {
+      this.stopTicker();
+      this.stopTicker = undefined;
     }
   }
 

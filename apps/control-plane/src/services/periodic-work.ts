@@ -1,7 +1,16 @@
 import type { Clock } from "./ids";
 
 /** The periodic work a replica may run, as /metrics names it (cm_periodic_work_running{job}). */
-export const PERIODIC_JOBS = ["metering", "offline-monitor", "heartbeat-flush", "command-sweep", "deposit-watcher", "payouts", "stream-fallback"] as const;
+export const PERIODIC_JOBS = [
+  "metering",
+  "offline-monitor",
+  "heartbeat-flush",
+  "command-sweep",
+  "deposit-watcher",
+  "payouts",
+  "stream-fallback",
+  "revocation-check",
+] as const;
 export type PeriodicJob = (typeof PERIODIC_JOBS)[number];
 
 /**
