@@ -1,18 +1,24 @@
+import bs58 from "bs58";
 import { ApiError, ChainError, NetworkError } from "./errors";
 import { sleep } from "./follow";
 import { call } from "./routes";
 import { type Signer, walletAddress } from "./signer";
 import type { Transport } from "./transport";
-import type { ConfirmDepositResponse, InitiateDepositResponse } from "./types";
+import type { ConfirmDepositResponse, Deposit, InitiateDepositResponse } from "./types";
 
 /**
  * Who pays: a keypair (anything with its 64-byte `secretKey`: a web3.js Keypair,
- * keypairSigner's answer) or a wallet that signs transactions (Phantom and the
- * wallet adapters: `{ publicKey, signTransaction }`).
+ * keypairSigner's answer), a wallet that signs transactions (Phantom and the
+ * wallet adapters: `{ publicKey, signTransaction }`; a Wallet Standard wallet's
+ * solana:signTransaction answers the signed transaction's bytes, which do as well),
+ * or a wallet that signs and sends them itself (Wallet Standard's
+ * solana:signAndSendTransaction, given the serialized transaction: its signature,
+ * as bytes or base58).
  */
 export type Payer =
   | { publicKey?: Signer["publicKey"]; secretKey: Uint8Array }
-  | { publicKey: Signer["publicKey"]; signTransaction<T>(transaction: T): Promise<T> };
+  | { publicKey: Signer["publicKey"]; signTransaction<T>(transaction: T): Promise<T | Uint8Array> }
+  | { publicKey: Signer["publicKey"]; signAndSendTransaction(transaction: Uint8Array): Promise<Uint8Array | string> };
 
 export interface BuyOptions {
   /** The Solana JSON-RPC URL to send the payment through. */
@@ -21,8 +27,12 @@ export interface BuyOptions {
   decimals?: number;
   /** How long to wait for the payment to be confirmed on chain, and then for the API to see it (default 90 s). */
   timeoutMs?: number;
-  /** Called at each step, for progress output. */
-  onStep?: (step: "initiated" | "sent" | "confirmed-on-chain", detail: string) => void;
+  /**
+   * Called at each step, for progress output, with the deposit being paid (to follow it with
+   * waitForDeposit should this call fail after the payment was sent). After "initiated" the
+   * payer is asked to sign.
+   */
+  onStep?: (step: "initiated" | "sent" | "confirmed-on-chain", detail: string, deposit: Deposit) => void;
 }
 
 /**
@@ -42,7 +52,7 @@ export async function buyCredits(t: Transport, packageId: string, payer: Payer, 
     auth: true,
     body: { packageId, walletAddress: owner.toBase58() },
   });
-  options.onStep?.("initiated", `deposit ${deposit.depositId}: ${deposit.amountStable} to ${deposit.treasuryWallet}`);
+  options.onStep?.("initiated", `deposit ${deposit.depositId}: ${deposit.amountStable} to ${deposit.treasuryWallet}`, deposit);
 
   const decimals = options.decimals ?? 6;
   const mint = new web3.PublicKey(deposit.stableMint);
@@ -71,12 +81,24 @@ export async function buyCredits(t: Transport, packageId: string, payer: Payer, 
       token.memo(`cm deposit ${deposit.depositId}`),
     ],
   }).compileToV0Message();
-  let tx = new web3.VersionedTransaction(message);
-  if ("secretKey" in payer) tx.sign([web3.Keypair.fromSecretKey(payer.secretKey)]);
-  else tx = await payer.signTransaction(tx);
-
-  const signature = await chainCall(() => connection.sendRawTransaction(tx.serialize(), { maxRetries: 5 }), web3);
-  options.onStep?.("sent", signature);
+  const tx = new web3.VersionedTransaction(message);
+  let signature: string;
+  if ("signAndSendTransaction" in payer) {
+    // The wallet sends it through its own RPC; the confirmation below reads it through ours.
+    const sent = await payer.signAndSendTransaction(tx.serialize());
+    signature = typeof sent === "string" ? sent : bs58.encode(sent);
+  } else {
+    let raw: Uint8Array;
+    if ("secretKey" in payer) {
+      tx.sign([web3.Keypair.fromSecretKey(payer.secretKey)]);
+      raw = tx.serialize();
+    } else {
+      const signed = await payer.signTransaction(tx);
+      raw = signed instanceof Uint8Array ? signed : signed.serialize();
+    }
+    signature = await chainCall(() => connection.sendRawTransaction(raw, { maxRetries: 5 }), web3);
+  }
+  options.onStep?.("sent", signature, deposit);
   // Polled rather than subscribed: works through any RPC, no WebSocket to keep.
   for (;;) {
     const { value } = await chainCall(() => connection.getSignatureStatuses([signature]));
@@ -88,7 +110,7 @@ export async function buyCredits(t: Transport, packageId: string, payer: Payer, 
     }
     await sleep(500);
   }
-  options.onStep?.("confirmed-on-chain", signature);
+  options.onStep?.("confirmed-on-chain", signature, deposit);
 
   for (;;) {
     try {

@@ -1,6 +1,7 @@
 import { sqliteDatabase } from "@cm/testkit";
 import { getAssociatedTokenAddressSync } from "@solana/spl-token";
-import { Connection, Keypair, type VersionedTransaction } from "@solana/web3.js";
+import { Connection, Keypair, VersionedTransaction } from "@solana/web3.js";
+import bs58 from "bs58";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeSolanaRpc, startFakeSolanaRpc } from "../../../apps/control-plane/test/support/fake-solana-rpc";
 import { type Harness, startHarness, TestClock } from "../../../apps/control-plane/test/support/harness";
@@ -70,6 +71,40 @@ describe("credits.buy", () => {
       },
     };
     expect((await client.credits.buy(pkg.id, wallet, { rpcUrl: rpc.url })).newBalance.available).toBe(pkg.creditsToReceive);
+  });
+
+  it("pays with a Wallet Standard wallet that signs the transaction's bytes and answers the signed bytes", async () => {
+    const { payer, client, pkg } = await signedIn(1_000n);
+    const wallet = {
+      publicKey: payer.publicKey,
+      signTransaction: async <T>(tx: T) => {
+        const copy = VersionedTransaction.deserialize((tx as VersionedTransaction).serialize());
+        copy.sign([payer]);
+        return copy.serialize();
+      },
+    };
+    expect((await client.credits.buy(pkg.id, wallet, { rpcUrl: rpc.url })).newBalance.available).toBe(pkg.creditsToReceive);
+  });
+
+  it("pays with a wallet that signs and sends the transaction itself (solana:signAndSendTransaction), reporting the deposit at each step", async () => {
+    const { payer, client, pkg } = await signedIn(1_000n);
+    const connection = new Connection(rpc.url, "confirmed");
+    const sentByWallet: string[] = [];
+    const wallet = {
+      publicKey: payer.publicKey.toBase58(),
+      signAndSendTransaction: async (bytes: Uint8Array) => {
+        const tx = VersionedTransaction.deserialize(bytes);
+        tx.sign([payer]);
+        const signature = await connection.sendRawTransaction(tx.serialize());
+        sentByWallet.push(signature);
+        return bs58.decode(signature);
+      },
+    };
+    const deposits = new Set<string>();
+    const answer = await client.credits.buy(pkg.id, wallet, { rpcUrl: rpc.url, onStep: (_step, _detail, deposit) => deposits.add(deposit.depositId) });
+    expect(answer.newBalance.available).toBe(pkg.creditsToReceive);
+    expect(answer.transaction.txSignature).toBe(sentByWallet[0]);
+    expect(deposits.size).toBe(1);
   });
 
   it("throws ChainError TX_REJECTED when the chain refuses the payment, and credits nothing", async () => {
