@@ -13,6 +13,7 @@ import { DockerRuntime } from "../apps/agent/src/runtime/docker-runtime";
 import { loadConfigOrExit } from "../apps/control-plane/src/config";
 import { DATA_DIR } from "../apps/control-plane/src/database-location";
 import { hashSecret, newSecret, randomId } from "../apps/control-plane/src/services/ids";
+import { ensureConsoleBuilt } from "./console-build";
 
 const config = loadConfigOrExit("npm start");
 // Beside the default database, from the repository root wherever npm start runs: the admin commands find them there too.
@@ -93,6 +94,12 @@ function shutdown(signal: NodeJS.Signals, code = 0) {
 process.on("SIGINT", () => shutdown("SIGINT"));
 process.on("SIGTERM", () => shutdown("SIGTERM"));
 
+// The web console the control plane serves under /app/: built the first time and after its sources change (seconds), else nothing to do.
+try {
+  await ensureConsoleBuilt(say);
+} catch (error) {
+  say(`the web console did not build, so /app/ says how to build it; the API runs all the same: ${(error as Error).message}`);
+}
 const docker = await dockerVersion();
 const local = docker ? await ensureLocalNode() : undefined;
 run("control plane", ["apps/control-plane/src/index.ts"], process.env);

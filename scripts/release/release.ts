@@ -35,6 +35,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { appVersion, buildApp } from "../build";
+import { buildConsole } from "../console-build";
 import { betterSqliteAddon } from "./native-addon";
 import { packCli, packSdk } from "./pack";
 import { run } from "./run";
@@ -203,6 +204,8 @@ export async function releaseControlPlane(options: ReleaseOptions): Promise<{ ma
   const bundleDir = mkdtempSync(path.join(tmpdir(), "cm-release-cp-"));
   try {
     await buildApp("control-plane", { outDir: bundleDir });
+    // The web console it serves under /app/, built afresh from these sources: it finds it in console/ beside lib/ (routes/console.ts).
+    await buildConsole(path.join(bundleDir, "console"));
     for (const arch of options.arches) {
       const addon = await betterSqliteAddon(arch, {
         root: ROOT,
@@ -234,6 +237,7 @@ async function packControlPlane(arch: Arch, version: string, bundleDir: string, 
     for (const sub of ["bin", "node/bin"]) mkdirSync(path.join(dir, sub), { recursive: true });
     cpSync(path.join(bundleDir, "lib"), path.join(dir, "lib"), { recursive: true });
     cpSync(path.join(bundleDir, "migrations"), path.join(dir, "migrations"), { recursive: true });
+    cpSync(path.join(bundleDir, "console"), path.join(dir, "console"), { recursive: true });
     writeFileSync(path.join(dir, "bin/cm-control-plane"), wrapper("cm-control-plane", "control-plane.mjs"), { mode: 0o755 });
     writeFileSync(path.join(dir, "bin/cm-admin"), wrapper("cm-admin", "admin.mjs", ADMIN_ENV), { mode: 0o755 });
     for (const [pkg, files] of CONTROL_PLANE_MODULES) {

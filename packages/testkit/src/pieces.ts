@@ -24,6 +24,7 @@ export const PIECES = [
   "firewall",
   "registry",
   "ssh",
+  "chromium",
 ] as const;
 export type Piece = (typeof PIECES)[number];
 
@@ -135,6 +136,8 @@ export async function probePieces(env: NodeJS.ProcessEnv = process.env): Promise
     registry: probeBinary("docker-registry", "apt-get install docker-registry", env) ?? probeBinary("htpasswd", "apt-get install apache2-utils", env),
     // cm ssh runs the real ssh client, its ProxyCommand cm port-forward --stdio.
     ssh: probeBinary("ssh", "apt-get install openssh-client", env),
+    // The web console's browser tests drive Debian's chromium with playwright-core (no browser download).
+    chromium: probeBinary("chromium", "apt-get install chromium", env),
   };
   const missing: MissingPieces = {};
   for (const piece of PIECES) if (found[piece]) missing[piece] = found[piece];

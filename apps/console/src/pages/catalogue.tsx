@@ -2,6 +2,7 @@ import type { NodeListQuery, NodeSummary } from "@cm/sdk";
 import { useApi } from "../api/api-context";
 import { useApiCall } from "../api/use-api-call";
 import { GpuBadges, StatusBadge } from "../components/badges";
+import { Field } from "../components/field";
 import { dollarsPerHour, gigabytes } from "../components/format";
 import { NODE_STATUSES, REGIONS } from "../components/lists";
 import { ErrorNotice } from "../layout/error-notice";
@@ -62,49 +63,54 @@ function Catalogue() {
     <>
       <h1>Node catalogue</h1>
       <form className="filters" aria-label="Filter nodes" onSubmit={(e) => e.preventDefault()}>
-        <label>
-          Status
-          <select name="status" value={params.get("status") ?? ""} onChange={(e) => set("status", e.target.value)}>
-            <option value="">Any</option>
-            {NODE_STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Region
-          <select name="region" value={params.get("region") ?? ""} onChange={(e) => set("region", e.target.value)}>
-            <option value="">Any</option>
-            {REGIONS.map((r) => (
-              <option key={r} value={r}>
-                {r}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          GPU
-          <select name="hasGpu" value={params.get("hasGpu") ?? ""} onChange={(e) => set("hasGpu", e.target.value)}>
-            <option value="">Any</option>
-            <option value="true">With GPU</option>
-            <option value="false">CPU only</option>
-          </select>
-        </label>
+        <Field label="Status">
+          {(id) => (
+            <select id={id} name="status" value={params.get("status") ?? ""} onChange={(e) => set("status", e.target.value)}>
+              <option value="">Any</option>
+              {NODE_STATUSES.map((s) => (
+                <option key={s} value={s}>
+                  {s}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="Region">
+          {(id) => (
+            <select id={id} name="region" value={params.get("region") ?? ""} onChange={(e) => set("region", e.target.value)}>
+              <option value="">Any</option>
+              {REGIONS.map((r) => (
+                <option key={r} value={r}>
+                  {r}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <Field label="GPU">
+          {(id) => (
+            <select id={id} name="hasGpu" value={params.get("hasGpu") ?? ""} onChange={(e) => set("hasGpu", e.target.value)}>
+              <option value="">Any</option>
+              <option value="true">With GPU</option>
+              <option value="false">CPU only</option>
+            </select>
+          )}
+        </Field>
         {NUMBER_FILTERS.map(({ key, label }) => (
-          <label key={key}>
-            {label}
-            <input name={key} type="number" min={0} inputMode="numeric" value={params.get(key) ?? ""} onChange={(e) => set(key, e.target.value)} />
-          </label>
+          <Field key={key} label={label}>
+            {(id) => (
+              <input id={id} name={key} type="number" min={0} inputMode="numeric" value={params.get(key) ?? ""} onChange={(e) => set(key, e.target.value)} />
+            )}
+          </Field>
         ))}
-        <label>
-          Sort
-          <select name="sort" value={sort} onChange={(e) => set("sort", e.target.value === "price-asc" ? "" : e.target.value)}>
-            <option value="price-asc">Price, lowest first</option>
-            <option value="price-desc">Price, highest first</option>
-          </select>
-        </label>
+        <Field label="Sort">
+          {(id) => (
+            <select id={id} name="sort" value={sort} onChange={(e) => set("sort", e.target.value === "price-asc" ? "" : e.target.value)}>
+              <option value="price-asc">Price, lowest first</option>
+              <option value="price-desc">Price, highest first</option>
+            </select>
+          )}
+        </Field>
       </form>
 
       <ErrorNotice error={error} onRetry={reload} />

@@ -1,6 +1,7 @@
 import type { TemplateListResponse } from "@cm/sdk";
 import { useApi } from "../api/api-context";
 import { useApiCall } from "../api/use-api-call";
+import { Field } from "../components/field";
 import { CATEGORY_LABELS, TEMPLATE_CATEGORIES, type TemplateCategory } from "../components/lists";
 import { ErrorNotice } from "../layout/error-notice";
 import { Loading } from "../layout/loading";
@@ -34,21 +35,21 @@ function Templates() {
       <h1>Templates</h1>
 
       <form className="filters" aria-label="Find templates" onSubmit={(e) => e.preventDefault()}>
-        <label>
-          Search
-          <input name="search" type="search" maxLength={100} value={search} onChange={(e) => set("search", e.target.value)} />
-        </label>
-        <label>
-          Category
-          <select name="category" value={category ?? ""} onChange={(e) => set("category", e.target.value)}>
-            <option value="">All</option>
-            {TEMPLATE_CATEGORIES.map((c) => (
-              <option key={c} value={c}>
-                {CATEGORY_LABELS[c]}
-              </option>
-            ))}
-          </select>
-        </label>
+        <Field label="Search">
+          {(id) => <input id={id} name="search" type="search" maxLength={100} value={search} onChange={(e) => set("search", e.target.value)} />}
+        </Field>
+        <Field label="Category">
+          {(id) => (
+            <select id={id} name="category" value={category ?? ""} onChange={(e) => set("category", e.target.value)}>
+              <option value="">All</option>
+              {TEMPLATE_CATEGORIES.map((c) => (
+                <option key={c} value={c}>
+                  {CATEGORY_LABELS[c]}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
       </form>
       <ErrorNotice error={error} onRetry={reload} />
       {!data && loading && <Loading label="Loading templates…" />}
@@ -63,7 +64,7 @@ function Templates() {
                 <p>{t.description}</p>
                 <p>
                   {t.requiresGpu ? (
-                    <span className="badge gpu">GPU, {Math.round(t.minGpuVram / 1024)} GB+</span>
+                    <span className="badge gpu">GPU{t.minGpuVram > 0 ? `, ${Math.round(t.minGpuVram / 1024)} GB+` : ""}</span>
                   ) : (
                     <span className="badge gpu-none">No GPU needed</span>
                   )}

@@ -146,6 +146,13 @@ describe("the control plane's release tarball, unpacked on a clean machine", () 
     expect(docs.status).toBe(200);
     const spec = (await (await fetch(`${cp.url}/openapi.json`)).json()) as { paths: Record<string, unknown> };
     expect(Object.keys(spec.paths)).toContain("/nodes");
+    // The web console it carries, under /app/ with its assets: found in console/ beside lib/ (routes/console.ts).
+    const app = await fetch(`${cp.url}/app/`, { headers: { accept: "text/html" } });
+    const html = await app.text();
+    expect(app.status).toBe(200);
+    expect(html).toContain('<div id="root">');
+    const script = /src="(\/app\/assets\/[^"]+\.js)"/.exec(html)?.[1];
+    expect((await fetch(`${cp.url}${script}`)).headers.get("content-type")).toMatch(/^text\/javascript/);
     // No native-addon fallback warnings: what ships is what runs.
     expect(cp.output()).not.toMatch(/Failed to load bindings/);
     // cm as a tenant gets it, run by the tarball's Node (any Node 20.19+ would do).

@@ -1,0 +1,154 @@
+/**
+ * The console in a real browser against a real control plane: Debian's chromium driven by
+ * playwright-core, the control plane on port 0 serving the console as built (apps/console/dist,
+ * rebuilt first when stale), and a Wallet Standard test wallet in each page that signs with a
+ * real ed25519 keypair the test holds. Tests ask for these through the fixtures in
+ * console-test.ts; this file is the machinery.
+ */
+import fs from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { AxeBuilder } from "@axe-core/playwright";
+import { walletAddress } from "@cm/sdk";
+import { sqliteDatabase } from "@cm/testkit";
+import { build } from "esbuild";
+import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import nacl from "tweetnacl";
+import { ensureConsoleBuilt } from "../../../../scripts/console-build";
+import { type Harness, startHarness, TestClock } from "../../../control-plane/test/support/harness";
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+/** Debian's chromium (apt-get install chromium; .ci/run installs it): Playwright downloads no browser here. */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+/** Screenshots land here (gitignored), for a person or CI's artifacts to look at. */
+export const ARTIFACTS = path.resolve(HERE, "../../test-artifacts");
+
+export const DESKTOP = { width: 1280, height: 800 };
+export const PHONE = { width: 390, height: 844 };
+
+export interface ConsoleStack {
+  harness: Harness;
+  /** The control plane's origin; the console is at `${url}/app/`. */
+  url: string;
+  browser: Browser;
+  close(): Promise<void>;
+}
+
+/** Builds the console if stale, starts a control plane on port 0 and a headless chromium. */
+export async function startConsoleStack(): Promise<ConsoleStack> {
+  await ensureConsoleBuilt();
+  // The server's clock is the browser's: the SDK in the page refreshes tokens by their expiry.
+  const harness = await startHarness(sqliteDatabase, { overrides: { clock: new TestClock(Date.now()) } });
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    // Root (CI, containers) cannot use chromium's sandbox.
+    chromiumSandbox: process.getuid?.() !== 0,
+  });
+  return {
+    harness,
+    url: harness.url,
+    browser,
+    close: async () => {
+      await browser.close();
+      await harness.close();
+    },
+  };
+}
+
+/** The keypair behind a test wallet: what a person's wallet extension would hold. `refuse` makes it say no, as its user could. */
+export class TestWalletKeys {
+  readonly name: string;
+  readonly keypair = nacl.sign.keyPair();
+  readonly address = walletAddress(this.keypair.publicKey);
+  refuse = false;
+  /** The messages it signed, as text: the sign-in message, which a test can read. */
+  readonly signed: string[] = [];
+
+  constructor(name = "Test Wallet") {
+    this.name = name;
+  }
+
+  sign(message: number[]): number[] {
+    if (this.refuse) throw new Error("User rejected the request.");
+    const bytes = Uint8Array.from(message);
+    this.signed.push(new TextDecoder().decode(bytes));
+    return Array.from(nacl.sign.detached(bytes, this.keypair.secretKey));
+  }
+}
+
+let walletBundle: Promise<string> | undefined;
+/** test-wallet.ts with @wallet-standard/wallet, as one script for the page. */
+function testWalletScript(): Promise<string> {
+  walletBundle ??= build({
+    entryPoints: [path.join(HERE, "test-wallet.ts")],
+    bundle: true,
+    write: false,
+    format: "iife",
+    target: "es2022",
+    logLevel: "silent",
+  }).then((r) => r.outputFiles[0]!.text);
+  return walletBundle;
+}
+
+export interface ConsolePage {
+  page: Page;
+  context: BrowserContext;
+  /** What the page reported that a user would never want: uncaught errors, console errors (a CSP refusal is one). */
+  problems: string[];
+}
+
+/**
+ * A new browser context (its own storage: a new visitor) with `wallet` registered in every page
+ * it opens, and a page at the console's `path` ("/nodes").
+ */
+export async function openConsole(
+  stack: ConsoleStack,
+  o: { wallet?: TestWalletKeys; path?: string; viewport?: { width: number; height: number } } = {},
+): Promise<ConsolePage> {
+  const context = await stack.browser.newContext({ viewport: o.viewport ?? DESKTOP, baseURL: stack.url });
+  if (o.wallet) {
+    const wallet = o.wallet;
+    await context.exposeFunction("cmTestWalletSign", (message: number[]) => wallet.sign(message));
+    const identity = { name: wallet.name, address: wallet.address, publicKey: Array.from(wallet.keypair.publicKey) };
+    await context.addInitScript({ content: `window.cmTestWallet = ${JSON.stringify(identity)};\n${await testWalletScript()}` });
+  }
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.on("pageerror", (e) => problems.push(`uncaught: ${e.message}`));
+  page.on("console", (m) => {
+    // A 4xx the page shows as an error is the console doing its job; the browser logs it too.
+    if (m.type() === "error" && !/Failed to load resource: the server responded with a status of 4\d\d/.test(m.text())) problems.push(m.text());
+  });
+  await page.goto(`/app${o.path ?? "/"}`);
+  return { page, context, problems };
+}
+
+/** Signs in from the header as a person would: "Sign in", the wallet's button, the wallet signs; resolves once the address shows. */
+export async function signIn(page: Page, wallet: TestWalletKeys): Promise<void> {
+  await page.getByRole("banner").getByRole("link", { name: "Sign in", exact: true }).click();
+  await page.getByRole("button", { name: wallet.name }).click();
+  await page.getByRole("button", { name: "Sign out" }).waitFor();
+}
+
+/** axe-core on the page as it is: fails with each serious or critical violation, its rule and where. */
+export async function seriousViolations(page: Page): Promise<string[]> {
+  const result = await new AxeBuilder({ page }).analyze();
+  return result.violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`);
+}
+
+/** The page at desktop and phone sizes, as test-artifacts/<name>-desktop.png and -phone.png. */
+export async function screenshots(page: Page, name: string): Promise<void> {
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  const before = page.viewportSize() ?? DESKTOP;
+  for (const [size, viewport] of [
+    ["desktop", DESKTOP],
+    ["phone", PHONE],
+  ] as const) {
+    await page.setViewportSize(viewport);
+    await page.screenshot({ path: path.join(ARTIFACTS, `${name}-${size}.png`), fullPage: true });
+  }
+  await page.setViewportSize(before);
+}
