@@ -33,6 +33,8 @@ type Watched = {
   gen: number;
 };
 
+/** Deployments one fallback statement reads at most: a replica following more makes one statement per this many. */
+const FALLBACK_IDS_PER_READ = 5_000;
 /** The largest line id the store's column holds (a 32-bit integer on PostgreSQL): "after it" counts nothing. */
 const NO_LINE_ID = 2 ** 31 - 1;
 
@@ -176,8 +178,7 @@ export class DeploymentWatch {
       const ids = [...this.watched.keys()];
       const gens = new Map(ids.map((id) => [id, this.watched.get(id)!.gen]));
       const [older, last] = this.newestLogIds.length === 2 ? this.newestLogIds : [this.newestLogIds[0], this.newestLogIds[0]];
-      this.fallbackReads++;
-      const found = await this.o.repos.deployments.watched(ids, older ?? NO_LINE_ID, last ?? NO_LINE_ID);
+      const found = await this.readWatched(ids, older ?? NO_LINE_ID, last ?? NO_LINE_ID);
       const first = last === undefined;
       const counted = new Map<string, number>();
       const seen = new Set<string>();
@@ -201,6 +202,23 @@ export class DeploymentWatch {
     } finally {
       this.fallbackRunning = false;
     }
+  }
+
+  /**
+   * The fallback's statement, one per FALLBACK_IDS_PER_READ deployments (each id
+   * is a bound parameter twice: SQLite and PostgreSQL bound those). The store's
+   * newest line id is the least the statements saw: reading on from it is safe.
+   */
+  private async readWatched(ids: string[], afterLogId: number, newerThanLogId: number) {
+    const rows: Array<{ row: DeploymentRow; stored: number; storedNewer: number }> = [];
+    let newestLogId: number | undefined;
+    for (let i = 0; i < ids.length; i += FALLBACK_IDS_PER_READ) {
+      this.fallbackReads++;
+      const part = await this.o.repos.deployments.watched(ids.slice(i, i + FALLBACK_IDS_PER_READ), afterLogId, newerThanLogId);
+      rows.push(...part.rows);
+      if (part.newestLogId !== undefined) newestLogId = Math.min(newestLogId ?? part.newestLogId, part.newestLogId);
+    }
+    return { rows, newestLogId };
   }
 
   /** Hands a row read for the fallback to its listeners, unless a change came while it was read: then reads it again. */

@@ -146,4 +146,15 @@ describe("DeploymentWatch's fallback read, on a clock the test moves", () => {
     expect(rows.at(-1)).toBeUndefined();
     expect(rows.at(-2)?.status).toBe("running");
   });
+
+  it("reads 12,000 followed deployments in three statements a period, under the databases' bound on parameters", async () => {
+    const clock = new TestClock(0, { manual: true });
+    const watch = new DeploymentWatch({ repos, events: new EventBus(), log: createLogger("silent"), clock, fallbackMs: 1_000 });
+    for (let i = 0; i < 12_000; i++) watch.onLines(`dep_many_${i}`, () => undefined);
+    const before = reads;
+    clock.advance(1_000);
+    await new Promise((r) => setImmediate(r));
+    expect(reads - before).toBe(3);
+    expect(watch.fallbackReads).toBe(3);
+  });
 });
