@@ -57,14 +57,14 @@ export class DeploymentWatch {
    * id is taken when its insert starts and seen when it commits, so a line may
    * appear under an id below the newest already seen: each read counts the lines
    * after the id of the read before last, and compares with what the last read
-   * counted after that same id. A line committed more than one period after a
-   * later one's is not seen by this read (the next line stored wakes its
-   * followers, who read from their cursor and find both).
+   * counted after that same id. Only a line whose insert took more than a whole
+   * period to commit is missed so; the next line stored for its deployment
+   * wakes its followers, who read on from their cursor and find both.
    */
   private newestLogIds: number[] = [];
   /** Per watched deployment: its lines counted after newestLogIds' last id at the last read. */
   private countedAfterLast = new Map<string, number>();
-  /** Fallback reads made, for tests and /metrics: one per period however many are watched. */
+  /** Fallback statements made, for tests and /metrics: one a period per FALLBACK_IDS_PER_READ deployments watched. */
   fallbackReads = 0;
 
   constructor(private readonly o: DeploymentWatchOptions) {
