@@ -1,3 +1,4 @@
+export { agentInstallCommand } from "./agent-install";
 export type { BuyOptions, Payer } from "./chain";
 export { type Client, createClient } from "./client";
 export type { DepositWaitOptions } from "./deposits";

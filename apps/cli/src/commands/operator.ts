@@ -1,5 +1,5 @@
 import type { Region } from "@cm/protocol/lists";
-import type { OperatorNode, Payout } from "@cm/sdk";
+import { agentInstallCommand, type OperatorNode, type Payout } from "@cm/sdk";
 import { intFlag, type Run, str, UsageError } from "../args";
 import { cents, credits, gpus } from "./format";
 
@@ -19,7 +19,7 @@ export const add: Run = async (ctx, { flags }) => {
   ctx.out.note(
     `Enrolled ${answer.node.id}. The agent token is shown this once. On the GPU machine, in a directory holding a release's install-cm-agent.sh, its cm-agent tarball and SHA256SUMS (the agent's guide, "Install from a release"), run:`,
   );
-  ctx.out.line(installCommand(ctx.api, answer.agentToken));
+  ctx.out.line(agentInstallCommand(ctx.api, answer.agentToken));
   if (RUNS_FROM_CHECKOUT) {
     ctx.out.note(`Or from a checkout of this repository on that machine: ${checkoutInstallCommand(ctx.api, answer.agentToken)}`);
     ctx.out.note(`(or in the foreground: ${agentCommand(ctx.api, answer.agentToken)})`);
@@ -32,16 +32,12 @@ export const add: Run = async (ctx, { flags }) => {
  */
 const RUNS_FROM_CHECKOUT = import.meta.url.endsWith(".ts");
 
-/**
- * The release's installer, install-cm-agent.sh, as the release ships it beside the tarball
- * (scripts/release/release.ts; nothing serves it for download). In these commands the token
- * goes in the environment, never in an argument: every user of the machine reads arguments
- * with `ps`. sudo drops the environment unless told to keep a variable; --preserve-env=NAME
- * keeps the token out of sudo's own arguments.
+/*
+ * The release's installer line is the SDK's agentInstallCommand, which the web console shows too.
+ * The checkout commands below keep the token in the environment for its reason: every user of
+ * the machine reads arguments with `ps`.
  */
-export const installCommand = (api: string, token: string) =>
-  `AGENT_TOKEN=${token} sudo --preserve-env=AGENT_TOKEN bash install-cm-agent.sh --control-plane ${api}`;
-/** The same from a checkout: scripts/install-agent.sh builds the agent and installs it as a service. */
+/** The release line's equivalent from a checkout: scripts/install-agent.sh builds the agent and installs it as a service. */
 export const checkoutInstallCommand = (api: string, token: string) =>
   `AGENT_TOKEN=${token} sudo --preserve-env=AGENT_TOKEN scripts/install-agent.sh --control-plane ${api}`;
 /** An agent in the foreground, from a checkout. */
