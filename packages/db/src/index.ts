@@ -16,7 +16,7 @@ import { createTemplatesRepo } from "./repos/templates";
 export { createDb, DatabaseNewerError, type DbHandle, type Dialect, isDatabaseUnavailable } from "./client";
 export { createNotifier, NOTICE_MAX_BYTES, type Notifier, REPLICA_CHANNEL } from "./notifier";
 export { DatabaseInUseError, databaseInUse, lockDatabase, lockFileFor, type ProcessLock } from "./process-lock";
-export { type Release, readReleases, thisBuild } from "./releases";
+export { type Release, RUNNABLE_FROM_KEY, type RunnableFrom, readJournal, readReleases, thisBuild } from "./releases";
 export type { AgentSessionRow } from "./repos/agent-sessions";
 export type { Consumption } from "./repos/billing";
 export {

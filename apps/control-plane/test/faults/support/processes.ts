@@ -12,9 +12,10 @@ export type Program = Awaited<ReturnType<typeof startProgram>>;
  * process itself: SIGSTOP and SIGKILL must reach the program, not a launcher.
  * Its output is kept (not printed) for the test to search and to explain a failure.
  */
-export function startProgram(name: string, entry: string, args: string[], env: Record<string, string>) {
+export function startProgram(name: string, entry: string, args: string[], env: Record<string, string>, o: { cwd?: string } = {}) {
   const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", entry, ...args], {
-    cwd: REPO_ROOT,
+    // Another checkout's (a previous release's source) runs from its own root.
+    cwd: o.cwd ?? REPO_ROOT,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
