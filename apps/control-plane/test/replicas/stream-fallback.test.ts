@@ -1,4 +1,6 @@
+import { fileURLToPath } from "node:url";
 import { describeEachDatabase } from "@cm/testkit";
+import { runProgram } from "@cm/testkit/run-program";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { openSse, until } from "../api/support/sse-client";
 import { type Harness, startHarness } from "../support/harness";
@@ -8,6 +10,15 @@ import { type Harness, startHarness } from "../support/harness";
 // for all the deployments this replica's streams watch, not one per deployment.
 
 const FALLBACK_MS = 300;
+const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
+/** Another process storing one log line, as another replica's ingest does, and sending no notice. */
+const WRITER = `
+import postgres from "postgres";
+const [url, id, seq, ts, message] = process.argv.slice(1);
+const sql = postgres(url, { max: 1, onnotice: () => undefined });
+await sql\`insert into deployment_logs (deployment_id, seq, ts, ts_ms, stream, message) values (\${id}, \${Number(seq)}, \${ts}, \${Date.parse(ts)}, 'stdout', \${message})\`;
+await sql.end();
+`;
 const DEPLOYMENTS = 6;
 
 describeEachDatabase("the streams' fallback read on $name", (db) => {
@@ -23,10 +34,13 @@ describeEachDatabase("the streams' fallback read on $name", (db) => {
   });
   afterAll(() => h?.close());
 
-  // Stored straight into the database, as another replica would: no notice here.
-  const storeElsewhere = (id: string, message: string) => {
+  // Stored straight into the database, as another replica would: no notice here. On
+  // PostgreSQL by another process on a connection of its own; the embedded database
+  // is one process's (a second is refused), so there by this process's store.
+  const storeElsewhere = async (id: string, message: string) => {
     const ts = new Date().toISOString();
-    return h.deps.repos.logIngest.append(id, [{ seq: ++seq, ts, tsMs: Date.parse(ts), stream: "stdout" as const, message }]);
+    if (db.name === "sqlite") return h.deps.repos.logIngest.append(id, [{ seq: ++seq, ts, tsMs: Date.parse(ts), stream: "stdout" as const, message }]);
+    await runProgram(process.execPath, ["--input-type=module", "-e", WRITER, h.deps.config.DATABASE_URL, id, String(++seq), ts, message], { cwd: ROOT });
   };
   const messages = (events: Array<{ event?: string; data?: string }>) => events.filter((e) => e.data && !e.event).map((e) => JSON.parse(e.data!).message);
 
@@ -73,8 +87,8 @@ describeEachDatabase("the streams' fallback read on $name", (db) => {
 
       // A line on half of them, stored elsewhere: each reaches its follower within about a period.
       const lined = ids.filter((_, i) => i % 2 === 0);
-      const storedAt = Date.now();
       await Promise.all(lined.map((id) => storeElsewhere(id, `elsewhere ${id}`)));
+      const storedAt = Date.now();
       const arrivedMs: number[] = [];
       await Promise.all(
         lined.map(async (id) => {
@@ -83,7 +97,7 @@ describeEachDatabase("the streams' fallback read on $name", (db) => {
           arrivedMs.push(Date.now() - storedAt);
         }),
       );
-      // One period at most, and what a loaded machine adds to a read and a write.
+      // From the last commit: one period at most, and what a loaded machine adds to a read and a write.
       expect(Math.max(...arrivedMs)).toBeLessThan(FALLBACK_MS + 700);
       // Only the followers of those deployments read lines; the others were not woken.
       expect([...asked.lineReads.keys()].sort()).toEqual([...lined].sort());
