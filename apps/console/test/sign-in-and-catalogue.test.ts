@@ -35,6 +35,26 @@ needs("chromium").describe("the web console in a browser", () => {
     expect(refresh.status).toBe(401);
   });
 
+  test("two tabs whose tokens expire together refresh once between them, and the sign-in survives", async ({ signedIn, stack }) => {
+    const { page, context } = signedIn;
+    const other = await context.newPage();
+    await Promise.all([page.goto("/app/deployments"), other.goto("/app/deployments")]);
+    const session = () => page.evaluate(() => JSON.parse(localStorage.getItem("cm.session") ?? "null"));
+    const before = await session();
+    // Both tabs find the access token expired at once: each would spend the same refresh token, which the API takes for theft.
+    await page.evaluate(() => {
+      const s = JSON.parse(localStorage.getItem("cm.session")!);
+      localStorage.setItem("cm.session", JSON.stringify({ ...s, expiresAt: Date.now() - 1_000 }));
+    });
+    await Promise.all([page.reload(), other.reload()]);
+    await expect.poll(async () => (await session())?.refreshToken).not.toBe(before.refreshToken);
+    await page.getByRole("heading", { name: "Deployments", exact: true }).waitFor();
+    for (const tab of [page, other]) expect(await tab.getByRole("button", { name: "Sign out" }).count()).toBe(1);
+    // The pair the tabs share is the live one: the API still honours it.
+    const refresh = await stack.harness.call("POST", "/auth/refresh", { body: { refreshToken: (await session()).refreshToken } });
+    expect(refresh.status).toBe(200);
+  });
+
   test("shows the wallet's refusal as an error, and nothing is stored", async ({ visit, wallet }) => {
     wallet.refuse = true;
     const { page } = await visit("/sign-in");

@@ -1,6 +1,7 @@
 import { type Client, createClient, type Session } from "@cm/sdk";
 import { createContext, type ReactNode, useContext, useMemo, useSyncExternalStore } from "react";
 import { BrowserSessionStore } from "./session-store";
+import { sharedRefreshFetch } from "./shared-refresh";
 
 interface Api {
   client: Client;
@@ -13,7 +14,7 @@ const ApiContext = createContext<Api | undefined>(undefined);
 export function ApiProvider({ children, baseUrl }: { children: ReactNode; baseUrl?: string }) {
   const api = useMemo(() => {
     const store = new BrowserSessionStore();
-    return { store, client: createClient({ baseUrl: baseUrl ?? window.location.origin, store }) };
+    return { store, client: createClient({ baseUrl: baseUrl ?? window.location.origin, store, fetch: sharedRefreshFetch(store) }) };
   }, [baseUrl]);
   return <ApiContext.Provider value={api}>{children}</ApiContext.Provider>;
 }
