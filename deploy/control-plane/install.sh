@@ -11,7 +11,7 @@ set -eu
 # Filled in by `npm run release` (scripts/release/release.ts).
 PRODUCT=cm-control-plane
 VERSION="@VERSION@"
-ROLLBACK_NOTE="if the newer version migrated the database, this one refuses to start (exit 78, its journal says so): restore the backup taken before the upgrade"
+ROLLBACK_NOTE="if the newer version migrated the database more than one release past this one, this one refuses to start (exit 78, its journal says so): restore the backup taken before the upgrade"
 # Where the release installed at $PREFIX/<version> records the backup taken before it was installed.
 BACKUP_RECORD=upgrade-backup
 
@@ -47,8 +47,9 @@ A release may migrate the database when it starts. An upgrade on the embedded
 database stops the service and backs the database up beside it first
 (cm-admin backup, named <database>-before-<version>-<time>.db); --rollback names
 that backup, and restores it (the database replaced kept beside it) when the
-version rolled back to lacks a migration the newer one ran, since it refuses such
-a database. On PostgreSQL, back it up yourself first: cm-admin backup prints the
+version rolled back to lacks a migration the newer one ran: the database is as
+before the upgrade (the release just before would also run on the migrated one;
+one further back refuses it). On PostgreSQL, back it up yourself first: cm-admin backup prints the
 pg_dump line.
 CM_ROOT=DIR installs under DIR instead of / (an image being built, or a test): the
 files only, no system user and no systemd.
@@ -183,7 +184,7 @@ prepare_rollback() {
   db="$(embedded_database)"
   if [ ! -r "$PREFIX/$current/$BACKUP_RECORD" ]; then
     if [ "$db" = postgres ]; then
-      note "the database is PostgreSQL: if $current migrated it, $previous refuses it (exit 78): restore the dump taken before the upgrade (pg_restore)"
+      note "the database is PostgreSQL: if $current migrated it more than one release past $previous, $previous refuses it (exit 78): restore the dump taken before the upgrade (pg_restore)"
     else
       note "no backup was taken when $current was installed; $ROLLBACK_NOTE"
     fi
@@ -197,7 +198,7 @@ prepare_rollback() {
     note "$previous knows every migration $current has: the database stays as it is (the backup stays too)"
     return 0
   fi
-  [ -f "$backup" ] || fail "$current ran migrations $previous lacks, so $previous refuses the database, and its backup $backup is gone; nothing was changed" \
+  [ -f "$backup" ] || fail "$current ran migrations $previous lacks, and the backup taken before them, $backup, is gone; nothing was changed" \
     "restore another backup of the database with cm-admin restore FILE, or stay on $current"
   note "$current ran migrations $previous lacks ($newer against $older): restoring the backup; what was written since the upgrade stays only in the database set aside"
   if service_active; then step systemctl stop cm-control-plane; fi
