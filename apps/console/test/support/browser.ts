@@ -18,8 +18,14 @@ import { ensureConsoleBuilt } from "../../../../scripts/console-build";
 import { type Harness, startHarness, TestClock } from "../../../control-plane/test/support/harness";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-/** Debian's chromium (apt-get install chromium; .ci/run installs it): Playwright downloads no browser here. */
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+/** Debian's chromium as the testkit's probe finds it, on PATH (apt-get install chromium; .ci/run installs it): Playwright downloads no browser here. */
+function chromiumPath(): string {
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    const file = path.join(dir, "chromium");
+    if (dir && fs.existsSync(file)) return file;
+  }
+  return "/usr/bin/chromium";
+}
 /** Screenshots land here (gitignored), for a person or CI's artifacts to look at. */
 export const ARTIFACTS = path.resolve(HERE, "../../test-artifacts");
 
@@ -40,7 +46,7 @@ export async function startConsoleStack(): Promise<ConsoleStack> {
   // The server's clock is the browser's: the SDK in the page refreshes tokens by their expiry.
   const harness = await startHarness(sqliteDatabase, { overrides: { clock: new TestClock(Date.now()) } });
   const browser = await chromium.launch({
-    executablePath: CHROMIUM,
+    executablePath: chromiumPath(),
     headless: true,
     // Root (CI, containers) cannot use chromium's sandbox.
     chromiumSandbox: process.getuid?.() !== 0,
