@@ -26,6 +26,7 @@ function chromiumPath(): string {
   }
   return "/usr/bin/chromium";
 }
+export const CHROMIUM = chromiumPath();
 /** Screenshots land here (gitignored), for a person or CI's artifacts to look at. */
 export const ARTIFACTS = path.resolve(HERE, "../../test-artifacts");
 
@@ -46,7 +47,7 @@ export async function startConsoleStack(): Promise<ConsoleStack> {
   // The server's clock is the browser's: the SDK in the page refreshes tokens by their expiry.
   const harness = await startHarness(sqliteDatabase, { overrides: { clock: new TestClock(Date.now()) } });
   const browser = await chromium.launch({
-    executablePath: chromiumPath(),
+    executablePath: CHROMIUM,
     headless: true,
     // Root (CI, containers) cannot use chromium's sandbox.
     chromiumSandbox: process.getuid?.() !== 0,
