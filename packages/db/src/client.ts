@@ -9,6 +9,7 @@ import { migrate as migrateSqlite } from "drizzle-orm/better-sqlite3/migrator";
 import { drizzle as drizzlePg, type PostgresJsDatabase } from "drizzle-orm/postgres-js";
 import { migrate as migratePg } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
+import { PG_POOL_MAX } from "./pool-use";
 import { DatabaseNewerError, judgeDatabase, RUNNABLE_FROM_KEY, thisBuild } from "./releases";
 import * as pgSchema from "./schema/pg";
 import * as sqliteSchema from "./schema/sqlite";
@@ -142,7 +143,7 @@ async function openPg(url: string): Promise<DbHandle> {
   // postgres.js waits longer before each reconnect after failures (up to 20 s),
   // so queries kept hanging well after a database outage ended: retry at a
   // steady pace instead, and fail each query of an outage at once.
-  const client = postgres(url, { max: 10, onnotice: () => undefined, backoff: () => PG_RECONNECT_BACKOFF_S, connect_timeout: 10 });
+  const client = postgres(url, { max: PG_POOL_MAX, onnotice: () => undefined, backoff: () => PG_RECONNECT_BACKOFF_S, connect_timeout: 10 });
   const db = drizzlePg(client) as unknown as Db;
   return {
     dialect: "pg",

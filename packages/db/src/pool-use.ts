@@ -4,7 +4,7 @@ import type { DbHandle } from "./client";
 export type PoolUse = { readonly max: number; inFlight(): number };
 
 /**
- * postgres.js's pool size (client.ts opens its client with max: 10); the
+ * The connections one process's PostgreSQL client opens at most (client.ts); the
  * embedded database is one connection. With N replicas, N times this counts
  * against PostgreSQL's max_connections.
  */
