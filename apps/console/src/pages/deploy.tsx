@@ -4,6 +4,7 @@ import { useApi } from "../api/api-context";
 import { useApiCall } from "../api/use-api-call";
 import { type DeployForm, deployBody, type EnvRow } from "../components/deploy-body";
 import { dollarsPerHour, gigabytes } from "../components/format";
+
 import { REGIONS } from "../components/lists";
 import { PlacementRefusal, type Refusal } from "../components/placement-refusal";
 import { ErrorNotice } from "../layout/error-notice";
@@ -12,6 +13,8 @@ import { Link } from "../router/link";
 import type { PageDefinition } from "../router/pages";
 import { navigate, useLocation } from "../router/router";
 import "./deploy.css";
+
+const memory = (mb: number) => (mb < 1024 ? `${mb} MB` : gigabytes(mb));
 
 /** The estimate is asked again this long after the last change: typing a port asks once, not per keystroke. */
 const ESTIMATE_DELAY_MS = 400;
@@ -104,8 +107,13 @@ function Deploy() {
   const body = "body" in built ? built.body : undefined;
   const estimate = useEstimate(body);
 
-  const set = <K extends keyof DeployForm>(key: K, value: DeployForm[K]) => setForm((f) => ({ ...f, [key]: value }));
-  const setEnv = (key: number, change: Partial<EnvRow>) => setForm((f) => ({ ...f, env: f.env.map((r) => (r.key === key ? { ...r, ...change } : r)) }));
+  // A change answers the last refusal: the estimate of the new form says what now holds.
+  const edit = (change: (f: DeployForm) => DeployForm) => {
+    setSubmitError(undefined);
+    setForm(change);
+  };
+  const set = <K extends keyof DeployForm>(key: K, value: DeployForm[K]) => edit((f) => ({ ...f, [key]: value }));
+  const setEnv = (key: number, change: Partial<EnvRow>) => edit((f) => ({ ...f, env: f.env.map((r) => (r.key === key ? { ...r, ...change } : r)) }));
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
@@ -162,9 +170,8 @@ function Deploy() {
               <ErrorNotice error={templates.error ?? template.error} onRetry={templates.error ? templates.reload : template.reload} />
               {tpl && (
                 <p className="template-facts">
-                  {tpl.description} Image <code>{tpl.containerImage}</code>; needs {tpl.minCpuCores} CPU cores, {gigabytes(tpl.minRamMb)} memory,{" "}
-                  {tpl.minDiskGb} GB disk
-                  {tpl.requiresGpu ? `, a GPU with ${gigabytes(tpl.minGpuVram)}` : ""}
+                  {tpl.description} Image <code>{tpl.containerImage}</code>; needs at least {tpl.minCpuCores > 0 ? `${tpl.minCpuCores} CPU cores, ` : ""}
+                  {memory(tpl.minRamMb)} memory, {tpl.minDiskGb} GB disk{tpl.requiresGpu ? `, a GPU with ${memory(tpl.minGpuVram)}` : ""}
                   {tpl.ports.length ? `; serves ${tpl.ports.map((p) => `${p.internal} (${p.description})`).join(", ")}` : ""}.
                 </p>
               )}
@@ -338,13 +345,13 @@ function Deploy() {
                   type="button"
                   className="secondary"
                   aria-label={`Remove variable ${i + 1}`}
-                  onClick={() => setForm((f) => ({ ...f, env: f.env.filter((r) => r.key !== row.key) }))}
+                  onClick={() => edit((f) => ({ ...f, env: f.env.filter((r) => r.key !== row.key) }))}
                 >
                   Remove
                 </button>
               </div>
             ))}
-            <button type="button" className="secondary" onClick={() => setForm((f) => ({ ...f, env: [...f.env, newEnvRow()] }))}>
+            <button type="button" className="secondary" onClick={() => edit((f) => ({ ...f, env: [...f.env, newEnvRow()] }))}>
               Add variable
             </button>
           </fieldset>
