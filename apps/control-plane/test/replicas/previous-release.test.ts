@@ -1,10 +1,11 @@
 // A rolling upgrade across a migration (issue 41): the replicas are upgraded one at a
 // time, so the release before keeps serving on a database this build migrated. Its
 // real source (the commit that recorded it in releases.json) runs as its own process:
-// it writes rows, this build migrates the database and writes more, and the previous
-// release, started again on it, warns that it is a release behind, answers /ready,
-// signs in, lists its node, reads both releases' rows and creates a deployment that
-// reaches its node's agent. On a SQLite file and on PostgreSQL.
+// it writes rows, this build migrates the database and writes more (on PostgreSQL with
+// the previous release serving through it), and the previous release, started on it,
+// warns that it is a release behind, answers /ready, signs in, lists its node, reads
+// both releases' rows and creates a deployment that reaches its node's agent. On a
+// SQLite file and on PostgreSQL.
 
 import fs from "node:fs";
 import os from "node:os";
@@ -126,7 +127,9 @@ function suite(engine: "sqlite" | "pg") {
       hourlyRateCents: 120,
       maxDeployments: 4,
     });
-    await before.program.stop();
+    // The embedded database is one process's: stopped for the upgrade. On PostgreSQL it stays up
+    // through the migration, as a replica not yet upgraded does.
+    if (engine === "sqlite") await before.program.stop();
 
     // This build migrates it (as the first replica upgraded does) and writes: credits on the account.
     const repos = await openRepos(url);
@@ -152,7 +155,15 @@ function suite(engine: "sqlite" | "pg") {
     const expanded = !aheadOf(release.lastMigration, engine);
     if (expanded) await expandAsTheNextRelease(engine, url, release);
 
-    // The previous release again, on the migrated database, as a replica not yet upgraded.
+    if (engine === "pg") {
+      // The replica that ran through the migration still serves: a sign-in, the credit written since, its node.
+      const through = await signIn(before.url);
+      expect((await json(before.url, "GET", "/credits/balance", through.accessToken)).balance.available).toBe(500);
+      expect((await json(before.url, "GET", "/operator/nodes", through.accessToken)).nodes).toHaveLength(1);
+      expect(before.program.lines.filter((l) => /"level":"error"/.test(l))).toEqual([]);
+    }
+
+    // The previous release (again, on the embedded database), started on the migrated database.
     const after = await startPrevious(release, url, home);
     programs.push(after.program);
     const warned = after.program.lines.find((l) => l.includes("which the release before it may still run"));
@@ -196,6 +207,7 @@ function suite(engine: "sqlite" | "pg") {
       await agent.close();
     }
     await after.program.stop();
+    await before.program.stop();
 
     // And this build reads what the previous release wrote on its database.
     const reread = await openRepos(url);
