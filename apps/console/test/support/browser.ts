@@ -15,6 +15,8 @@ import { build } from "esbuild";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import nacl from "tweetnacl";
 import { ensureConsoleBuilt } from "../../../../scripts/console-build";
+import type { Config } from "../../../control-plane/src/config";
+import type { DepsOverrides } from "../../../control-plane/src/deps";
 import { type Harness, startHarness, TestClock } from "../../../control-plane/test/support/harness";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -41,26 +43,40 @@ export interface ConsoleStack {
   close(): Promise<void>;
 }
 
-/** Builds the console if stale, starts a control plane on port 0 and a headless chromium. */
-export async function startConsoleStack(): Promise<ConsoleStack> {
+/** A headless chromium (the sandbox off as root: CI and containers cannot use it). */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, chromiumSandbox: process.getuid?.() !== 0 });
+}
+
+/**
+ * Builds the console if stale, starts a control plane on port 0 (the harness's, with `config` and
+ * `overrides`; its clock is the browser's unless `overrides` gives one: the SDK in the page
+ * refreshes tokens by their expiry) and a headless chromium.
+ */
+export async function startConsoleStack(o: { config?: Partial<Config>; overrides?: DepsOverrides } = {}): Promise<ConsoleStack> {
   await ensureConsoleBuilt();
-  // The server's clock is the browser's: the SDK in the page refreshes tokens by their expiry.
-  const harness = await startHarness(sqliteDatabase, { overrides: { clock: new TestClock(Date.now()) } });
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    // Root (CI, containers) cannot use chromium's sandbox.
-    chromiumSandbox: process.getuid?.() !== 0,
-  });
-  return {
-    harness,
-    url: harness.url,
-    browser,
-    close: async () => {
-      await browser.close();
-      await harness.close();
-    },
-  };
+  const harness = await startHarness(sqliteDatabase, { config: o.config, overrides: { clock: new TestClock(Date.now()), ...o.overrides } });
+  return consoleStackOn(harness, () => harness.close());
+}
+
+/** The stack over a control plane started some other way (the e2e suite's startSystem, with an agent): the console built, a browser added. */
+export async function consoleStackOn(harness: Harness, closeServer: () => Promise<void>): Promise<ConsoleStack> {
+  try {
+    await ensureConsoleBuilt();
+    const browser = await launchChromium();
+    return {
+      harness,
+      url: harness.url,
+      browser,
+      close: async () => {
+        await browser.close();
+        await closeServer();
+      },
+    };
+  } catch (e) {
+    await closeServer();
+    throw e;
+  }
 }
 
 /** The keypair behind a test wallet: what a person's wallet extension would hold. `refuse` makes it say no, as its user could. */
@@ -140,7 +156,8 @@ export async function signIn(page: Page, wallet: TestWalletKeys): Promise<void> 
 
 /** axe-core on the page as it is: fails with each serious or critical violation, its rule and where. */
 export async function seriousViolations(page: Page): Promise<string[]> {
-  const result = await new AxeBuilder({ page }).analyze();
+  // WCAG 2.1 A and AA, contrast included; axe's best-practice rules are advice, and scanning them doubles the time on every page.
+  const result = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]).analyze();
   return result.violations
     .filter((v) => v.impact === "serious" || v.impact === "critical")
     .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(" ")).join(", ")})`);

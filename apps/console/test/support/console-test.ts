@@ -4,6 +4,10 @@
  * test wallet's keys, new for each test), `visit` (a page of a new visitor with that wallet in
  * it) and `signedIn` (the same, signed in). Each page's context is closed after its test, and the
  * test fails when the page logged an error (a CSP refusal, an uncaught exception).
+ *
+ * A file that needs another control plane (an agent, other settings) overrides `stack` alone, e.g.
+ * `consoleTest.extend({ stack: [async ({}, use) => { const s = await startConsoleStack({ config }); await use(s); await s.close(); }, { scope: "file" }] })`,
+ * or builds it with consoleStackOn over a control plane started its own way.
  */
 import { expect, test } from "vitest";
 import { type ConsolePage, type ConsoleStack, openConsole, signIn, startConsoleStack, TestWalletKeys } from "./browser";
