@@ -128,6 +128,15 @@ needs("chromium").describe("the web console in a browser", () => {
     await expect.poll(() => bigCard.locator(".badge").first().textContent(), { timeout: 8_000 }).toBe("offline");
   });
 
+  test("shows the API's refusal of a filter with its message and code, and recovers when the filter is mended", async ({ visit }) => {
+    const { page } = await visit("/nodes?minCpuCores=-1");
+    const alert = page.getByRole("alert");
+    await expect.poll(() => alert.textContent()).toContain("VALIDATION_ERROR");
+    expect(await alert.textContent()).toMatch(/minCpuCores/);
+    await page.getByLabel("Min CPU cores", { exact: true }).fill("1");
+    await expect.poll(() => alert.count()).toBe(0);
+  });
+
   test("finds templates by category and by search, on a phone", async ({ visit }) => {
     const { page } = await visit("/templates", { viewport: PHONE });
     const shown = () => page.locator(".template h3").count();

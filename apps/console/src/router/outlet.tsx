@@ -18,9 +18,12 @@ export function RouterOutlet() {
     }
   }
   const title = found?.page.title ?? "Not found";
+  const first = useRef(true);
   useEffect(() => {
     document.title = `${title} · Compute marketplace`;
-    heading.current?.focus();
+    // Not on the first load: the skip link and the navigation come first there, as on any page.
+    if (first.current) first.current = false;
+    else heading.current?.focus();
   }, [title]);
 
   return (
