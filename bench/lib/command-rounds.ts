@@ -8,15 +8,22 @@ export const p95 = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.ceil(xs.
 export const summary = (xs: number[]) =>
   `median ${median(xs).toFixed(1)} ms, p95 ${p95(xs).toFixed(1)} ms, max ${Math.max(...xs).toFixed(1)} ms (${xs.length} commands)`;
 
-/** One round on `base`: a create and a stop timed, the deployment driven by the agent in between, then deleted. Answers the two times in ms. */
+/** One round on `base` (and `round.unavailable.count`, the 503s retried): a create and a stop timed, the deployment driven by the agent in between, then deleted. Answers the two times in ms. */
 export function commandRounds(agent: SimAgent, nodeId: string, tenantToken: string) {
-  const call = async (base: string, method: string, path: string, body?: unknown) => {
+  const unavailable = { count: 0 };
+  const call = async (base: string, method: string, path: string, body?: unknown): Promise<{ deployment: { status: string } }> => {
     const r = await fetch(base + path, {
       method,
       headers: { authorization: `Bearer ${tenantToken}`, ...(body ? { "content-type": "application/json" } : {}) },
       body: body ? JSON.stringify(body) : undefined,
     });
-    const json = (await r.json()) as { deployment: { status: string } };
+    const json = await r.json();
+    // A replica whose database did not answer its probe in time refuses everything for a moment (503, "retry in 2 s"): a client retries, and the wait counts in the command's time.
+    if (r.status === 503 && unavailable.count < 100) {
+      unavailable.count++;
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      return call(base, method, path, body);
+    }
     if (!r.ok) throw new Error(`${method} ${path} on ${base}: ${r.status} ${JSON.stringify(json)}`);
     return json;
   };
@@ -31,7 +38,8 @@ export function commandRounds(agent: SimAgent, nodeId: string, tenantToken: stri
     const cmd = await got;
     return { ms: performance.now() - t0, cmd };
   }
-  return async function round(base: string): Promise<[number, number]> {
+  return Object.assign(round, { unavailable });
+  async function round(base: string): Promise<[number, number]> {
     const created = await timed(() => call(base, "POST", "/deployments", { nodeId, customImage: "busybox:1.36" }), "create");
     const spec = created.cmd.deployment;
     for (const s of ["pulling", "starting", "running"]) agent.report(spec, s);
@@ -43,5 +51,5 @@ export function commandRounds(agent: SimAgent, nodeId: string, tenantToken: stri
     await timed(() => call(base, "DELETE", `/deployments/${spec.deploymentId}`), "remove");
     agent.report(spec, "removed");
     return [created.ms, stopped.ms];
-  };
+  }
 }
