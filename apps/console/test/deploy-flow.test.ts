@@ -65,13 +65,15 @@ needs("chromium", "docker", "busybox").describe("deploying from the web console"
     await screenshots(page, "deploy");
     const templateDeployment = await deploy(page);
 
-    // A custom image, on a node picked from the list, with a command and resources.
-    await page.goto("/app/deploy");
+    // A custom image, on the node picked in the catalogue, with a command and resources.
+    await page.goto("/app/nodes");
+    await page.getByRole("link", { name: "Deploy here, on e2e" }).click();
+    await page.getByRole("heading", { name: "Deploy", exact: true }).waitFor();
+    expect(await page.getByLabel("A node I pick").isChecked()).toBe(true);
+    expect(await page.getByLabel("Node", { exact: true }).inputValue()).toBe(stack.nodeId);
     await page.getByLabel("A container image").check();
     await page.getByLabel("Image", { exact: true }).fill(stack.busybox);
     await page.getByLabel("Name (optional)").fill("ticker");
-    await page.getByLabel("A node I pick").check();
-    await page.getByLabel("Node", { exact: true }).selectOption(stack.nodeId);
     await page.getByLabel("CPU cores").fill("0.2");
     await page.getByLabel("Memory (MB)").fill("128");
     await page.getByLabel("Command (optional)").fill(`sh -c "while true; do echo tick; sleep 1; done"`);

@@ -62,7 +62,11 @@ export function PlacementRefusal({ refusal, live }: { refusal: Refusal; live?: b
       </p>
       {counts.length > 0 && (
         <>
-          <p>Of the {typeof online === "number" ? online : ""} online nodes, how many are ruled out, by reason:</p>
+          <p>
+            {typeof online === "number"
+              ? `Of the ${online} online ${online === 1 ? "node" : "nodes"}, how many each reason rules out:`
+              : "How many online nodes each reason rules out:"}
+          </p>
           <ul className="refusal-reasons" aria-label="Why no node fits">
             {counts.map(([reason, n]) => (
               <li key={reason}>

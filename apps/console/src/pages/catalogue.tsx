@@ -7,6 +7,7 @@ import { dollarsPerHour, gigabytes } from "../components/format";
 import { NODE_STATUSES, REGIONS } from "../components/lists";
 import { ErrorNotice } from "../layout/error-notice";
 import { Loading } from "../layout/loading";
+import { Link } from "../router/link";
 import type { PageDefinition } from "../router/pages";
 import { navigate, useLocation } from "../router/router";
 
@@ -148,6 +149,11 @@ function Catalogue() {
                   <dd>{n.uptimePercent}%</dd>
                 </dl>
                 {n.maintenanceReason && <p className="node-note">In maintenance: {n.maintenanceReason}</p>}
+                {n.status === "online" && (
+                  <Link to={`/deploy?node=${encodeURIComponent(n.id)}`} className="button" aria-label={`Deploy here, on ${n.name}`}>
+                    Deploy here
+                  </Link>
+                )}
               </li>
             ))}
           </ul>
