@@ -1,5 +1,4 @@
 import type { Repos } from "@cm/db";
-import { expect } from "vitest";
 import { wholeBooks } from "./book-equations";
 
 /**
@@ -8,6 +7,7 @@ import { wholeBooks } from "./book-equations";
  */
 export async function checkWholeBooks(repos: Repos) {
   const { totals, broken } = await wholeBooks(repos);
-  expect(broken, "the whole books").toEqual([]);
+  // Thrown as the equations' own words (a matcher's diff would cut them short), so a test can name the one it expects broken.
+  if (broken.length > 0) throw new Error(`the whole books: ${broken.join("; ")}`);
   return totals;
 }
