@@ -12,6 +12,11 @@ const NEXT: Partial<Record<ApiError["code"], string>> = {
   NODE_OFFLINE: "Pick another node, or wait for this one to come back online.",
   NODE_IN_MAINTENANCE: "Pick another node: its operator paused this one.",
   RATE_LIMITED: "Wait a minute, then try again.",
+  NODE_QUOTA_EXCEEDED: "Retire a node you no longer run, then add this one.",
+  PAYOUT_BELOW_MINIMUM: "Ask for at least the minimum the message names.",
+  PAYOUT_ABOVE_DAILY_LIMIT: "Ask for the daily limit or less; request the rest tomorrow.",
+  INSUFFICIENT_EARNINGS: "Ask for no more than your available earnings; pending earnings become available after the hold.",
+  PAYOUTS_NOT_CONFIGURED: "This installation cannot pay out yet: ask its administrator to set PAYOUT_KEYPAIR.",
 };
 
 /** An error as the user should see it: the API's message and code (and request id, for support), and what to do next. */
