@@ -22,7 +22,9 @@ export function DeploymentStatusBadge({ status }: { status: Deployment["status"]
 
 /** Why it is where it is, plainly: the API's statusReason, and the exit code of a container that ended. */
 function reasonOf(d: Pick<Deployment, "status" | "statusReason" | "exitCode">): string | undefined {
-  const parts = [d.statusReason ?? undefined, d.exitCode !== null && hasEnded(d.status) ? `exit code ${d.exitCode}` : undefined].filter(Boolean);
+  // The exit code, unless the reason already says it ("the container exited with code 3").
+  const code = d.exitCode !== null && hasEnded(d.status) && !d.statusReason?.includes(`code ${d.exitCode}`) ? `exit code ${d.exitCode}` : undefined;
+  const parts = [d.statusReason ?? undefined, code].filter(Boolean);
   return parts.length ? parts.join(", ") : undefined;
 }
 
@@ -36,8 +38,9 @@ function Timeline({ steps }: { steps: TimelineStep[] }) {
           <li key={i} className={`timeline-step dstatus-line-${s.status}`}>
             <span className="timeline-status">{s.status === "created" ? "created" : <DeploymentStatusBadge status={s.status} />}</span>
             <time dateTime={s.at}>{time(s.at)}</time>
-            {s.reason && <span className="timeline-reason">{s.reason}</span>}
-            {s.exitCode !== null && hasEnded(s.status as Deployment["status"]) && <span className="timeline-reason">exit code {s.exitCode}</span>}
+            {s.status !== "created" && reasonOf({ status: s.status, statusReason: s.reason, exitCode: s.exitCode }) && (
+              <span className="timeline-reason">{reasonOf({ status: s.status, statusReason: s.reason, exitCode: s.exitCode })}</span>
+            )}
           </li>
         ))}
       </ol>
