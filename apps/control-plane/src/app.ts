@@ -82,7 +82,10 @@ export function createApp(deps: Deps) {
 
   app.route("/", docsRoutes(app));
   // The web console, on the API's host only (server.ts gives endpoint hosts to the gateway before this app).
-  app.route("/", consoleRoutes({ dir: deps.config.CONSOLE_DIR || defaultConsoleDir(), rpcUrl: deps.config.SOLANA_RPC_URL }));
+  app.route(
+    "/",
+    consoleRoutes({ dir: deps.config.CONSOLE_DIR || defaultConsoleDir(), rpcUrl: deps.config.SOLANA_RPC_URL, stableDecimals: deps.config.STABLE_DECIMALS }),
+  );
 
   app.notFound((c) => errorResponse(c, new ApiError("NOT_FOUND", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
   app.onError((err, c) => onError(err, c, (e) => (deps.dbHealth.noteError(e) ? databaseUnavailable() : undefined)));

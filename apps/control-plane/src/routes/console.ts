@@ -71,7 +71,7 @@ export function consoleCsp(host: string | undefined, rpcUrl: string | undefined)
  * the API's app, so only the API's host serves it: a tenant endpoint's host never reaches this app
  * (server.ts hands those to the gateway first), and the console's origin stays the API's.
  */
-export function consoleRoutes(o: { dir: string; rpcUrl?: string }) {
+export function consoleRoutes(o: { dir: string; rpcUrl?: string; stableDecimals?: number }) {
   const root = path.resolve(o.dir);
 
   const secure = (c: Context<AppEnv>) => {
@@ -131,9 +131,24 @@ export function consoleRoutes(o: { dir: string; rpcUrl?: string }) {
       if (!index) return notBuilt(c);
       // index.html names this build's assets: asked again each time, so a new build is seen at the next load.
       c.header("Cache-Control", "no-cache");
-      return c.html(index.toString("utf8"));
+      return c.html(withChain(index.toString("utf8"), o));
     });
 }
+
+/**
+ * The page learns the Solana RPC to send a wallet's payment through (the one the CSP lets it
+ * reach: the control plane's own, so the payment is read back where it was sent) and the
+ * stablecoin's decimals from two meta elements: data, not script, so the CSP stands.
+ */
+function withChain(html: string, o: { rpcUrl?: string; stableDecimals?: number }): string {
+  const metas = [
+    o.rpcUrl && `<meta name="cm-solana-rpc" content="${attribute(o.rpcUrl)}" />`,
+    o.stableDecimals !== undefined && `<meta name="cm-stable-decimals" content="${o.stableDecimals}" />`,
+  ].filter(Boolean);
+  return metas.length ? html.replace("</head>", `${metas.join("")}</head>`) : html;
+}
+
+const attribute = (text: string) => text.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 
 function wantsHtml(c: Context<AppEnv>): boolean {
   return /\btext\/html\b/i.test(c.req.header("accept") ?? "");
