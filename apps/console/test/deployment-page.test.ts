@@ -2,7 +2,7 @@ import { needs } from "@cm/testkit";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ensureBusyboxImage } from "../../agent/test/support/busybox-image";
-import { openConsole, PHONE, screenshots, seriousViolations, signIn, TestWalletKeys } from "./support/browser";
+import { DESKTOP, openConsole, PHONE, screenshots, seriousViolations, signIn, TestWalletKeys } from "./support/browser";
 import { type DeploymentSystem, startDeploymentSystem } from "./support/deployment-system";
 
 // A deployment's page in chromium, against a real control plane and a real agent running a real
@@ -57,7 +57,7 @@ needs("chromium", "docker", "busybox").describe("a deployment's page", () => {
   const lastLine = async (page: Page) => (await lineTexts(page)).at(-1);
   const numberOf = (line: string | undefined) => Number(line?.replace("line ", "") ?? Number.NaN);
 
-  it("shows a running deployment live: logs (pause, search), endpoint, terminal; stops, starts, and deletes after asking", async () => {
+  it("shows a running deployment live: logs (pause, search), endpoint, a terminal that resizes; stops, starts, and deletes after asking", async () => {
     const { page, context, token } = await signedIn();
     const id = await create(token, { name: "console web", ports: [8080], command: ["sh", "-c", SCRIPT] });
 
@@ -112,6 +112,20 @@ needs("chromium", "docker", "busybox").describe("a deployment's page", () => {
     await page.keyboard.type("echo hi-$((6*7))");
     await page.keyboard.press("Enter");
     await expect.poll(() => screen.textContent(), WAIT).toContain("hi-42");
+    // The tty takes the terminal's size, and a narrower window narrows it.
+    const ttySize = async () => {
+      await page.keyboard.type("stty size");
+      await page.keyboard.press("Enter");
+      await new Promise((r) => setTimeout(r, 300));
+      const rows = await page.locator(".terminal-host .xterm-rows > div").allTextContents();
+      const sizes = rows.map((r) => r.trim().match(/^(\d+) (\d+)$/)).filter((m) => m !== null);
+      return Number(sizes.at(-1)?.[2] ?? 0);
+    };
+    const wideCols = await ttySize();
+    expect(wideCols).toBeGreaterThan(60);
+    await page.setViewportSize(PHONE);
+    await expect.poll(ttySize, { ...WAIT, intervals: [500] }).toBeLessThan(wideCols / 2);
+    await page.setViewportSize(DESKTOP);
 
     expect(await seriousViolations(page)).toEqual([]);
     await screenshots(page, "deployment");
