@@ -158,7 +158,7 @@ needs("chromium", "docker", "busybox").describe("a deployment's page", () => {
     await context.close();
   }, 150_000);
 
-  it("says plainly why a deployment ended, on a phone", async () => {
+  it("says plainly why a deployment ended, and why a start was refused, on a phone", async () => {
     const { page, context, token } = await signedIn("/", PHONE);
     const id = await create(token, { name: "console exits", command: ["sh", "-c", "echo going; exit 3"] });
     await page.goto(`/app/deployments/${id}`);
@@ -166,8 +166,22 @@ needs("chromium", "docker", "busybox").describe("a deployment's page", () => {
     await expect.poll(() => page.locator(".deployment-reason").textContent(), WAIT).toContain("code 3");
     await expect.poll(() => lineTexts(page), WAIT).toContain("going");
     expect(await page.getByRole("button", { name: "Start", exact: true }).isEnabled()).toBe(true);
-    expect(await seriousViolations(page)).toEqual([]);
-    await screenshots(page, "deployment-exited");
+
+    // A start the API refuses shows its message, its code and what to do.
+    const maintenance = (enabled: boolean) =>
+      stack.harness.call("POST", `/operator/nodes/${stack.system.nodeId}/maintenance`, { token: stack.system.operatorToken, body: { enabled } });
+    expect((await maintenance(true)).status).toBe(200);
+    try {
+      await page.getByRole("button", { name: "Start", exact: true }).click();
+      const refusal = page.locator(".deployment-actions").getByRole("alert");
+      await expect.poll(() => refusal.textContent(), WAIT).toContain("NODE_IN_MAINTENANCE");
+      expect(await refusal.textContent()).toContain("Pick another node");
+      expect(await status(page)).toBe("exited");
+      expect(await seriousViolations(page)).toEqual([]);
+      await screenshots(page, "deployment-exited");
+    } finally {
+      await maintenance(false);
+    }
     await context.close();
   });
   it("keeps drawing at 1,000 log lines a second: a bounded number of rows in the page, frames counted", async () => {
