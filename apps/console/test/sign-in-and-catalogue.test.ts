@@ -25,7 +25,9 @@ needs("chromium").describe("the web console in a browser", () => {
     await page.getByRole("button", { name: "Sign out" }).waitFor();
     const stored = await page.evaluate(() => JSON.parse(localStorage.getItem("cm.session") ?? "null"));
     expect(stored.user.walletAddress).toBe(wallet.address);
-    expect(wallet.signed).toHaveLength(1); // the reload asked the wallet nothing
+    expect(wallet.signed).toHaveLength(1); // the reload asked the wallet to sign nothing
+    // The wallet that signed in is connected again without asking (it trusts the site), for the pages that need it to pay.
+    await expect.poll(() => page.locator(".wallet-button .address").getAttribute("title")).toBe(`${wallet.address}, connected with ${wallet.name}`);
 
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByRole("banner").getByRole("link", { name: "Sign in", exact: true }).waitFor();

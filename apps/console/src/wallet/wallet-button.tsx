@@ -3,7 +3,7 @@ import { useWallet } from "./wallet-context";
 
 /** The header's corner: the signed-in address and sign-out, or a way to sign in. */
 export function WalletButton() {
-  const { address, signOut } = useWallet();
+  const { address, wallet, signOut } = useWallet();
   if (!address) {
     return (
       <Link to="/sign-in" className="button wallet-button">
@@ -13,7 +13,7 @@ export function WalletButton() {
   }
   return (
     <div className="wallet-button">
-      <span className="address" title={address}>
+      <span className="address" title={wallet ? `${address}, connected with ${wallet.name}` : address}>
         {short(address)}
       </span>
       <button type="button" onClick={() => void signOut()}>

@@ -1,13 +1,16 @@
-import { createContext, type ReactNode, useCallback, useContext, useMemo, useState } from "react";
+import { createContext, type ReactNode, useCallback, useContext, useEffect, useMemo, useState } from "react";
 import { useApi, useSession } from "../api/api-context";
-import { connect, disconnect, type SignInWallet, walletSigner } from "./wallets";
+import { connect, disconnect, type SignInWallet, useSignInWallets, walletSigner } from "./wallets";
+
+/** Which wallet signed in, by name, so a reload can reconnect it without asking (the session itself is in the API context's store). */
+const WALLET_KEY = "cm.wallet";
 
 type Step = { kind: "idle" } | { kind: "connecting"; wallet: string } | { kind: "signing"; wallet: string } | { kind: "failed"; error: unknown };
 
 interface WalletState {
   /** The signed-in wallet's address (from the session, so it survives a reload without asking the wallet). */
   address: string | undefined;
-  /** The wallet connected in this page, once connected; after a reload none is until the user connects again. */
+  /** The wallet connected in this page: after a reload, the one that signed in, reconnected silently when it still trusts this site. */
   wallet: SignInWallet | undefined;
   step: Step;
   /** Connects `wallet`, has it sign the API's sign-in message, and keeps the session. */
@@ -32,6 +35,7 @@ export function WalletProvider({ children }: { children: ReactNode }) {
         setWallet(w);
         setStep({ kind: "signing", wallet: w.name });
         await client.auth.signIn(walletSigner(w, account));
+        localStorage.setItem(WALLET_KEY, w.name);
         setStep({ kind: "idle" });
       } catch (error) {
         setStep({ kind: "failed", error });
@@ -47,11 +51,28 @@ export function WalletProvider({ children }: { children: ReactNode }) {
       // The session is forgotten here all the same (the SDK clears it before throwing).
       setStep({ kind: "failed", error });
     }
+    localStorage.removeItem(WALLET_KEY);
     if (wallet) await disconnect(wallet).catch(() => undefined);
     setWallet(undefined);
   }, [client, wallet]);
 
   const address = session?.user?.walletAddress;
+
+  // After a reload the session is there but no wallet is connected: reconnect the one that signed in, silently, once it
+  // registers (an extension may register after the page loads), and only with the signed-in account.
+  const wallets = useSignInWallets();
+  const remembered = address ? wallets.find((w) => w.name === localStorage.getItem(WALLET_KEY)) : undefined;
+  useEffect(() => {
+    if (!remembered || wallet) return;
+    let current = true;
+    connect(remembered, { silent: true }).then(
+      (account) => current && account.address === address && setWallet(remembered),
+      () => undefined, // it asks to be asked: the user connects it when a page needs it
+    );
+    return () => {
+      current = false;
+    };
+  }, [remembered, wallet, address]);
   const value = useMemo(() => ({ address, wallet, step, signIn, signOut }), [address, wallet, step, signIn, signOut]);
   return <WalletContext.Provider value={value}>{children}</WalletContext.Provider>;
 }

@@ -32,9 +32,12 @@ export function useSignInWallets(): readonly SignInWallet[] {
   return useSyncExternalStore(subscribe, () => snapshot);
 }
 
-/** Connects (the wallet asks its user) and answers the first account that signs Solana messages. */
-export async function connect(wallet: SignInWallet): Promise<WalletAccount> {
-  const { accounts } = await wallet.features[StandardConnect].connect();
+/**
+ * Connects (the wallet asks its user) and answers the first account that signs Solana messages.
+ * `silent`: only if the wallet already trusts this site, asking nobody (after a reload).
+ */
+export async function connect(wallet: SignInWallet, options: { silent?: boolean } = {}): Promise<WalletAccount> {
+  const { accounts } = await wallet.features[StandardConnect].connect(options.silent ? { silent: true } : undefined);
   const account = accounts.find((a) => a.features.includes(SolanaSignMessage)) ?? accounts[0];
   if (!account) throw new Error(`${wallet.name} connected no account`);
   return account;

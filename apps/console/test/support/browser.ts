@@ -85,6 +85,8 @@ export class TestWalletKeys {
   readonly keypair = nacl.sign.keyPair();
   readonly address = walletAddress(this.keypair.publicKey);
   refuse = false;
+  /** Whether the user connected it to the console before: a silent connect (after a reload) succeeds only then. */
+  trusted = false;
   /** The messages it signed, as text: the sign-in message, which a test can read. */
   readonly signed: string[] = [];
 
@@ -133,6 +135,10 @@ export async function openConsole(
   if (o.wallet) {
     const wallet = o.wallet;
     await context.exposeFunction("cmTestWalletSign", (message: number[]) => wallet.sign(message));
+    await context.exposeFunction("cmTestWalletTrusted", () => wallet.trusted);
+    await context.exposeFunction("cmTestWalletTrust", () => {
+      wallet.trusted = true;
+    });
     const identity = { name: wallet.name, address: wallet.address, publicKey: Array.from(wallet.keypair.publicKey) };
     await context.addInitScript({ content: `window.cmTestWallet = ${JSON.stringify(identity)};\n${await testWalletScript()}` });
   }

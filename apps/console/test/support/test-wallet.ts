@@ -23,6 +23,9 @@ declare global {
     cmTestWallet: { name: string; address: string; publicKey: number[] };
     /** Exposed by the test: the detached signature of the message, or a rejection when the test's user says no. */
     cmTestWalletSign(message: number[]): Promise<number[]>;
+    /** Whether the user connected this wallet to the site before, as a wallet remembers across reloads (the test keeps it). */
+    cmTestWalletTrusted(): Promise<boolean>;
+    cmTestWalletTrust(): Promise<void>;
   }
 }
 
@@ -52,7 +55,15 @@ class TestWallet implements Wallet {
 
   get features(): StandardConnectFeature & StandardDisconnectFeature & StandardEventsFeature & SolanaSignMessageFeature {
     return {
-      [StandardConnect]: { version: "1.0.0", connect: async () => this.#setAccounts([this.#account]) },
+      [StandardConnect]: {
+        version: "1.0.0",
+        // As a real wallet: a silent connect succeeds only for a site it was connected to before (here: since the test began).
+        connect: async (input) => {
+          if (input?.silent && !(await window.cmTestWalletTrusted())) return { accounts: [] };
+          await window.cmTestWalletTrust();
+          return this.#setAccounts([this.#account]);
+        },
+      },
       [StandardDisconnect]: { version: "1.0.0", disconnect: async () => void this.#setAccounts([]) },
       [StandardEvents]: {
         version: "1.0.0",
