@@ -1,10 +1,11 @@
-import { ApiError, type CreateDeploymentRequest, type DeploymentEstimateResponse } from "@cm/sdk";
-import { type FormEvent, type ReactNode, useEffect, useId, useRef, useState } from "react";
+import { ApiError } from "@cm/sdk";
+import { type FormEvent, type ReactNode, useId, useState } from "react";
 import { useApi } from "../api/api-context";
 import { useApiCall } from "../api/use-api-call";
-import { type DeployForm, deployBody, type EnvRow } from "../components/deploy-body";
+import { type DeployForm, deployBody } from "../components/deploy-body";
+import { DeployEstimate, useEstimate } from "../components/deploy-estimate";
+import { EnvRows, newEnvRow } from "../components/env-rows";
 import { dollarsPerHour, gigabytes } from "../components/format";
-
 import { REGIONS } from "../components/lists";
 import { PlacementRefusal, type Refusal } from "../components/placement-refusal";
 import { ErrorNotice } from "../layout/error-notice";
@@ -15,9 +16,6 @@ import { navigate, useLocation } from "../router/router";
 import "./deploy.css";
 
 const memory = (mb: number) => (mb < 1024 ? `${mb} MB` : gigabytes(mb));
-
-/** The estimate is asked again this long after the last change: typing a port asks once, not per keystroke. */
-const ESTIMATE_DELAY_MS = 400;
 
 /** A label tied to its control by id (a nested select's option would otherwise be read as part of its name). */
 function Labelled({ label, hint, children }: { label: string; hint?: string; children: (id: string, hintId?: string) => ReactNode }) {
@@ -35,9 +33,6 @@ function Labelled({ label, hint, children }: { label: string; hint?: string; chi
     </div>
   );
 }
-
-let envKey = 0;
-const newEnvRow = (): EnvRow => ({ key: ++envKey, name: "", value: "" });
 
 function initialForm(query: URLSearchParams): DeployForm {
   const node = query.get("node") ?? "";
@@ -61,30 +56,6 @@ function initialForm(query: URLSearchParams): DeployForm {
     ports: "",
     tcpPorts: "",
   };
-}
-
-/** The estimate of the body as it is now, asked again after each change; undefined while none has answered for it. */
-function useEstimate(body: CreateDeploymentRequest | undefined) {
-  const api = useApi();
-  const key = body ? JSON.stringify(body) : "";
-  const [state, setState] = useState<{ key: string; estimate?: DeploymentEstimateResponse; error?: unknown }>({ key: "" });
-  const latest = useRef(body);
-  latest.current = body;
-  useEffect(() => {
-    if (!key || !latest.current) return;
-    let current = true;
-    const timer = setTimeout(() => {
-      api.deployments.estimate(latest.current!).then(
-        (estimate) => current && setState({ key, estimate }),
-        (error: unknown) => current && setState({ key, error }),
-      );
-    }, ESTIMATE_DELAY_MS);
-    return () => {
-      current = false;
-      clearTimeout(timer);
-    };
-  }, [key, api]);
-  return state.key === key ? state : { key };
 }
 
 function Deploy() {
@@ -113,7 +84,6 @@ function Deploy() {
     setForm(change);
   };
   const set = <K extends keyof DeployForm>(key: K, value: DeployForm[K]) => edit((f) => ({ ...f, [key]: value }));
-  const setEnv = (key: number, change: Partial<EnvRow>) => edit((f) => ({ ...f, env: f.env.map((r) => (r.key === key ? { ...r, ...change } : r)) }));
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
@@ -130,9 +100,6 @@ function Deploy() {
   };
 
   const tpl = template.data?.template;
-  const available = balance.data?.balance.available;
-  const est = estimate.estimate;
-  const refusal: Refusal | undefined = est && !est.fits && est.refusal ? est.refusal : undefined;
   const submitRefusal: Refusal | undefined =
     submitError instanceof ApiError &&
     (submitError.code === "INSUFFICIENT_CREDITS" || submitError.code === "NO_NODE_FITS" || submitError.code.startsWith("NODE_"))
@@ -321,40 +288,11 @@ function Deploy() {
               />
             )}
           </Labelled>
-          <fieldset className="env">
-            <legend>Environment variables{tpl && Object.keys(tpl.defaultEnv).length ? " (added to the template's)" : ""}</legend>
-            {form.env.map((row, i) => (
-              <div className="env-row" key={row.key}>
-                <input
-                  aria-label={`Variable ${i + 1} name`}
-                  placeholder="NAME"
-                  autoComplete="off"
-                  spellCheck={false}
-                  value={row.name}
-                  onChange={(e) => setEnv(row.key, { name: e.target.value })}
-                />
-                <input
-                  aria-label={`Variable ${i + 1} value`}
-                  placeholder="value"
-                  autoComplete="off"
-                  spellCheck={false}
-                  value={row.value}
-                  onChange={(e) => setEnv(row.key, { value: e.target.value })}
-                />
-                <button
-                  type="button"
-                  className="secondary"
-                  aria-label={`Remove variable ${i + 1}`}
-                  onClick={() => edit((f) => ({ ...f, env: f.env.filter((r) => r.key !== row.key) }))}
-                >
-                  Remove
-                </button>
-              </div>
-            ))}
-            <button type="button" className="secondary" onClick={() => edit((f) => ({ ...f, env: [...f.env, newEnvRow()] }))}>
-              Add variable
-            </button>
-          </fieldset>
+          <EnvRows
+            rows={form.env}
+            legend={`Environment variables${tpl && Object.keys(tpl.defaultEnv).length ? " (added to the template's)" : ""}`}
+            onChange={(change) => edit((f) => ({ ...f, env: change(f.env) }))}
+          />
           <div className="grid">
             <Labelled
               label="HTTP ports"
@@ -372,39 +310,12 @@ function Deploy() {
           </div>
         </fieldset>
 
-        <section className="estimate" aria-labelledby="estimate-title" aria-live="polite">
-          <h2 id="estimate-title">Estimate</h2>
-          {"problem" in built ? (
-            <p className="form-problem">{built.problem}</p>
-          ) : estimate.error ? (
-            <ErrorNotice error={estimate.error} />
-          ) : !est ? (
-            <Loading label="Estimating…" />
-          ) : (
-            <>
-              <dl className="facts">
-                <dt>Node</dt>
-                <dd>{est.nodeId ? nodeName(est.nodeId, nodes.data?.nodes) : "none fits"}</dd>
-                <dt>Price</dt>
-                <dd>{est.hourlyRateCents === null ? "not known" : `${dollarsPerHour(est.hourlyRateCents)} (${est.hourlyRateCents} credits an hour)`}</dd>
-                <dt>Held while it runs</dt>
-                <dd>{est.holdCredits === null ? "not known" : `${est.holdCredits} credits (one hour)`}</dd>
-                <dt>Your balance</dt>
-                <dd>{available === undefined ? "…" : `${available} credits available`}</dd>
-                {est.gpuCount !== null && (
-                  <>
-                    <dt>It holds</dt>
-                    <dd>
-                      {est.gpuCount} GPU{est.gpuCount === 1 ? "" : "s"}, {est.cpuCores} CPU cores, {est.memoryMb} MB memory
-                      {est.diskGb !== null ? `, ${est.diskGb} GB disk` : ""}
-                    </dd>
-                  </>
-                )}
-              </dl>
-              {refusal ? <PlacementRefusal refusal={refusal} live /> : <p className="fits">It fits: deploying now runs it there.</p>}
-            </>
-          )}
-        </section>
+        <DeployEstimate
+          problem={"problem" in built ? built.problem : undefined}
+          estimate={estimate}
+          available={balance.data?.balance.available}
+          nodes={nodes.data?.nodes}
+        />
 
         {submitRefusal ? <PlacementRefusal refusal={submitRefusal} /> : <ErrorNotice error={submitError} />}
         <div className="actions">
@@ -421,11 +332,6 @@ function Deploy() {
 /** The select's value for what the address or the user named: a template's id is shown as its slug. */
 function templateValue(idOrSlug: string, list: Array<{ id: string; slug: string }> | undefined): string {
   return list?.find((t) => t.id === idOrSlug)?.slug ?? idOrSlug;
-}
-
-function nodeName(id: string, list: Array<{ id: string; name: string }> | undefined): string {
-  const n = list?.find((x) => x.id === id);
-  return n ? `${n.name} (${id})` : id;
 }
 
 export const page: PageDefinition = { path: "/deploy", title: "Deploy", nav: 30, signedIn: true, component: Deploy };
