@@ -96,6 +96,36 @@ describe("credits", () => {
   }, 90_000);
 });
 
+describe("credits' errors", () => {
+  it("says what to do when the wallet refuses to pay, and when too many deposits are open", async () => {
+    const wallet = new PayingWalletKeys("Pay Wallet");
+    wallet.fund(stack, 1_000n);
+    const v = await signedInAt("/credits", wallet);
+    const { page } = v;
+    const [pkg] = await packages(wallet);
+    const card = page.getByRole("listitem").filter({ has: page.getByRole("heading", { name: pkg!.name, exact: true }) });
+
+    wallet.refuse = true;
+    await card.getByRole("button", { name: "Buy with Pay Wallet" }).click();
+    const purchase = page.getByRole("region", { name: /Buying with Pay Wallet/ });
+    await purchase.getByRole("alert").getByText("User rejected the request.").waitFor(SEEN);
+    await purchase.getByText("Nothing was paid. Try again and approve the payment in Pay Wallet, or pay by QR code.").waitFor();
+    expect(wallet.sent).toEqual([]);
+
+    // That deposit stays open until it expires; two more reach this installation's MAX_OPEN_DEPOSITS (3).
+    const client = createClient({ baseUrl: stack.url });
+    await client.auth.signIn(await keypairSigner(wallet.keypair.secretKey));
+    for (let i = 0; i < 2; i++) await client.credits.initiateDeposit(pkg!.id, wallet.address);
+    await card.getByRole("button", { name: "Pay by QR code" }).click();
+    const refused = page.getByRole("region", { name: /Pay by scanning/ }).getByRole("alert");
+    await refused.getByText("TOO_MANY_OPEN_DEPOSITS").waitFor(SEEN);
+    await refused.getByText("Pay one of your open deposits, or wait until the oldest expires").waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await screenshots(page, "credits-refused");
+    expect(v.problems).toEqual([]);
+  }, 90_000);
+});
+
 describe("account", () => {
   it("creates an API key shown once, lists it, revokes it; adds a registry login and removes it", async () => {
     const wallet = new PayingWalletKeys("Pay Wallet");

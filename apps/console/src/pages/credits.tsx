@@ -1,4 +1,5 @@
 import type { Balance, ConfirmDepositResponse, CreditPackage, Deposit, DepositState, TransactionListQuery } from "@cm/sdk";
+import { CmError } from "@cm/sdk";
 import { useCallback, useEffect, useRef, useState } from "react";
 import { useApi, useSession } from "../api/api-context";
 import { useApiCall } from "../api/use-api-call";
@@ -292,6 +293,10 @@ function PurchasePanel({ purchase, onClose, onRetryQr }: { purchase: Purchase; o
           </p>
         )}
         {purchase.step === "failed" && <CreditsError error={purchase.error} />}
+        {purchase.kind === "wallet" && purchase.step === "failed" && !(purchase.error instanceof CmError) && (
+          // The wallet said no, or failed on its side: nothing was sent.
+          <p className="credits-next">Nothing was paid. Try again and approve the payment in {purchase.wallet}, or pay by QR code.</p>
+        )}
         {purchase.kind === "wallet" && purchase.step === "following" && <CreditsError error={purchase.error} />}
       </div>
       <div className="credits-actions">

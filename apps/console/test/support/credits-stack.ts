@@ -47,6 +47,8 @@ export async function startCreditsStack(): Promise<CreditsStack> {
       STABLE_MINT: USDC_MINT.toBase58(),
       // The watcher on its own timer, as in production: a deposit paid elsewhere is found with no call from anyone.
       DEPOSIT_WATCH_INTERVAL_MS: 500,
+      // Few, so that the test reaches the limit in a few calls.
+      MAX_OPEN_DEPOSITS: 3,
     },
   });
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, chromiumSandbox: process.getuid?.() !== 0 });
