@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import { needs } from "@cm/testkit";
 import type { Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -57,7 +58,7 @@ needs("chromium", "docker", "busybox").describe("a deployment's page", () => {
   const lastLine = async (page: Page) => (await lineTexts(page)).at(-1);
   const numberOf = (line: string | undefined) => Number(line?.replace("line ", "") ?? Number.NaN);
 
-  it("shows a running deployment live: logs (pause, search), endpoint, a terminal that resizes; stops, starts, and deletes after asking", async () => {
+  it("shows a running deployment live: logs (pause, search, download), endpoint, a terminal that resizes; stops, starts, and deletes after asking", async () => {
     const { page, context, token } = await signedIn();
     const id = await create(token, { name: "console web", ports: [8080], command: ["sh", "-c", SCRIPT] });
 
@@ -90,6 +91,13 @@ needs("chromium", "docker", "busybox").describe("a deployment's page", () => {
     await page.getByLabel("Search logs").fill("no-such-line");
     await page.getByText("No line matches.").waitFor();
     await page.getByLabel("Search logs").fill("");
+
+    // Download saves the lines loaded, as text.
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Download" }).click()]);
+    expect(download.suggestedFilename()).toBe(`${id}-logs.txt`);
+    const saved = fs.readFileSync(await download.path(), "utf8");
+    expect(saved).toMatch(/^\S+ stdout line 1\n/);
+    expect(saved.split("\n").length).toBeGreaterThan(5);
 
     // The endpoint: its URL shown, answering, and Open shows the container's page.
     const url = page.locator(".endpoint-url").first();
