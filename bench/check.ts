@@ -1,6 +1,6 @@
 /**
- * The benchmarks' guard: short runs of the deploy, catalogue, logs and endpoint
- * benchmarks, each figure printed beside its goal. It fails only where a figure
+ * The benchmarks' guard: short runs of the deploy, catalogue, logs, endpoint
+ * and replica-commands benchmarks, each figure printed beside its goal. It fails only where a figure
  * is worse than twice its goal (a ratio of 1.3 at most fails past 2.6, one of
  * 0.57 at least below 0.285), or where a benchmark could not run: a regression
  * like issue 38's (deploy at 2.35, the catalogue at 0.28), not a noisy run.
@@ -15,7 +15,13 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { FIGURES_PREFIX, type Figure } from "./lib/figures";
 
-const BENCHES = { deploy: "deploy.ts", catalogue: "nodes-list.ts", logs: "logs.ts", endpoints: "endpoints.ts" } as const;
+const BENCHES = {
+  deploy: "deploy.ts",
+  catalogue: "nodes-list.ts",
+  logs: "logs.ts",
+  endpoints: "endpoints.ts",
+  "replica-commands": "replica-commands.ts",
+} as const;
 type Bench = keyof typeof BENCHES;
 const asked = process.argv.slice(2).filter((a): a is Bench => a in BENCHES);
 const unknown = process.argv.slice(2).filter((a) => !(a in BENCHES));
