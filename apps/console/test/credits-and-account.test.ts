@@ -72,6 +72,23 @@ describe("credits", () => {
     expect(v.problems).toEqual([]);
   }, 90_000);
 
+  it("buys with a wallet that only signs: the page sends the payment through the RPC the control plane names", async () => {
+    const wallet = new PayingWalletKeys("Sign Wallet");
+    wallet.signOnly = true;
+    wallet.fund(stack, 1_000n);
+    const v = await signedInAt("/credits", wallet);
+    const { page } = v;
+    const [pkg] = await packages(wallet);
+    const sentBefore = stack.rpc.sent.length;
+    const card = page.getByRole("listitem").filter({ has: page.getByRole("heading", { name: pkg!.name, exact: true }) });
+    await card.getByRole("button", { name: "Buy with Sign Wallet" }).click();
+    await page.getByText(`Your balance is now ${dollars(pkg!.creditsToReceive)}`).waitFor(SEEN);
+    // Sent by the page (the wallet sent nothing itself).
+    expect(wallet.sent).toEqual([]);
+    expect(stack.rpc.sent.length).toBe(sentBefore + 1);
+    expect(v.problems).toEqual([]);
+  }, 90_000);
+
   it("shows a deposit paid out of band by its Solana Pay link as credited, with no click", async () => {
     const wallet = new PayingWalletKeys("Pay Wallet");
     wallet.fund(stack, 1_000n);

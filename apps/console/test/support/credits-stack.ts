@@ -94,6 +94,8 @@ async function corsProxy(target: string): Promise<{ url: string; server: Server 
 
 /** A payer's keys: the test wallet's, and the USDC it holds on the local RPC. */
 export class PayingWalletKeys extends TestWalletKeys {
+  /** Offer solana:signTransaction only (the page sends the payment) rather than signAndSendTransaction. */
+  signOnly = false;
   readonly solana = Keypair.fromSecretKey(this.keypair.secretKey);
   /** Transactions the wallet signed and sent, as signatures. */
   readonly sent: string[] = [];
@@ -115,6 +117,13 @@ export class PayingWalletKeys extends TestWalletKeys {
     this.sent.push(signature);
     return Array.from(bs58.decode(signature));
   }
+
+  signTransaction(bytes: number[]): number[] {
+    if (this.refuse) throw new Error("User rejected the request.");
+    const tx = VersionedTransaction.deserialize(Uint8Array.from(bytes));
+    tx.sign([this.solana]);
+    return Array.from(tx.serialize());
+  }
 }
 
 let walletBundle: Promise<string> | undefined;
@@ -135,7 +144,8 @@ export async function openWithPayingWallet(stack: CreditsStack, wallet: PayingWa
   const context = await stack.browser.newContext({ viewport: DESKTOP, baseURL: stack.url });
   await context.exposeFunction("cmPayWalletSign", (message: number[]) => wallet.sign(message));
   await context.exposeFunction("cmPayWalletSignAndSend", (tx: number[]) => wallet.signAndSend(stack, tx));
-  const identity = { name: wallet.name, address: wallet.address, publicKey: Array.from(wallet.keypair.publicKey) };
+  await context.exposeFunction("cmPayWalletSignTransaction", (tx: number[]) => wallet.signTransaction(tx));
+  const identity = { name: wallet.name, address: wallet.address, publicKey: Array.from(wallet.keypair.publicKey), signOnly: wallet.signOnly };
   await context.addInitScript({ content: `window.cmPayWallet = ${JSON.stringify(identity)};\n${await payingWalletScript()}` });
   const page: Page = await context.newPage();
   const problems: string[] = [];

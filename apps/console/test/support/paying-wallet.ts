@@ -12,6 +12,9 @@ import {
   SolanaSignMessage,
   type SolanaSignMessageFeature,
   type SolanaSignMessageInput,
+  SolanaSignTransaction,
+  type SolanaSignTransactionFeature,
+  type SolanaSignTransactionInput,
 } from "@solana/wallet-standard-features";
 import type { Wallet, WalletAccount } from "@wallet-standard/base";
 import {
@@ -27,10 +30,13 @@ import { ReadonlyWalletAccount, registerWallet } from "@wallet-standard/wallet";
 
 declare global {
   interface Window {
-    cmPayWallet: { name: string; address: string; publicKey: number[] };
+    /** signOnly: the wallet offers solana:signTransaction instead of signAndSendTransaction, and the page sends. */
+    cmPayWallet: { name: string; address: string; publicKey: number[]; signOnly: boolean };
     cmPayWalletSign(message: number[]): Promise<number[]>;
     /** Signs the serialized transaction with the test's key and sends it; the signature's bytes. */
     cmPayWalletSignAndSend(transaction: number[], chain: string): Promise<number[]>;
+    /** Signs the serialized transaction with the test's key; the signed transaction's bytes. */
+    cmPayWalletSignTransaction(transaction: number[]): Promise<number[]>;
   }
 }
 
@@ -46,14 +52,16 @@ class PayingWallet implements Wallet {
   #accounts: WalletAccount[] = [];
   readonly #account: WalletAccount;
   readonly #onChange: StandardEventsListeners["change"][] = [];
+  readonly #signOnly: boolean;
 
   constructor(o: Window["cmPayWallet"]) {
     this.name = o.name;
+    this.#signOnly = o.signOnly;
     this.#account = new ReadonlyWalletAccount({
       address: o.address,
       publicKey: new Uint8Array(o.publicKey),
       chains: CHAINS,
-      features: [SolanaSignMessage, SolanaSignAndSendTransaction],
+      features: [SolanaSignMessage, o.signOnly ? SolanaSignTransaction : SolanaSignAndSendTransaction],
     });
   }
 
@@ -61,7 +69,11 @@ class PayingWallet implements Wallet {
     return this.#accounts;
   }
 
-  get features(): StandardConnectFeature & StandardDisconnectFeature & StandardEventsFeature & SolanaSignMessageFeature & SolanaSignAndSendTransactionFeature {
+  get features(): StandardConnectFeature &
+    StandardDisconnectFeature &
+    StandardEventsFeature &
+    SolanaSignMessageFeature &
+    Partial<SolanaSignAndSendTransactionFeature & SolanaSignTransactionFeature> {
     const mine = (account: WalletAccount) => {
       if (account.address !== this.#account.address) throw new Error("not this wallet's account");
     };
@@ -86,17 +98,33 @@ class PayingWallet implements Wallet {
             }),
           ),
       },
-      [SolanaSignAndSendTransaction]: {
-        version: "1.0.0",
-        supportedTransactionVersions: ["legacy", 0],
-        signAndSendTransaction: (...inputs: readonly SolanaSignAndSendTransactionInput[]) =>
-          Promise.all(
-            inputs.map(async ({ account, transaction, chain }) => {
-              mine(account);
-              return { signature: new Uint8Array(await window.cmPayWalletSignAndSend(Array.from(transaction), chain)) };
-            }),
-          ),
-      },
+      ...(this.#signOnly
+        ? {
+            [SolanaSignTransaction]: {
+              version: "1.0.0",
+              supportedTransactionVersions: ["legacy", 0],
+              signTransaction: (...inputs: readonly SolanaSignTransactionInput[]) =>
+                Promise.all(
+                  inputs.map(async ({ account, transaction }) => {
+                    mine(account);
+                    return { signedTransaction: new Uint8Array(await window.cmPayWalletSignTransaction(Array.from(transaction))) };
+                  }),
+                ),
+            },
+          }
+        : {
+            [SolanaSignAndSendTransaction]: {
+              version: "1.0.0",
+              supportedTransactionVersions: ["legacy", 0],
+              signAndSendTransaction: (...inputs: readonly SolanaSignAndSendTransactionInput[]) =>
+                Promise.all(
+                  inputs.map(async ({ account, transaction, chain }) => {
+                    mine(account);
+                    return { signature: new Uint8Array(await window.cmPayWalletSignAndSend(Array.from(transaction), chain)) };
+                  }),
+                ),
+            },
+          }),
     };
   }
 
