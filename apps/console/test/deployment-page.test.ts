@@ -132,7 +132,7 @@ needs("chromium", "docker", "busybox").describe("a deployment's page", () => {
     const wideCols = await ttySize();
     expect(wideCols).toBeGreaterThan(60);
     await page.setViewportSize(PHONE);
-    await expect.poll(ttySize, { ...WAIT, intervals: [500] }).toBeLessThan(wideCols / 2);
+    await expect.poll(ttySize, { ...WAIT, interval: 500 }).toBeLessThan(wideCols / 2);
     await page.setViewportSize(DESKTOP);
 
     expect(await seriousViolations(page)).toEqual([]);
