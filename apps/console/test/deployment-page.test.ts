@@ -120,6 +120,12 @@ needs("chromium", "docker", "busybox").describe("a deployment's page", () => {
     await page.keyboard.type("echo hi-$((6*7))");
     await page.keyboard.press("Enter");
     await expect.poll(() => screen.textContent(), WAIT).toContain("hi-42");
+    // A 24-bit colour is drawn in its colour (xterm styles such a cell inline, which the CSP must not refuse).
+    await page.keyboard.type("printf '\\033[38;2;250;128;114m%s\\033[0m\\n' red-$((6*7))");
+    await page.keyboard.press("Enter");
+    const red = page.locator(".terminal-host .xterm-rows span", { hasText: /^red-42$/ });
+    await red.waitFor(WAIT);
+    expect(await red.evaluate((e) => getComputedStyle(e).color)).toBe("rgb(250, 128, 114)");
     // The tty takes the terminal's size, and a narrower window narrows it.
     const ttySize = async () => {
       await page.keyboard.type("stty size");

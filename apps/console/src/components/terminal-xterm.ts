@@ -46,8 +46,16 @@ function cspSafeStyles(): () => void {
       };
       return el;
     } as typeof Document.prototype.createElement;
+    // A cell in a 24-bit colour gets it by setAttribute("style"), which the CSP refuses too; the
+    // same text through the element's CSSOM style is allowed, and means the same.
+    const setAttribute = Element.prototype.setAttribute;
+    Element.prototype.setAttribute = function (this: Element, name: string, value: string) {
+      if (name === "style" && (this instanceof HTMLElement || this instanceof SVGElement)) this.style.cssText = value;
+      else setAttribute.call(this, name, value);
+    };
     restoreShim = () => {
       Document.prototype.createElement = original;
+      Element.prototype.setAttribute = setAttribute;
       document.adoptedStyleSheets = document.adoptedStyleSheets.filter((s) => !sheets.has(s));
     };
   }
