@@ -14,7 +14,8 @@
  *
  * Every agent heartbeats every 10 s, phased so the fleet's beats are spread
  * evenly; the agents run in one process per replica, each connected to its
- * replica directly (as a load balancer would spread them).
+ * replica directly (as a load balancer would spread them), and one whose
+ * connection closes tries again within 5 s (full jitter), as the real agent does.
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
@@ -192,13 +193,13 @@ try {
   for (let i = 0; i < 3; i++) await round(i % 2 ? b.url : a.url); // warm both paths
   await window("idle: 1 agent");
 
-  type Stats = { connected: number; closed: number; beats: number; errors: number; closeCodes: Record<string, number> };
+  type Stats = { connected: number; closed: number; retries: number; beats: number; errors: number; closeCodes: Record<string, number> };
   const stats: Stats[] = [];
   const per = Math.ceil(agents / replicaCount);
   const fakes = replicas.map((r, k) =>
     jsonChild(
       fileURLToPath(new URL("./lib/fake-agents.ts", import.meta.url)),
-      [r.url, k * per, Math.min(per, agents - k * per), agents, Math.round(connectsPerS / replicaCount), intervalMs],
+      [r.url, k * per, Math.min(per, agents - k * per), agents, Math.round(connectsPerS / replicaCount), intervalMs, "retry"],
       (s) => (stats[k] = s),
     ),
   );
@@ -219,7 +220,7 @@ try {
     await sleep(1000);
     if (tick % 10 === 0) {
       console.log(
-        `  ramp ${tick} s: ${stats.map((x) => x?.connected ?? 0).join(" / ")} connected (${((sum("connected") - before) / 10).toFixed(0)}/s), ${sum("closed")} dropped (close codes ${JSON.stringify(codes())}), ${sum("errors")} errors`,
+        `  ramp ${tick} s: ${stats.map((x) => x?.connected ?? 0).join(" / ")} connected (${((sum("connected") - before) / 10).toFixed(0)}/s), ${sum("closed")} closed and retried (close codes ${JSON.stringify(codes())}), ${sum("errors")} errors`,
       );
       before = sum("connected");
     }
@@ -233,7 +234,9 @@ try {
   await window(`${connected + 1} agents`);
   const beatsPerS = (sum("beats") - beats0) / ((performance.now() - beatsT0) / 1000);
   const online = (await (await fetch(`${b.url}/nodes?status=online&limit=1`)).json()).pagination.total;
-  console.log(`    ${beatsPerS.toFixed(0)} heartbeats/s, ${online} nodes online (read on B), ${sum("closed")} connections dropped, ${sum("errors")} errors`);
+  console.log(
+    `    ${beatsPerS.toFixed(0)} heartbeats/s, ${online} nodes online (read on B), ${sum("closed")} connections closed and retried in all, ${sum("errors")} errors`,
+  );
   const top = await statements();
   if (top) for (const s of top) console.log(`    pg_stat_statements: ${Number(s.ms).toFixed(0)} ms in ${s.calls} calls: ${s.query}`);
   else console.log("    pg_stat_statements: not preloaded on this server");

@@ -1,12 +1,16 @@
 // Child process of bench/fan-in.ts: `count` simulated agents on real `ws`
 // connections, each saying hello, reporting its inventory and then
 // heartbeating every `intervalMs`, phased so the whole fleet's heartbeats are
-// spread evenly over the interval. Prints its counters as one JSON line a second.
+// spread evenly over the interval. Prints its counters as one JSON line a second
+// (`connected`: synced and still open). With `retry` set, an agent whose
+// connection closes tries again after a full-jitter delay of up to 5 s, as the
+// real agent does (bench/replica-scale.ts); without, it stays away (fan-in).
 //
-//   node --import tsx bench/lib/fake-agents.ts <baseUrl> <firstIndex> <count> <fleetSize> <connectsPerS> <intervalMs>
+//   node --import tsx bench/lib/fake-agents.ts <baseUrl> <firstIndex> <count> <fleetSize> <connectsPerS> <intervalMs> [retry]
 import WebSocket from "ws";
 
-const [baseUrl, firstArg, countArg, fleetArg, rateArg, intervalArg] = process.argv.slice(2);
+const [baseUrl, firstArg, countArg, fleetArg, rateArg, intervalArg, retryArg] = process.argv.slice(2);
+const retry = retryArg === "retry";
 const first = Number(firstArg);
 const count = Number(countArg);
 const fleet = Number(fleetArg);
@@ -41,16 +45,18 @@ const specs = JSON.stringify({
     },
   ],
 });
-const stats = { connected: 0, closed: 0, beats: 0, errors: 0, closeCodes: {} as Record<string, number> };
+const stats = { connected: 0, closed: 0, retries: 0, beats: 0, errors: 0, closeCodes: {} as Record<string, number> };
 
 function agent(i: number) {
   const ws = new WebSocket(wsUrl, { perMessageDeflate: false });
   let timer: NodeJS.Timeout | undefined;
+  let synced = false;
   ws.on("open", () => ws.send(JSON.stringify({ type: "hello", token: `bench-agent-${i}`, agentVersion: "fan-in", protocolVersions: [1] })));
   ws.on("message", (data) => {
     const type = (JSON.parse(data.toString()) as { type: string }).type;
     if (type === "error") stats.errors++;
     if (type !== "sync") return;
+    synced = true;
     stats.connected++;
     ws.send(specs);
     const beat = () => {
@@ -71,6 +77,11 @@ function agent(i: number) {
     clearInterval(timer);
     stats.closed++;
     stats.closeCodes[code] = (stats.closeCodes[code] ?? 0) + 1;
+    if (synced) stats.connected--;
+    if (retry) {
+      stats.retries++;
+      setTimeout(() => agent(i), Math.random() * 5000);
+    }
   });
   ws.on("error", () => stats.errors++);
 }
