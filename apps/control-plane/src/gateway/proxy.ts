@@ -5,29 +5,33 @@ import { GATEWAY_ERROR_HEADER } from "@cm/protocol";
 import type { Logger } from "../services/logger";
 import { GatewayAnswers } from "./answers";
 import { createConnectionRouter, interceptConnections } from "./connections";
+import { failureBytes, failureOf, failureResponse, mayResend, openTunnel } from "./forwarding";
 import { endpointLabel, forwardRequestHeaders, forwardResponseHeaders } from "./headers";
 import { headEnd, parseRequestHead } from "./http1";
-import { failurePage, type GatewayFailure } from "./pages";
-import { DialError, type EndpointResolver, type EndpointTarget, type GatewayTimeouts, RETRIABLE_METHODS, type TunnelDialer } from "./ports";
+import type { GatewayFailure } from "./pages";
+import type { EndpointResolver, GatewayTimeouts, TunnelDialer } from "./ports";
 import { relayable } from "./relay-core";
 
 /**
- * Keep-alive connections per endpoint: after the first request, the next one
- * reuses an open tunnel instead of asking the node for a new one.
+ * The tunnel of one client connection that Node's HTTP server holds, to one
+ * endpoint: as the relay keeps one per connection, this keeps one (Node's
+ * HTTP client sends the connection's requests on it one after another), and
+ * opens it again, the endpoint looked up again, after the container closed it.
  */
-class TunnelAgent extends http.Agent {
-  constructor(
-    private readonly dialer: TunnelDialer,
-    private readonly target: EndpointTarget,
-  ) {
-    super({ keepAlive: true, maxSockets: 256, maxFreeSockets: 16, timeout: 60_000 });
+class ConnectionTunnel extends http.Agent {
+  constructor(private readonly open: () => Promise<Duplex>) {
+    super({ keepAlive: true, maxSockets: 1, maxFreeSockets: 1 });
   }
   override createConnection(_o: unknown, cb: (err: Error | null, s?: Duplex) => void) {
-    this.dialer.dial(this.target).then(
+    this.open().then(
       (s) => cb(null, s),
       (err: Error) => cb(err),
     );
     return undefined as never;
+  }
+  /** No request on it or waiting for it. */
+  idle() {
+    return Object.keys(this.sockets).length === 0 && Object.keys(this.requests).length === 0;
   }
 }
 
@@ -40,24 +44,38 @@ export function createGateway(o: {
   secure: boolean;
 }) {
   const answers = new GatewayAnswers();
-  const agents = new Map<string, TunnelAgent>();
-  const agentFor = (t: EndpointTarget) => {
-    const key = `${t.deploymentId}:${t.port}`;
-    let a = agents.get(key);
-    if (!a) {
-      a = new TunnelAgent(o.dialer, t);
-      agents.set(key, a);
+  // Per client connection, its tunnel for each endpoint it asked for.
+  const tunnels = new Map<net.Socket, Map<string, ConnectionTunnel>>();
+  const tunnelFor = (socket: net.Socket, label: string) => {
+    let mine = tunnels.get(socket);
+    if (!mine) {
+      const created = new Map<string, ConnectionTunnel>();
+      mine = created;
+      tunnels.set(socket, created);
+      socket.once("close", () => {
+        for (const t of created.values()) t.destroy();
+        tunnels.delete(socket);
+      });
     }
-    return a;
+    let t = mine.get(label);
+    if (!t) {
+      // The connection moved to another endpoint: the tunnels it left, when idle, go (the relay holds one at a time too).
+      for (const [l, other] of mine) {
+        if (!other.idle()) continue;
+        other.destroy();
+        mine.delete(l);
+      }
+      t = new ConnectionTunnel(() => openTunnel(o, label));
+      mine.set(label, t);
+    }
+    return t;
   };
 
   function fail(res: http.ServerResponse, kind: GatewayFailure, detail?: string) {
     if (res.headersSent) return void res.destroy();
-    const page = failurePage(kind, detail);
-    const headers: http.OutgoingHttpHeaders = { "content-type": "text/html; charset=utf-8", "cache-control": "no-store", [GATEWAY_ERROR_HEADER]: page.code };
-    if (kind === "node_unreachable") headers["retry-after"] = "10";
-    answers.add("gateway", page.status);
-    res.writeHead(page.status, headers).end(page.html);
+    const f = failureResponse(kind, detail);
+    answers.add("gateway", f.status);
+    res.writeHead(f.status, Object.fromEntries(f.headers)).end(f.html);
   }
 
   const clientOf = (req: http.IncomingMessage) => ({
@@ -66,34 +84,18 @@ export function createGateway(o: {
     host: req.headers.host ?? "",
   });
 
-  async function handleRequest(req: http.IncomingMessage, res: http.ServerResponse) {
+  /**
+   * An endpoint request on a connection Node's HTTP server holds: Node parsed
+   * it and its HTTP client sends it, over the connection's tunnel, opened,
+   * sent again and failed as the relay does (forwarding.ts).
+   */
+  function handleRequest(req: http.IncomingMessage, res: http.ServerResponse) {
     const label = endpointLabel(req.headers.host, o.domain)!;
-    const r = await o.resolver.resolve(label);
-    if (r.kind !== "ok") return fail(res, r.kind);
+    const method = req.method ?? "";
     const bodyless = req.headers["transfer-encoding"] === undefined && Number(req.headers["content-length"] ?? 0) === 0;
-    // A container may close an idle keep-alive connection just as the gateway
-    // reuses it (the close takes a moment to cross the tunnel). As Node's docs
-    // advise, such a request is sent again once, on a new tunnel, when sending
-    // it twice cannot matter: no body, a method without side effects.
-    const retriable = bodyless && RETRIABLE_METHODS.has(req.method ?? "");
-    const send = (retry: boolean) => {
-      // The retry gets a tunnel of its own: when a container closes its idle
-      // connections, every pooled tunnel to it may be dead at once.
-      const connection = retry
-        ? { agent: agentFor(r.target) }
-        : {
-            createConnection: (_opts: unknown, done: (err: Error | null, s?: Duplex) => void) =>
-              void o.dialer.dial(r.target).then(
-                (s) => done(null, s),
-                (err: Error) => done(err),
-              ),
-          };
-      const upstream = http.request({
-        ...connection,
-        method: req.method,
-        path: req.url,
-        headers: forwardRequestHeaders(req.headers, clientOf(req)),
-      } as http.RequestOptions);
+    const agent = tunnelFor(req.socket, label);
+    const send = (firstTry: boolean) => {
+      const upstream = http.request({ agent, method, path: req.url, headers: forwardRequestHeaders(req.headers, clientOf(req)) });
       let timedOut = false;
       const firstByte = setTimeout(() => {
         timedOut = true;
@@ -125,9 +127,12 @@ export function createGateway(o: {
       upstream.on("error", (err) => {
         clearTimeout(firstByte);
         if (timedOut) return; // the 504 page is already on its way
-        if (retry && upstream.reusedSocket && !res.headersSent && !res.destroyed) return send(false);
-        if (err instanceof DialError) return fail(res, err.kind, err.message);
-        fail(res, "port_not_ready", err.message);
+        // Node's client sends one request at a time on a tunnel: it is alone there.
+        const again = mayResend({ method, bodyless, reusedTunnel: upstream.reusedSocket, aloneOnTunnel: true, firstTry });
+        // The dead tunnel has left the agent (or leaves it before the agent picks one for this): it opens a new one.
+        if (again && !res.headersSent && !res.destroyed) return send(false);
+        const f = failureOf(err);
+        fail(res, f.kind, f.detail);
       });
       // The client went away: stop the upstream request too.
       res.on("close", () => {
@@ -137,7 +142,7 @@ export function createGateway(o: {
       else req.pipe(upstream);
     };
     if (bodyless) req.resume();
-    send(retriable);
+    send(true);
   }
 
   const router = createConnectionRouter({ ...o, answers, timeouts: { keepAliveMs: 5_000, headersMs: 60_000, ...o.timeouts } });
@@ -154,22 +159,22 @@ export function createGateway(o: {
     // reset while the endpoint is looked up must not crash the process.
     socket.on("error", () => socket.destroy());
     const label = endpointLabel(req.headers.host, o.domain)!;
-    const refuse = (status: number, code: string, retryAfter = false) => {
-      answers.add("gateway", status);
-      socket.end(
-        `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: text/plain\r\n${GATEWAY_ERROR_HEADER}: ${code}\r\nconnection: close\r\n${retryAfter ? "retry-after: 10\r\n" : ""}\r\n${code}\r\n`,
-      );
-    };
     let text = `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`;
     for (let i = 0; i < req.rawHeaders.length; i += 2) text += `${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}\r\n`;
     const bytes = Buffer.concat([Buffer.from(`${text}\r\n`, "latin1"), head]); // header strings hold one byte per character
     // What the relay would not take (two Hosts, an unclear length, HTTP/1.0) it would hand back to this server: refused here instead.
-    if (relayable(parseRequestHead(bytes, headEnd(bytes)), o.domain)?.label !== label) return refuse(400, "BAD_REQUEST");
+    if (relayable(parseRequestHead(bytes, headEnd(bytes)), o.domain)?.label !== label) {
+      answers.add("gateway", 400);
+      return void socket.end(
+        `HTTP/1.1 400 Bad Request\r\ncontent-type: text/plain\r\n${GATEWAY_ERROR_HEADER}: BAD_REQUEST\r\nconnection: close\r\n\r\nBAD_REQUEST\r\n`,
+      );
+    }
     const r = await o.resolver.resolve(label);
     if (socket.destroyed) return; // the client went away while we looked
     if (r.kind !== "ok") {
-      const page = failurePage(r.kind);
-      return refuse(page.status, page.code, r.kind === "node_unreachable");
+      const page = failureBytes(r.kind);
+      answers.add("gateway", page.status);
+      return void socket.end(page.bytes);
     }
     router.relay(socket as net.Socket, bytes, label, r.target);
   }
@@ -185,17 +190,20 @@ export function createGateway(o: {
     intercept: (server: http.Server) => interceptConnections(server, router),
     /** Whether a request's Host is one of the gateway's endpoint hosts. */
     owns: (host: string | undefined) => endpointLabel(host, o.domain) !== undefined,
-    handleRequest: (req: http.IncomingMessage, res: http.ServerResponse) =>
-      handleRequest(req, res).catch((err) => {
+    handleRequest: (req: http.IncomingMessage, res: http.ServerResponse) => {
+      try {
+        handleRequest(req, res);
+      } catch (err) {
         o.log.error("gateway request failed", { err });
         fail(res, "port_not_ready");
-      }),
+      }
+    },
     handleUpgrade: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => handleUpgrade(req, socket, head).catch(() => socket.destroy()),
-    /** Closes what the gateway holds: the relay's client connections (the HTTP server does not know them) and pooled tunnels. */
+    /** Closes what the gateway holds: the relay's client connections (the HTTP server does not know them) and the tunnels of the ones it does. */
     close() {
       router.close();
-      for (const a of agents.values()) a.destroy();
-      agents.clear();
+      for (const mine of tunnels.values()) for (const t of mine.values()) t.destroy();
+      tunnels.clear();
     },
   };
 }

@@ -1,11 +1,11 @@
 import type net from "node:net";
 import type { Duplex } from "node:stream";
-import { GATEWAY_ERROR_HEADER } from "@cm/protocol";
 import { lingeringClose } from "../http/lingering-close";
 import type { GatewayAnswers } from "./answers";
+import { failureBytes } from "./forwarding";
 import { endpointLabel } from "./headers";
 import { type BodyWalker, type Client, type Framing, headEnd, MAX_HEAD_BYTES, type RequestHead, requestFraming } from "./http1";
-import { failurePage, type GatewayFailure } from "./pages";
+import type { GatewayFailure } from "./pages";
 import type { EndpointResolver, EndpointTarget, GatewayTimeouts, TunnelDialer } from "./ports";
 
 export type RelayOptions = {
@@ -20,8 +20,12 @@ export type RelayOptions = {
   reroute(socket: net.Socket): void;
 };
 
-/** A request sent on to the container whose response has not ended yet. */
-export type Outstanding = { method: string; upgrade: boolean; close: boolean; sent: boolean; retry: Buffer | undefined };
+/**
+ * A request sent on to the container whose response has not ended yet. A
+ * bodyless one keeps its forwarded head, `alone` when nothing was outstanding
+ * on the tunnel as it went, for the one retry (forwarding.ts's mayResend).
+ */
+export type Outstanding = { method: string; upgrade: boolean; close: boolean; sent: boolean; head: string | undefined; alone: boolean; resent: boolean };
 
 /** The host a request names, when it names exactly one. */
 export function hostOf(h: RequestHead): string | undefined {
@@ -39,12 +43,6 @@ export function relayable(h: RequestHead | undefined, domain: string): { label: 
   const framing = requestFraming(h);
   const label = framing && endpointLabel(hostOf(h), domain);
   return label ? { label, framing: framing! } : undefined;
-}
-
-export class Refused extends Error {
-  constructor(readonly kind: GatewayFailure) {
-    super(kind);
-  }
 }
 
 /**
@@ -197,18 +195,9 @@ export abstract class RelayCore {
   /** A page saying why, when no byte of the present response went out yet; else a cut connection. */
   protected fail(kind: GatewayFailure, detail?: string) {
     if (this.replyBody || this.raw) return this.abort();
-    const page = failurePage(kind, detail);
-    const head = [
-      `HTTP/1.1 ${page.status} ${kind.replace(/_/g, " ")}`,
-      "content-type: text/html; charset=utf-8",
-      "cache-control: no-store",
-      `${GATEWAY_ERROR_HEADER}: ${page.code}`,
-      `content-length: ${Buffer.byteLength(page.html)}`,
-      "connection: close",
-    ];
-    if (kind === "node_unreachable") head.push("retry-after: 10");
+    const page = failureBytes(kind, detail);
     this.o.answers.add("gateway", page.status);
-    this.socket.write(`${head.join("\r\n")}\r\n\r\n${page.html}`);
+    this.socket.write(page.bytes);
     this.queue.length = 0;
     this.finish();
   }

@@ -1,5 +1,6 @@
 import type net from "node:net";
 import type { Duplex } from "node:stream";
+import { failureOf, mayResend, openTunnel } from "./forwarding";
 import {
   BodyWalker,
   closesAfter,
@@ -11,8 +12,8 @@ import {
   parseResponseHead,
   responseFraming,
 } from "./http1";
-import { DialError, type EndpointTarget, RETRIABLE_METHODS } from "./ports";
-import { hostOf, type Outstanding, Refused, RelayCore, type RelayOptions, relayable } from "./relay-core";
+import type { EndpointTarget } from "./ports";
+import { hostOf, type Outstanding, RelayCore, type RelayOptions, relayable } from "./relay-core";
 
 /**
  * Carries one client connection to one endpoint as bytes, parsing only what a
@@ -131,10 +132,15 @@ export class Relay extends RelayCore {
       const close = closesAfter(head);
       const out = forwardRequestHead(head, { ...this.client, host: hostOf(head)! }, upgrade);
       const bodyless = framing.kind === "none";
-      // As the HTTP path does: a request that cannot matter twice may be sent
-      // again once on a new tunnel, when a reused one was closed under it.
-      const retry = bodyless && RETRIABLE_METHODS.has(head.method) && this.queue.length === 0 ? Buffer.from(out, "latin1") : undefined;
-      const req: Outstanding = { method: head.method, upgrade: upgrade !== undefined, close, sent: bodyless, retry };
+      const req: Outstanding = {
+        method: head.method,
+        upgrade: upgrade !== undefined,
+        close,
+        sent: bodyless,
+        head: bodyless ? out : undefined,
+        alone: this.queue.length === 0,
+        resent: false,
+      };
       this.queue.push(req);
       this.toTunnel(out);
       this.rest(end);
@@ -150,37 +156,29 @@ export class Relay extends RelayCore {
     this.buf = from < this.buf!.length ? this.buf!.subarray(from) : undefined;
   }
 
-  private dial(resend?: Buffer) {
+  private dial(resend?: string) {
     this.dialing = true;
     this.flow();
     const known = this.target;
     this.target = undefined;
-    const target = known
-      ? Promise.resolve(known)
-      : this.o.resolver.resolve(this.label).then((r) => {
-          if (r.kind !== "ok") throw new Refused(r.kind);
-          return r.target;
-        });
-    target
-      .then((t) => this.o.dialer.dial(t))
-      .then(
-        (t) => {
-          this.dialing = false;
-          if (this.socket.destroyed) return void t.destroy();
-          this.attach(t);
-          if (resend) {
-            this.toTunnel(resend);
-            this.armTimer();
-          }
-          this.pump();
-        },
-        (err: Error) => {
-          this.dialing = false;
-          if (this.socket.destroyed) return;
-          if (err instanceof Refused) return this.fail(err.kind);
-          this.fail(err instanceof DialError ? err.kind : "port_not_ready", err.message);
-        },
-      );
+    openTunnel(this.o, this.label, known).then(
+      (t) => {
+        this.dialing = false;
+        if (this.socket.destroyed) return void t.destroy();
+        this.attach(t);
+        if (resend) {
+          this.toTunnel(resend);
+          this.armTimer();
+        }
+        this.pump();
+      },
+      (err: Error) => {
+        this.dialing = false;
+        if (this.socket.destroyed) return;
+        const f = failureOf(err);
+        this.fail(f.kind, f.detail);
+      },
+    );
   }
 
   private attach(t: Duplex) {
@@ -302,10 +300,16 @@ export class Relay extends RelayCore {
     // Closed between requests: the next one dials again. Closed after answering
     // a request whose body is still coming: that body has nowhere to go.
     if (!req) return this.body ? this.finish() : this.flow();
-    if (req && req.retry && this.served > 0 && this.queue.length === 1 && !this.body) {
-      const resend = req.retry;
-      req.retry = undefined;
-      return this.dial(resend);
+    const again = mayResend({
+      method: req.method,
+      bodyless: req.head !== undefined,
+      reusedTunnel: this.served > 0,
+      aloneOnTunnel: req.alone && this.queue.length === 1 && !this.body,
+      firstTry: !req.resent,
+    });
+    if (again) {
+      req.resent = true;
+      return this.dial(req.head);
     }
     this.fail("port_not_ready", "the container closed the connection without answering");
   }

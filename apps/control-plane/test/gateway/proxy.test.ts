@@ -406,6 +406,20 @@ describe.each(["relay", "http"] as const)("gateway (%s)", (mode) => {
     expect(text).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
   });
 
+  it("keeps one tunnel per client connection whatever the method, and a new one for the next endpoint", async () => {
+    // Both front ends follow forwarding.ts: a connection's requests share its tunnel, a POST's too.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const before = dials;
+    for (const method of ["GET", "POST", "GET", "POST"]) {
+      const r = await get("app-1.gw.test", "/echo", { agent, method, body: method === "POST" ? "abc" : undefined });
+      expect(JSON.parse(r.body.toString())).toEqual({ bytes: method === "POST" ? 3 : 0, method });
+    }
+    expect(dials - before).toBe(1);
+    expect((await get("app-2.gw.test", "/other", { agent })).status).toBe(200);
+    expect(dials - before).toBe(2);
+    agent.destroy();
+  });
+
   it("bounds the wait for a request sent again after its kept-alive tunnel was dropped", async () => {
     dropThenHang = 0;
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
