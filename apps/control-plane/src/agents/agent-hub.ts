@@ -21,7 +21,7 @@ export type AgentHubOptions = Omit<AgentContext, "hub"> & {
   /** How often recent moves are read for a wake-up another replica sent and this one missed (command-sweep.ts); 0: never (one process). */
   commandSweepMs?: number;
   /** Where the replicas record which one holds each node's session (replica-hop.ts); absent: one process. */
-  sessionDirectory?: { claim(nodeId: string): Promise<void>; release(nodeId: string): Promise<void> };
+  sessionDirectory?: { claim(nodeId: string): Promise<void>; release(nodeId: string): Promise<void>; heldElsewhere(nodeId: string): Promise<boolean> };
   /** Whose clock the hub's periods (offline monitor, heartbeat flush, command sweep) run on. */
   periodic: PeriodicWork;
 };
@@ -84,6 +84,7 @@ export class AgentHub implements NodeLink, SessionHost {
       ...o,
       heartbeats: this.heartbeats,
       contact: this.contact,
+      heldElsewhere: o.sessionDirectory ? (id) => o.sessionDirectory!.heldElsewhere(id) : undefined,
       host: {
         session: (id) => this.sessions.get(id),
         dropSession: (id, s) => {
@@ -97,6 +98,10 @@ export class AgentHub implements NodeLink, SessionHost {
     this.wss = new WebSocketServer({ noServer: true, maxPayload: o.maxFrameBytes, clientTracking: false, perMessageDeflate: false });
     o.events.on("deployment-changed", (dep) => this.sessions.get(dep.nodeId)?.onDeploymentChanged(dep));
     o.events.on("node-retired", (nodeId) => void this.retired(nodeId));
+    o.events.on(
+      "node-changed",
+      (nodeId) => void this.silence.offlineElsewhere(nodeId).catch((err) => o.log.error("agent: re-checking a node failed", { err, nodeId })),
+    );
   }
 
   /** Agents whose sessions this replica holds now. */

@@ -77,6 +77,12 @@ export class ReplicaHop {
     return this.o.repos.agentSessions.release(nodeId, this.o.replicaId);
   }
 
+  /** Whether the database says another replica holds the node's session (it judges the node's silence first: silence-watch.ts). */
+  async heldElsewhere(nodeId: string): Promise<boolean> {
+    const row = await this.o.repos.agentSessions.holder(nodeId);
+    return row !== undefined && row.replicaId !== this.o.replicaId;
+  }
+
   releaseAll(): Promise<void> {
     return this.o.repos.agentSessions.releaseAll(this.o.replicaId);
   }

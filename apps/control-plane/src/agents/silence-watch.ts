@@ -34,6 +34,8 @@ export type SilenceWatchOptions = {
   host: SilenceHost;
   heartbeatIntervalMs: number;
   nodeLostAfterMs: number;
+  /** With several replicas: whether another replica holds the node's agent session (replica-hop.ts). */
+  heldElsewhere?: ((nodeId: string) => Promise<boolean>) | undefined;
 };
 
 export class SilenceWatch {
@@ -85,6 +87,12 @@ export class SilenceWatch {
         const s = host.session(node.id);
         if (s && s.livenessMs(this.o.clock.now()) > cutoffMs) return; // a frame arrived since the flush, or the socket is not being read
         if (this.inGrace(host.lastAliveMs(node.id, s, node.lastHeartbeat), cutoffMs)) return;
+        // Held by another replica: its heartbeats reach the database in that replica's
+        // flushes, which fall behind in a connection surge (seen: 9,500 of 30,000 nodes
+        // marked offline while heartbeating). The holder judges it on what it hears; this
+        // replica only once the stored heartbeat is a whole window older still (the holder
+        // died with it: the row outlives a SIGKILL).
+        if (!s && (node.lastHeartbeat ?? 0) > cutoffMs - SILENT_INTERVALS * this.o.heartbeatIntervalMs && (await this.o.heldElsewhere?.(node.id))) return;
         if (s) {
           // A socket that stays open without heartbeats is half-dead: drop it, the agent reconnects.
           host.dropSession(node.id, s);
@@ -94,6 +102,29 @@ export class SilenceWatch {
       });
     }
     await this.loseOverdue();
+  }
+
+  /**
+   * A node found offline (by another replica, on heartbeats this one had not flushed
+   * yet) while its session here is live: the session closes, so the agent reconnects at
+   * once and its hello and reports bring the node and its deployments back, the path
+   * every reconnection takes, rather than leaving it offline while it heartbeats. A node
+   * whose specs have not come yet is offline by design, and one retired is left to
+   * retirement.
+   */
+  async offlineElsewhere(nodeId: string): Promise<void> {
+    const { host } = this.o;
+    const s = host.session(nodeId);
+    if (!s?.ready) return;
+    const node = await this.o.repos.nodes.get(nodeId);
+    if (node?.status !== "offline" || node.retiredAt !== null || !(node.cpuCores > 0 && node.ramMb > 0)) return;
+    await host.serialize(nodeId, async () => {
+      const now = this.o.clock.now();
+      if (host.session(nodeId) !== s || s.livenessMs(now) < now - SILENT_INTERVALS * this.o.heartbeatIntervalMs) return; // silent here too: check() judges it
+      this.o.log.warn("agent: node marked offline elsewhere while its agent heartbeats here; reconnecting it", { nodeId });
+      host.dropSession(nodeId, s);
+      await this.o.contact.connectionEnded(nodeId, s.billableUntilMs);
+    });
   }
 
   /** Nodes silent past NODE_LOST_AFTER_S, counted from when this process could first hear them. */
