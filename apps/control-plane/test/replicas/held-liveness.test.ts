@@ -1,7 +1,7 @@
 import { needs } from "@cm/testkit";
 import { expect, it } from "vitest";
-import { SimAgent } from "../agents/support/sim-agent";
 import { eventually } from "../agents/support/agent-harness";
+import { SimAgent } from "../agents/support/sim-agent";
 import { startReplicaPair } from "./support/pair";
 
 /**
