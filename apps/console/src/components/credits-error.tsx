@@ -1,4 +1,4 @@
-import { ApiError, CmError, type DepositState, DepositWaitError } from "@cm/sdk";
+import { CmError, type DepositState, DepositWaitError } from "@cm/sdk";
 import { ErrorNotice } from "../layout/error-notice";
 
 /** What to do next for the errors of buying credits, which the shared notice does not know. */
@@ -20,32 +20,10 @@ const NEXT: Record<string, string> = {
   PACKAGE_NOT_FOUND: "Reload the page: the packages changed.",
 };
 
-/** A refused request, a refused payment or an expired deposit: the message and code, and what to do next. */
+/** A refused request, a refused payment or an expired deposit: the shared notice, with what to do next about buying credits. */
 export function CreditsError({ error, onRetry }: { error: unknown; onRetry?: () => void }) {
   if (!error) return null;
   const code = error instanceof CmError ? error.code : undefined;
   const refusal = error instanceof DepositWaitError ? (error.deposit as DepositState | undefined)?.refusal?.code : undefined;
-  const next = (refusal && NEXT[refusal]) || (code && NEXT[code]);
-  // Anything else is the shared notice's: its advice for the API's other codes, a network failure, a lost session.
-  if (!next) return <ErrorNotice error={error} onRetry={onRetry} />;
-  return (
-    <div role="alert" className="error">
-      <p className="error-message">
-        {(error as Error).message}
-        {code && (
-          <>
-            {" "}
-            <code className="error-code">{code}</code>
-          </>
-        )}
-      </p>
-      {next && <p className="error-next">{next}</p>}
-      {error instanceof ApiError && error.requestId && <p className="error-request">Request id: {error.requestId}</p>}
-      {onRetry && (
-        <button type="button" onClick={onRetry}>
-          Try again
-        </button>
-      )}
-    </div>
-  );
+  return <ErrorNotice error={error} onRetry={onRetry} next={(refusal && NEXT[refusal]) || (code && NEXT[code]) || undefined} />;
 }

@@ -1,4 +1,4 @@
-import { ApiError, NetworkError, SessionError } from "@cm/sdk";
+import { ApiError, CmError, NetworkError, SessionError } from "@cm/sdk";
 
 /** What to do next for the errors a user can act on; the API's own message says what went wrong. */
 const NEXT: Partial<Record<ApiError["code"], string>> = {
@@ -19,8 +19,11 @@ const NEXT: Partial<Record<ApiError["code"], string>> = {
   PAYOUTS_NOT_CONFIGURED: "This installation cannot pay out yet: ask its administrator to set PAYOUT_KEYPAIR.",
 };
 
-/** An error as the user should see it: the API's message and code (and request id, for support), and what to do next. */
-export function ErrorNotice({ error, onRetry }: { error: unknown; onRetry?: () => void }) {
+/**
+ * An error as the user should see it: the API's message and code (and request id, for support), and what to do next.
+ * `next`: a page's own advice for this error (credits-error.tsx's for payments), before the shared one.
+ */
+export function ErrorNotice({ error, onRetry, next: advice }: { error: unknown; onRetry?: () => void; next?: string | undefined }) {
   if (!error) return null;
   let message = "Something went wrong.";
   let code: string | undefined;
@@ -37,9 +40,14 @@ export function ErrorNotice({ error, onRetry }: { error: unknown; onRetry?: () =
   } else if (error instanceof SessionError) {
     message = error.message;
     next = "Sign in again with your wallet.";
+  } else if (error instanceof CmError) {
+    // The SDK's own refusals (a payment, a wait that ended): its code says which.
+    message = error.message;
+    code = error.code;
   } else if (error instanceof Error) {
     message = error.message;
   }
+  next = advice ?? next;
   return (
     <div role="alert" className="error">
       <p className="error-message">

@@ -1,11 +1,12 @@
 import { ApiError } from "@cm/sdk";
-import { type FormEvent, type ReactNode, useId, useState } from "react";
+import { type FormEvent, useState } from "react";
 import { useApi } from "../api/api-context";
 import { useApiCall } from "../api/use-api-call";
 import { type DeployForm, deployBody } from "../components/deploy-body";
 import { DeployEstimate, useEstimate } from "../components/deploy-estimate";
 import { EnvRows, newEnvRow } from "../components/env-rows";
 import { dollarsPerHour, gigabytes } from "../components/format";
+import { Labelled } from "../components/labelled";
 import { REGIONS } from "../components/lists";
 import { PlacementRefusal, type Refusal } from "../components/placement-refusal";
 import { ErrorNotice } from "../layout/error-notice";
@@ -16,23 +17,6 @@ import { navigate, useLocation } from "../router/router";
 import "./deploy.css";
 
 const memory = (mb: number) => (mb < 1024 ? `${mb} MB` : gigabytes(mb));
-
-/** A label tied to its control by id (a nested select's option would otherwise be read as part of its name). */
-function Labelled({ label, hint, children }: { label: string; hint?: string; children: (id: string, hintId?: string) => ReactNode }) {
-  const id = useId();
-  const hintId = hint ? `${id}-hint` : undefined;
-  return (
-    <div className="field">
-      <label htmlFor={id}>{label}</label>
-      {children(id, hintId)}
-      {hint && (
-        <small id={hintId} className="hint">
-          {hint}
-        </small>
-      )}
-    </div>
-  );
-}
 
 function initialForm(query: URLSearchParams): DeployForm {
   const node = query.get("node") ?? "";
