@@ -1,7 +1,7 @@
 #!/bin/sh
 # Runs a command (default: npm test) as a newcomer's machine would see this
 # repository: no Docker engine, no PostgreSQL, and none of busybox, nginx, qemu, an aarch64 cross compiler,
-# systemd-analyze, PostgreSQL's server programs, a registry, htpasswd or ssh. Root only: it hides them
+# systemd-analyze, PostgreSQL's server programs, a registry, htpasswd, ssh or chromium. Root only: it hides them
 # inside a private mount namespace (unshare -m), so nothing outside changes.
 #   sudo sh scripts/as-newcomer.sh            # npm test
 #   sudo sh scripts/as-newcomer.sh npm start
@@ -10,7 +10,7 @@ set -eu
 [ $# -gt 0 ] || set -- npm test
 exec unshare -m sh -c '
   mount -t tmpfs none /run
-  for b in /usr/bin/busybox /bin/busybox /usr/sbin/nginx /usr/bin/qemu-aarch64-static /usr/bin/aarch64-linux-gnu-g++ /usr/bin/systemd-analyze /usr/lib/postgresql/15/bin/initdb /usr/bin/docker-registry /usr/bin/htpasswd /usr/bin/ssh; do
+  for b in /usr/bin/busybox /bin/busybox /usr/sbin/nginx /usr/bin/qemu-aarch64-static /usr/bin/aarch64-linux-gnu-g++ /usr/bin/systemd-analyze /usr/lib/postgresql/15/bin/initdb /usr/bin/docker-registry /usr/bin/htpasswd /usr/bin/ssh /usr/bin/chromium; do
     [ -e "$b" ] && mount --bind /dev/null "$b"
   done
   exec env -u CI DOCKER_HOST=unix:///run/no-docker.sock TEST_POSTGRES_URL=postgres://nobody:none@127.0.0.1:9/none "$@"
