@@ -186,8 +186,11 @@ function suite(engine: "sqlite" | "pg") {
     // Beating as a real agent does (its interval is HEARTBEAT_INTERVAL_MS's), or the node goes silent.
     const beats = setInterval(() => agent.heartbeat(deploymentId ? [deploymentId] : []), 500);
     try {
-      for (let i = 0; !(await json(after.url, "GET", "/nodes")).nodes.some((n: { id: string }) => n.id === node.node.id); i++) {
-        if (i > 200) throw new Error("the node never appeared in the catalogue");
+      // Online, not only listed: the catalogue lists offline nodes too, and a create before the agent's
+      // inventory lands is refused NODE_OFFLINE (seen once in CI, under load).
+      const online = (n: { id: string; status: string }) => n.id === node.node.id && n.status === "online";
+      for (let i = 0; !(await json(after.url, "GET", "/nodes")).nodes.some(online); i++) {
+        if (i > 200) throw new Error("the node never came online in the catalogue");
         await sleep(50);
       }
       const created = await json(after.url, "POST", "/deployments", token, { nodeId: node.node.id, customImage: "busybox:1.36" });
