@@ -102,18 +102,22 @@ export class TestWalletKeys {
   }
 }
 
-let walletBundle: Promise<string> | undefined;
-/** test-wallet.ts with @wallet-standard/wallet, as one script for the page. */
-function testWalletScript(): Promise<string> {
-  walletBundle ??= build({
-    entryPoints: [path.join(HERE, "test-wallet.ts")],
-    bundle: true,
-    write: false,
-    format: "iife",
-    target: "es2022",
-    logLevel: "silent",
-  }).then((r) => r.outputFiles[0]!.text);
-  return walletBundle;
+const pageScripts = new Map<string, Promise<string>>();
+/** A wallet module of this folder (test-wallet.ts, paying-wallet.ts) with @wallet-standard/wallet, as one script for the page; built once a run. */
+export function walletScript(file: string): Promise<string> {
+  let script = pageScripts.get(file);
+  if (!script) {
+    script = build({
+      entryPoints: [path.join(HERE, file)],
+      bundle: true,
+      write: false,
+      format: "iife",
+      target: "es2022",
+      logLevel: "silent",
+    }).then((r) => r.outputFiles[0]!.text);
+    pageScripts.set(file, script);
+  }
+  return script;
 }
 
 export interface ConsolePage {
@@ -140,7 +144,7 @@ export async function openConsole(
       wallet.trusted = true;
     });
     const identity = { name: wallet.name, address: wallet.address, publicKey: Array.from(wallet.keypair.publicKey) };
-    await context.addInitScript({ content: `window.cmTestWallet = ${JSON.stringify(identity)};\n${await testWalletScript()}` });
+    await context.addInitScript({ content: `window.cmTestWallet = ${JSON.stringify(identity)};\n${await walletScript("test-wallet.ts")}` });
   }
   const page = await context.newPage();
   const problems: string[] = [];

@@ -11,20 +11,16 @@
  */
 import { createServer, request as httpRequest, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { sqliteDatabase } from "@cm/testkit";
 import { Connection, Keypair, type PublicKey, VersionedTransaction } from "@solana/web3.js";
 import bs58 from "bs58";
-import { build } from "esbuild";
 import { chromium, type Page } from "playwright-core";
 import { ensureConsoleBuilt } from "../../../../scripts/console-build";
 import { type FakeSolanaRpc, startFakeSolanaRpc } from "../../../control-plane/test/support/fake-solana-rpc";
 import { startHarness, TestClock } from "../../../control-plane/test/support/harness";
 import { USDC_DECIMALS, USDC_MINT } from "../../../control-plane/test/support/solana-fixtures";
-import { CHROMIUM, type ConsolePage, type ConsoleStack, DESKTOP, TestWalletKeys } from "./browser";
+import { CHROMIUM, type ConsolePage, type ConsoleStack, DESKTOP, TestWalletKeys, walletScript } from "./browser";
 
-const HERE = path.dirname(fileURLToPath(import.meta.url));
 
 export interface CreditsStack extends ConsoleStack {
   rpc: FakeSolanaRpc;
@@ -126,19 +122,6 @@ export class PayingWalletKeys extends TestWalletKeys {
   }
 }
 
-let walletBundle: Promise<string> | undefined;
-function payingWalletScript(): Promise<string> {
-  walletBundle ??= build({
-    entryPoints: [path.join(HERE, "paying-wallet.ts")],
-    bundle: true,
-    write: false,
-    format: "iife",
-    target: "es2022",
-    logLevel: "silent",
-  }).then((r) => r.outputFiles[0]!.text);
-  return walletBundle;
-}
-
 /** openConsole's visitor (browser.ts), with the paying wallet registered in the page instead of the sign-in-only one. */
 export async function openWithPayingWallet(stack: CreditsStack, wallet: PayingWalletKeys, consolePath = "/"): Promise<ConsolePage> {
   const context = await stack.browser.newContext({ viewport: DESKTOP, baseURL: stack.url });
@@ -146,7 +129,7 @@ export async function openWithPayingWallet(stack: CreditsStack, wallet: PayingWa
   await context.exposeFunction("cmPayWalletSignAndSend", (tx: number[]) => wallet.signAndSend(stack, tx));
   await context.exposeFunction("cmPayWalletSignTransaction", (tx: number[]) => wallet.signTransaction(tx));
   const identity = { name: wallet.name, address: wallet.address, publicKey: Array.from(wallet.keypair.publicKey), signOnly: wallet.signOnly };
-  await context.addInitScript({ content: `window.cmPayWallet = ${JSON.stringify(identity)};\n${await payingWalletScript()}` });
+  await context.addInitScript({ content: `window.cmPayWallet = ${JSON.stringify(identity)};\n${await walletScript("paying-wallet.ts")}` });
   const page: Page = await context.newPage();
   const problems: string[] = [];
   page.on("pageerror", (e) => problems.push(`uncaught: ${e.message}`));
