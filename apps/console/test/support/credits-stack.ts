@@ -21,7 +21,6 @@ import { startHarness, TestClock } from "../../../control-plane/test/support/har
 import { USDC_DECIMALS, USDC_MINT } from "../../../control-plane/test/support/solana-fixtures";
 import { CHROMIUM, type ConsolePage, type ConsoleStack, DESKTOP, TestWalletKeys, walletScript } from "./browser";
 
-
 export interface CreditsStack extends ConsoleStack {
   rpc: FakeSolanaRpc;
   /** The RPC as the page and the control plane reach it (the CORS proxy). */
